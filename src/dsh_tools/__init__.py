@@ -1,0 +1,144 @@
+"""dsh-tools: the trio-native tool-execution layer of an LLM agent loop.
+
+The public namespace only re-exports names from private modules; see the docs for the API.
+"""
+
+from ._content import ContentBlock as ContentBlock
+from ._content import HookContext as HookContext
+from ._content import MessageSource as MessageSource
+from ._content import PluginSource as PluginSource
+from ._content import ReasoningBlock as ReasoningBlock
+from ._content import TextBlock as TextBlock
+from ._content import ToolCallBlock as ToolCallBlock
+from ._content import ToolResultBlock as ToolResultBlock
+from ._content import UserSource as UserSource
+from ._definition import JsonSchema as JsonSchema
+from ._definition import ToolBody as ToolBody
+from ._definition import ToolDefinition as ToolDefinition
+from ._definition import ToolOutput as ToolOutput
+from ._definition import ToolReturn as ToolReturn
+from ._definition import ToolSchema as ToolSchema
+from ._disposer import Disposer as Disposer
+from ._errors import TOOL_ABORTED as TOOL_ABORTED
+from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._errors import HarnessError as HarnessError
+from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import ToolArgsError as ToolArgsError
+from ._errors import ToolErrorInfo as ToolErrorInfo
+from ._errors import ToolNotFoundError as ToolNotFoundError
+from ._errors import error_message as error_message
+from ._execution import Accept as Accept
+from ._execution import Allow as Allow
+from ._execution import ApprovalOutcome as ApprovalOutcome
+from ._execution import ApprovalRequest as ApprovalRequest
+from ._execution import ApprovalService as ApprovalService
+from ._execution import Ask as Ask
+from ._execution import Block as Block
+from ._execution import Deny as Deny
+from ._execution import PostToolDecision as PostToolDecision
+from ._execution import PreToolDecision as PreToolDecision
+from ._execution import ToolDispatchExecution as ToolDispatchExecution
+from ._execution import ToolExecution as ToolExecution
+from ._execution import ToolExecutionInput as ToolExecutionInput
+from ._execution import ToolExecutionMode as ToolExecutionMode
+from ._execution import ToolExecutionResult as ToolExecutionResult
+from ._execution import ToolExecutionToken as ToolExecutionToken
+from ._execution import ToolGuard as ToolGuard
+from ._execution import ToolResult as ToolResult
+from ._execution import ToolRunContext as ToolRunContext
+from ._json import MAX_DEPTH as MAX_DEPTH
+from ._json import FrozenJsonObject as FrozenJsonObject
+from ._json import JsonSnapshotError as JsonSnapshotError
+from ._json import JsonTypeError as JsonTypeError
+from ._json import JsonValue as JsonValue
+from ._json import JsonValueError as JsonValueError
+from ._json import dumps_json as dumps_json
+from ._json import snapshot_json as snapshot_json
+from ._json import thaw_json as thaw_json
+from ._presentation import DiffCallView as DiffCallView
+from ._presentation import DiffResultView as DiffResultView
+from ._presentation import FileDiff as FileDiff
+from ._presentation import FileLocation as FileLocation
+from ._presentation import GenericCallView as GenericCallView
+from ._presentation import GenericResultView as GenericResultView
+from ._presentation import TerminalCallView as TerminalCallView
+from ._presentation import TerminalResultView as TerminalResultView
+from ._presentation import ToolCallKind as ToolCallKind
+from ._presentation import ToolCallView as ToolCallView
+from ._presentation import ToolResultView as ToolResultView
+from ._signal import CancelController as CancelController
+from ._signal import CancelSignal as CancelSignal
+from ._signal import DeadlineReached as DeadlineReached
+from ._signal import linked_cancel_scope as linked_cancel_scope
+
+__all__ = [
+    "MAX_DEPTH",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_TIMEOUT",
+    "Accept",
+    "Allow",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalService",
+    "Ask",
+    "Block",
+    "CancelController",
+    "CancelSignal",
+    "ContentBlock",
+    "DeadlineReached",
+    "Deny",
+    "DiffCallView",
+    "DiffResultView",
+    "Disposer",
+    "FileDiff",
+    "FileLocation",
+    "FrozenJsonObject",
+    "GenericCallView",
+    "GenericResultView",
+    "HarnessError",
+    "HookContext",
+    "JsonSchema",
+    "JsonSnapshotError",
+    "JsonTypeError",
+    "JsonValue",
+    "JsonValueError",
+    "MessageSource",
+    "OutputSchemaError",
+    "PluginSource",
+    "PostToolDecision",
+    "PreToolDecision",
+    "ReasoningBlock",
+    "TerminalCallView",
+    "TerminalResultView",
+    "TextBlock",
+    "ToolArgsError",
+    "ToolBody",
+    "ToolCallBlock",
+    "ToolCallKind",
+    "ToolCallView",
+    "ToolDefinition",
+    "ToolDispatchExecution",
+    "ToolErrorInfo",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolExecutionMode",
+    "ToolExecutionResult",
+    "ToolExecutionToken",
+    "ToolGuard",
+    "ToolNotFoundError",
+    "ToolOutput",
+    "ToolResult",
+    "ToolResultBlock",
+    "ToolResultView",
+    "ToolReturn",
+    "ToolRunContext",
+    "ToolSchema",
+    "UserSource",
+    "dumps_json",
+    "error_message",
+    "linked_cancel_scope",
+    "snapshot_json",
+    "thaw_json",
+]

@@ -1,0 +1,97 @@
+"""Content blocks, message sources and hook contexts: the values a tool result is made of.
+
+All are frozen attrs value objects. Their wire shape (camelCase keys, a ``type`` or ``kind``
+tag, absent optionals omitted) is owned by :data:`dsh_tools.converter`.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import attrs
+
+from ._json import JsonValue, snapshot_json
+
+__all__ = [
+    "ContentBlock",
+    "HookContext",
+    "MessageSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "UserSource",
+]
+
+
+def _snapshot_optional(value: object) -> JsonValue:
+    return None if value is None else snapshot_json(value)
+
+
+@attrs.frozen(kw_only=True)
+class TextBlock:
+    """Plain text (wire: ``{"type": "text", "text": ...}``)."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningBlock:
+    """Model reasoning text (wire: ``{"type": "reasoning", "text": ...}``)."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallBlock:
+    """A tool call as the model emitted it; ``arguments`` is the raw JSON text
+    (wire: ``{"type": "tool-call", "id", "name", "arguments"}``)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultBlock:
+    """The result of one tool call (wire: ``{"type": "tool-result", "toolCallId", "content",
+    "isError"?}``)."""
+
+    tool_call_id: str
+    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    is_error: bool | None = None
+
+
+ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
+"""The content-block union. New block types join through :data:`dsh_tools.converter`
+(``register_content_block``), keyed by a new ``type`` tag."""
+
+
+@attrs.frozen(kw_only=True)
+class UserSource:
+    """The user wrote this context (wire: ``{"kind": "user"}``)."""
+
+
+@attrs.frozen(kw_only=True)
+class PluginSource:
+    """A plugin or hook produced this context (wire: ``{"kind": "plugin", "plugin": ...}``)."""
+
+    plugin: str
+
+
+MessageSource: TypeAlias = UserSource | PluginSource
+"""Who produced a :class:`HookContext`."""
+
+
+@attrs.frozen(kw_only=True)
+class HookContext:
+    """A context message for the model, attached to a tool result.
+
+    ``content`` reaches the model verbatim as a user-role message; ``meta`` is persisted with
+    the session but hidden from the model (snapshotted as lossless JSON on construction).
+    """
+
+    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    source: MessageSource
+    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)

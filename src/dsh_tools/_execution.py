@@ -1,0 +1,279 @@
+"""The values that flow through one tool call: inputs, execution views, results, decisions,
+approval requests.
+
+Every type here is an immutable attrs value, except :class:`ToolDispatchExecution`, whose
+``signal`` an ``execute`` wrapper may replace (never with ``None``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, Literal, NoReturn, Protocol, TypeAlias
+
+import attrs
+
+from ._content import ContentBlock, HookContext
+from ._errors import ToolErrorInfo
+from ._json import JsonValue, snapshot_json
+from ._signal import CancelSignal
+
+__all__ = [
+    "Accept",
+    "Allow",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalService",
+    "Ask",
+    "Block",
+    "Deny",
+    "PostToolDecision",
+    "PreToolDecision",
+    "ToolDispatchExecution",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolExecutionMode",
+    "ToolExecutionResult",
+    "ToolExecutionToken",
+    "ToolGuard",
+    "ToolResult",
+    "ToolRunContext",
+]
+
+
+def _snapshot_optional(value: object) -> JsonValue:
+    return None if value is None else snapshot_json(value)
+
+
+class ToolExecutionToken:
+    """The opaque identity of one ``execute()`` call: minted by the registry, compared by
+    identity, shared by every view of the call. It has no public constructor and refuses to be
+    pickled or serialized."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        raise TypeError("ToolExecutionToken has no public constructor: the registry mints them")
+
+    @classmethod
+    def _mint(cls) -> ToolExecutionToken:
+        return object.__new__(cls)
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a ToolExecutionToken cannot be serialized")
+
+    def __copy__(self) -> ToolExecutionToken:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolExecutionToken:
+        return self
+
+    def __repr__(self) -> str:
+        return f"<ToolExecutionToken {id(self):#x}>"
+
+
+def _check_signal(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, CancelSignal):
+        raise TypeError(f"signal must be a CancelSignal, not {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionInput:
+    """What the caller asks the registry to run: one tool call.
+
+    ``arguments`` is the parsed, not yet validated JSON the model sent (a ``str`` when it was
+    not valid JSON); it is snapshotted before any policy sees it. ``signal`` is required: pass
+    ``CancelSignal.never()`` for a call that cannot be cancelled. ``agent`` is an identity key
+    that routes the call to that agent's scope; ``parent`` is the token of an enclosing
+    execution, if any.
+    """
+
+    call_id: str
+    name: str
+    arguments: object
+    signal: CancelSignal = attrs.field(validator=_check_signal)
+    agent: object | None = None
+    parent: ToolExecutionToken | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecution:
+    """The read-only view of a call that ``pre_execute``, guards, ``post_execute`` and
+    ``result`` observers receive. ``arguments`` is the frozen snapshot (``None`` only when the
+    snapshot failed, as seen by ``result`` observers)."""
+
+    token: ToolExecutionToken
+    call_id: str
+    name: str
+    arguments: JsonValue
+    signal: CancelSignal
+    agent: object | None = None
+    parent: ToolExecutionToken | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolRunContext(ToolExecution):
+    """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
+    caller and any wrapper) plus :meth:`defer_context`."""
+
+    _deferred: list[HookContext] = attrs.field(
+        alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
+    )
+
+    def defer_context(self, context: HookContext) -> None:
+        """Attach ``context`` to this call's result; deferred contexts come first, in call order,
+        and are kept even when the result is an error."""
+        if not isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
+        self._deferred.append(context)
+
+
+def _frozen_unless_signal(
+    instance: object, attribute: attrs.Attribute[object], value: object
+) -> object:
+    if attribute.name != "signal":
+        raise attrs.exceptions.FrozenAttributeError()
+    if value is None:
+        raise TypeError("an execute wrapper may replace signal, but never with None")
+    _check_signal(instance, attribute, value)
+    return value
+
+
+@attrs.define(kw_only=True, on_setattr=_frozen_unless_signal)
+class ToolDispatchExecution:
+    """The view ``execute`` wrappers share: like :class:`ToolExecution`, but ``signal`` may be
+    reassigned (to another :class:`CancelSignal`, never ``None``). The body then runs under the
+    fusion of the caller's signal and the replacement."""
+
+    token: ToolExecutionToken
+    call_id: str
+    name: str
+    arguments: JsonValue
+    signal: CancelSignal
+    agent: object | None = None
+    parent: ToolExecutionToken | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionMode:
+    """How the scheduler may run a call: ``"parallel"`` (may overlap other parallel calls) or
+    ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``."""
+
+    kind: Literal["parallel", "exclusive"]
+
+    PARALLEL: ClassVar[ToolExecutionMode]
+    EXCLUSIVE: ClassVar[ToolExecutionMode]
+
+
+ToolExecutionMode.PARALLEL = ToolExecutionMode(kind="parallel")
+ToolExecutionMode.EXCLUSIVE = ToolExecutionMode(kind="exclusive")
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionResult:
+    """The final outcome of one call: what the model receives.
+
+    ``error`` is set only when the failure was a :class:`~dsh_tools.HarnessError` (or one of the
+    synthetic cancellation/timeout codes); ``additional_contexts`` are context messages that
+    follow the batch's results; ``meta`` is private presentation data, persisted but hidden from
+    the model.
+    """
+
+    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    is_error: bool
+    error: ToolErrorInfo | None = None
+    additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
+    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult:
+    """What ``present_result`` receives: the content and whether it is an error."""
+
+    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    is_error: bool
+    meta: JsonValue = None
+
+
+# --- decisions -----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Allow:
+    """``pre_execute``: run the call (guards still apply)."""
+
+
+@attrs.frozen
+class Deny:
+    """``pre_execute``: refuse the call; the model sees ``Error: <reason>``."""
+
+    reason: str
+
+
+@attrs.frozen
+class Ask:
+    """``pre_execute``: ask the approval service; ``reason`` is shown to the user."""
+
+    reason: str | None = None
+
+
+PreToolDecision: TypeAlias = Allow | Deny | Ask
+
+
+def _tuple_or_none(value: Sequence[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class Accept:
+    """``post_execute``: keep the result; ``content`` (when not ``None``, even empty) replaces
+    its content; ``additional_contexts`` are appended after the result's own."""
+
+    content: tuple[ContentBlock, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
+    additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
+
+
+@attrs.frozen(kw_only=True)
+class Block:
+    """``post_execute``: replace the result with an error whose content is ``feedback``; every
+    earlier context, ``error`` and ``meta`` is dropped, only this decision's contexts remain."""
+
+    feedback: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
+
+
+PostToolDecision: TypeAlias = Accept | Block
+
+ToolGuard: TypeAlias = Callable[[ToolExecution], str | None]
+"""A synchronous guard: return a denial reason, or ``None`` to let the call through. Guards can
+only deny (monotonic): no listener can undo a guard's denial."""
+
+
+# --- approval ------------------------------------------------------------------------------
+
+
+class ApprovalOutcome(enum.StrEnum):
+    """What the approval service decided for one request."""
+
+    ALLOWED_ONCE = "allowed-once"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    UNAVAILABLE = "unavailable"
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequest:
+    """One request for the user's approval of a call."""
+
+    agent: object
+    tool_name: str
+    call_id: str
+    signal: CancelSignal
+    reason: str | None = None
+
+
+class ApprovalService(Protocol):
+    """Asks a user (or a policy) whether a call that a ``pre_execute`` listener marked ``Ask``
+    may run. ``request`` should return ``CANCELLED`` promptly once ``request.signal`` fires."""
+
+    def request(self, request: ApprovalRequest, /) -> Awaitable[ApprovalOutcome]: ...

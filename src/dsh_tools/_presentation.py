@@ -1,0 +1,150 @@
+"""Render intents: how a UI may show a pending call and its result.
+
+A tool's ``present_call(args)`` returns a call view, ``present_result(args, result)`` a result
+view; both are pure and may return ``None`` to fall back to a generic presentation. The wire
+shape tags views with ``card`` (``generic`` / ``terminal`` / ``diff``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import TypeAlias
+
+import attrs
+
+from ._content import ContentBlock
+from ._json import JsonValue, snapshot_json
+
+__all__ = [
+    "DiffCallView",
+    "DiffResultView",
+    "FileDiff",
+    "FileLocation",
+    "GenericCallView",
+    "GenericResultView",
+    "TerminalCallView",
+    "TerminalResultView",
+    "ToolCallKind",
+    "ToolCallView",
+    "ToolResultView",
+]
+
+
+def _snapshot_optional(value: object) -> JsonValue:
+    return None if value is None else snapshot_json(value)
+
+
+def _optional_blocks(value: Iterable[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _optional_locations(
+    value: Iterable[FileLocation] | None,
+) -> tuple[FileLocation, ...] | None:
+    return None if value is None else tuple(value)
+
+
+class ToolCallKind(enum.StrEnum):
+    """What kind of thing a call does (drives icons and grouping in UIs)."""
+
+    READ = "read"
+    EDIT = "edit"
+    DELETE = "delete"
+    MOVE = "move"
+    SEARCH = "search"
+    EXECUTE = "execute"
+    FETCH = "fetch"
+    OTHER = "other"
+
+
+def _positive_line(_instance: object, _attribute: object, value: int | None) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(f"line must be a 1-based positive int, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class FileLocation:
+    """A file (and optionally a 1-based line) a call touches."""
+
+    path: str
+    line: int | None = attrs.field(default=None, validator=_positive_line)
+
+
+@attrs.frozen(kw_only=True)
+class FileDiff:
+    """A change to one file; ``old_text=None`` means a new file (or no prior content)."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@attrs.frozen(kw_only=True)
+class GenericCallView:
+    """A generic pending-call card (wire ``card: "generic"``)."""
+
+    title: str
+    kind: ToolCallKind | None = None
+    raw_input: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    content: tuple[ContentBlock, ...] | None = attrs.field(default=None, converter=_optional_blocks)
+    locations: tuple[FileLocation, ...] | None = attrs.field(
+        default=None, converter=_optional_locations
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TerminalCallView:
+    """A shell command about to run (wire ``card: "terminal"``); ``title`` is the command."""
+
+    title: str
+    description: str | None = None
+    cwd: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DiffCallView:
+    """A pending edit shown as diffs (wire ``card: "diff"``)."""
+
+    title: str
+    diffs: tuple[FileDiff, ...] = attrs.field(converter=tuple)
+    locations: tuple[FileLocation, ...] | None = attrs.field(
+        default=None, converter=_optional_locations
+    )
+
+
+ToolCallView: TypeAlias = GenericCallView | TerminalCallView | DiffCallView
+
+
+@attrs.frozen(kw_only=True)
+class GenericResultView:
+    """A generic result card; without ``content`` the raw result content is shown."""
+
+    title: str | None = None
+    content: tuple[ContentBlock, ...] | None = attrs.field(default=None, converter=_optional_blocks)
+
+
+def _exit_xor_signal(instance: TerminalResultView, _attribute: object, _value: object) -> None:
+    if instance.exit_code is not None and instance.signal is not None:
+        raise ValueError("TerminalResultView takes exit_code or signal, not both")
+
+
+@attrs.frozen(kw_only=True)
+class TerminalResultView:
+    """A finished shell command: its output and either an exit code or a signal name."""
+
+    title: str | None = None
+    output: str | None = None
+    exit_code: int | None = None
+    signal: str | None = attrs.field(default=None, validator=_exit_xor_signal)
+
+
+@attrs.frozen(kw_only=True)
+class DiffResultView:
+    """A finished edit shown as diffs."""
+
+    title: str | None = None
+    diffs: tuple[FileDiff, ...] = attrs.field(default=(), converter=tuple)
+
+
+ToolResultView: TypeAlias = GenericResultView | TerminalResultView | DiffResultView

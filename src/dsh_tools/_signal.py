@@ -1,0 +1,346 @@
+"""Cancellation as data: :class:`CancelController` owns a :class:`CancelSignal`.
+
+A signal is how cancellation crosses API boundaries that trio's own cancel scopes cannot: a
+batch-wide "the user pressed Esc", a timeout wrapper's deadline, an approval prompt. The
+registry fuses the signals that apply to one tool body and links the result to a
+``trio.CancelScope`` around the body (:func:`linked_cancel_scope`), so plain trio code is
+cancelled at its next checkpoint and code that forwards cancellation elsewhere reads the signal.
+
+Deadlines are data, not timer tasks. A signal with a deadline counts as cancelled, with a
+:class:`DeadlineReached` reason, from the moment trio's clock reaches it. Its ``on_cancel``
+callbacks run the first time that is observed (``cancelled``, ``reason``, ``wait()``, a fusion
+or a cancel), while a linked cancel scope is cancelled by trio exactly at the deadline. Because
+the check is made against the clock whenever a signal is cancelled, a deadline that passed
+first keeps its reason even when an explicit cancel is observed earlier.
+
+Signals are used from the trio thread they belong to; callbacks run synchronously inside
+``cancel()``, in registration order. A callback that raises is logged to the ``dsh_tools``
+logger and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from typing import Any, ClassVar, Final
+
+import attrs
+import trio
+
+from ._disposer import Disposer
+
+__all__ = [
+    "CancelController",
+    "CancelSignal",
+    "DeadlineReached",
+    "linked_cancel_scope",
+]
+
+logger: Final = logging.getLogger("dsh_tools")
+
+CancelCallback = Callable[[object], object]
+"""Called with the signal's reason when it is cancelled."""
+
+
+@attrs.frozen(kw_only=True)
+class DeadlineReached:
+    """The reason of a signal that was cancelled because its deadline passed."""
+
+    deadline: float
+    """The deadline, in trio clock time."""
+
+
+def _now() -> float:
+    try:
+        return trio.current_time()
+    except RuntimeError:  # outside trio.run: no clock, so no deadline can have passed
+        return -math.inf
+
+
+class CancelSignal:
+    """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
+    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor."""
+
+    __slots__ = (
+        "__weakref__",
+        "_callbacks",
+        "_cancelled",
+        "_deadline",
+        "_deadline_callbacks",
+        "_event",
+        "_next_key",
+        "_reason",
+    )
+
+    _never_instance: ClassVar[CancelSignal | None] = None
+
+    _cancelled: bool
+    _reason: object
+    _deadline: float
+    _callbacks: dict[int, CancelCallback] | None
+    _deadline_callbacks: dict[int, Callable[[float], object]] | None
+    _event: trio.Event | None
+    _next_key: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("CancelSignal has no public constructor: use CancelController().signal")
+
+    @classmethod
+    def _create(cls, deadline: float = math.inf) -> CancelSignal:
+        self = object.__new__(cls)
+        self._cancelled = False
+        self._reason = None
+        self._deadline = deadline
+        self._callbacks = None
+        self._deadline_callbacks = None
+        self._event = None
+        self._next_key = 0
+        return self
+
+    # --- reading -------------------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the signal is cancelled (explicitly, through a fused source, or because its
+        deadline has passed)."""
+        if self._cancelled:
+            return True
+        if self._deadline != math.inf and _now() >= self._deadline:
+            self._fire(DeadlineReached(deadline=self._deadline))
+            return True
+        return False
+
+    @property
+    def reason(self) -> object:
+        """Why the signal was cancelled: the first reason given, a :class:`DeadlineReached`,
+        or ``None`` while it is not cancelled (or when cancelled without a reason)."""
+        return self._reason if self.cancelled else None
+
+    @property
+    def deadline(self) -> float:
+        """When the signal cancels itself, in trio clock time; ``math.inf`` for never."""
+        return self._deadline
+
+    async def wait(self) -> None:
+        """Return once the signal is cancelled.
+
+        A checkpoint on every path: it yields even when the signal is already cancelled.
+        Cancelling the waiting task's own scope raises ``trio.Cancelled`` as usual.
+        """
+        if self.cancelled:
+            await trio.lowlevel.checkpoint()
+            return
+        event = self._event
+        if event is None:
+            event = self._event = trio.Event()
+        with trio.CancelScope(deadline=self._deadline) as scope:
+            undo = self._on_deadline_change(lambda when: setattr(scope, "deadline", when))
+            try:
+                await event.wait()
+            finally:
+                undo()
+        if not event.is_set():
+            self.cancelled  # noqa: B018 - observing the passed deadline fires the signal
+
+    def on_cancel(self, callback: CancelCallback) -> Disposer:
+        """Call ``callback(reason)`` once when the signal is cancelled.
+
+        If it is already cancelled, ``callback`` runs now. Returns a :class:`Disposer` that
+        unregisters it (a no-op once it has run).
+        """
+        if self.cancelled:
+            callback(self._reason)
+            return Disposer.noop()
+        key = self._add_callback(callback)
+        return Disposer(lambda: self._remove_callback(key))
+
+    # --- construction helpers ------------------------------------------------------------
+
+    @classmethod
+    def never(cls) -> CancelSignal:
+        """The signal that is never cancelled (one shared instance)."""
+        never = cls._never_instance
+        if never is None:
+            never = cls._never_instance = cls._create()
+        return never
+
+    @classmethod
+    def any(cls, *signals: CancelSignal) -> CancelSignal:
+        """A fresh signal cancelled when any of ``signals`` is, with that signal's reason.
+
+        If several are already cancelled, the first in argument order gives the reason. The
+        deadline is the earliest of theirs. The fused signal detaches from its sources once it
+        fires; until then each source holds one callback for it.
+        """
+        return _fuse(signals)[0]
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _add_callback(self, callback: CancelCallback) -> int:
+        callbacks = self._callbacks
+        if callbacks is None:
+            callbacks = self._callbacks = {}
+        key = self._next_key
+        self._next_key = key + 1
+        callbacks[key] = callback
+        return key
+
+    def _remove_callback(self, key: int) -> None:
+        callbacks = self._callbacks
+        if callbacks is not None:
+            callbacks.pop(key, None)
+
+    def _on_deadline_change(self, callback: Callable[[float], object]) -> Callable[[], None]:
+        callbacks = self._deadline_callbacks
+        if callbacks is None:
+            callbacks = self._deadline_callbacks = {}
+        key = self._next_key
+        self._next_key = key + 1
+        callbacks[key] = callback
+
+        def undo() -> None:
+            callbacks.pop(key, None)
+
+        return undo
+
+    def _set_deadline(self, when: float) -> None:
+        if self._cancelled or when == self._deadline:
+            return
+        self._deadline = when
+        if self._deadline_callbacks:
+            for callback in tuple(self._deadline_callbacks.values()):
+                callback(when)
+        # a deadline already in the past fires now
+        self.cancelled  # noqa: B018
+
+    def _fire(self, reason: object) -> None:
+        if self._cancelled:
+            return
+        if (
+            not isinstance(reason, DeadlineReached)
+            and self._deadline != math.inf
+            and _now() >= self._deadline
+        ):
+            reason = DeadlineReached(deadline=self._deadline)
+        self._cancelled = True
+        self._reason = reason
+        self._deadline_callbacks = None
+        if self._event is not None:
+            self._event.set()
+        callbacks = self._callbacks
+        self._callbacks = None
+        if callbacks:
+            for callback in callbacks.values():
+                try:
+                    callback(reason)
+                except Exception:
+                    logger.exception("CancelSignal callback failed")
+
+    def __repr__(self) -> str:
+        state = f"cancelled reason={self._reason!r}" if self._cancelled else "active"
+        deadline = "" if self._deadline == math.inf else f" deadline={self._deadline}"
+        return f"<CancelSignal {state}{deadline}>"
+
+
+def _fuse(signals: tuple[CancelSignal, ...]) -> tuple[CancelSignal, Callable[[], None]]:
+    """Fuse ``signals`` into a fresh signal; also return the function that detaches it."""
+    deadline = min((s.deadline for s in signals), default=math.inf)
+    fused = CancelSignal._create(deadline)
+    for source in signals:
+        if source.cancelled:
+            fused._fire(source._reason)
+            return fused, _nothing
+    undos: list[Callable[[], None]] = []
+
+    def detach() -> None:
+        for undo in undos:
+            undo()
+        undos.clear()
+
+    def on_source_cancel(reason: object) -> None:
+        detach()
+        fused._fire(reason)
+
+    def on_source_deadline(_when: float) -> None:
+        fused._set_deadline(min(s.deadline for s in signals))
+
+    for source in signals:
+        if source is CancelSignal.never():
+            continue
+        key = source._add_callback(on_source_cancel)
+        undos.append(lambda source=source, key=key: source._remove_callback(key))
+        undos.append(source._on_deadline_change(on_source_deadline))
+    return fused, detach
+
+
+def _nothing() -> None:
+    return None
+
+
+class CancelController:
+    """Owns a :class:`CancelSignal` and cancels it.
+
+    Args:
+        deadline: optional trio clock time at which the signal cancels itself.
+    """
+
+    __slots__ = ("_signal",)
+
+    _signal: CancelSignal
+
+    def __init__(self, *, deadline: float | None = None) -> None:
+        self._signal = CancelSignal._create(
+            math.inf if deadline is None else _check_deadline(deadline)
+        )
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The read-only signal this controller cancels."""
+        return self._signal
+
+    def cancel(self, reason: object = None) -> None:
+        """Cancel the signal. Idempotent: the first reason sticks. Callbacks run now."""
+        self._signal._fire(reason)
+
+    def set_deadline(self, when: float | None) -> None:
+        """Move the deadline (trio clock time; ``None`` removes it). No effect once cancelled.
+
+        Linked cancel scopes and fused signals follow the new deadline.
+        """
+        self._signal._set_deadline(math.inf if when is None else _check_deadline(when))
+
+    def __repr__(self) -> str:
+        return f"<CancelController {self._signal!r}>"
+
+
+def _check_deadline(when: float) -> float:
+    if isinstance(when, bool) or not isinstance(when, int | float) or math.isnan(when):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"deadline must be a number (trio clock time), not {when!r}")
+    return float(when)
+
+
+@contextmanager
+def linked_cancel_scope(signal: CancelSignal) -> Generator[trio.CancelScope]:
+    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is.
+
+    The scope's deadline follows the signal's deadline, so trio cancels the block exactly when
+    the deadline passes, with no timer task. On exit the link is removed. Like any cancel
+    scope, it swallows only its own cancellation: check ``scope.cancelled_caught`` (or the
+    signal) afterwards to know whether the block was cut short.
+    """
+    scope = trio.CancelScope(deadline=signal.deadline)
+    if signal.cancelled:
+        scope.cancel()
+        with scope:
+            yield scope
+        return
+    key = signal._add_callback(lambda _reason: scope.cancel())
+    undo_deadline = signal._on_deadline_change(lambda when: setattr(scope, "deadline", when))
+    try:
+        with scope:
+            yield scope
+    finally:
+        signal._remove_callback(key)
+        undo_deadline()
