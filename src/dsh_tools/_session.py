@@ -1,0 +1,438 @@
+"""Durable session events: what the scheduler records about one batch of tool calls.
+
+A batch appends, in this order, a ``tool/call`` event when a call starts, a ``tool/result``
+event when it commits (its ``source_event_seqs`` point at the ``tool/call``), and after every
+result of the batch one ``context/message`` event per context. A :class:`SessionLog` stores
+them and numbers them from 0 in append order.
+
+Appends are synchronous on purpose: the scheduler appends on its one lane, in model order,
+and a synchronous ``append`` cannot interleave with another lane step or be cancelled halfway
+(a half-appended event would be worse than a late one). :class:`JsonlSessionLog` therefore
+blocks the trio thread for one small ``write`` + ``flush`` per event (plus an ``fsync`` when
+asked for), as a logging handler would.
+
+The wire shape is the original's: camelCase keys, a ``type`` tag (``tool/call``,
+``tool/result``, ``context/message``), absent optionals omitted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+from ._content import (
+    ContentBlock,
+    MessageSource,
+    PluginSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserSource,
+)
+from ._errors import ToolErrorInfo
+from ._json import JsonValue, snapshot_json, thaw_json
+
+__all__ = [
+    "ContextMessageEvent",
+    "JsonlSessionLog",
+    "MemorySessionLog",
+    "SessionEvent",
+    "SessionLog",
+    "SessionLogCorruptError",
+    "ToolCallEvent",
+    "ToolResultEvent",
+]
+
+
+def _snapshot_optional(value: object) -> JsonValue:
+    return None if value is None else snapshot_json(value)
+
+
+def _seqs(value: object) -> tuple[int, ...]:
+    return tuple(value)  # type: ignore[arg-type]
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallEvent:
+    """A call started (wire ``tool/call``): the call exactly as the model emitted it.
+
+    ``arguments`` is the raw JSON text, never the parsed value, so the log replays what the
+    model said even when it was not valid JSON.
+    """
+
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultEvent:
+    """A call committed (wire ``tool/result``): the final result the model receives.
+
+    ``source_event_seqs`` holds the sequence number of the call's ``tool/call`` event.
+    Contexts are not part of it: they follow as ``context/message`` events.
+    """
+
+    turn: int
+    step: int
+    call_id: str
+    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    is_error: bool
+    error: ToolErrorInfo | None = None
+    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    source_event_seqs: tuple[int, ...] = attrs.field(default=(), converter=_seqs)
+
+
+@attrs.frozen(kw_only=True)
+class ContextMessageEvent:
+    """A context message for the model (wire ``context/message``), appended after every result
+    of the batch it belongs to."""
+
+    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    source: MessageSource
+    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+
+
+SessionEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextMessageEvent
+"""Every event the scheduler appends."""
+
+
+@runtime_checkable
+class SessionLog(Protocol):
+    """Where the scheduler records a batch. Both methods are synchronous (see the module
+    docs for why)."""
+
+    def append(self, event: SessionEvent, /) -> int:
+        """Store ``event`` durably and return its sequence number (0-based, append order)."""
+        ...
+
+    def events(self) -> list[SessionEvent]:
+        """Every stored event, in append order (a fresh list)."""
+        ...
+
+
+class SessionLogCorruptError(ValueError):
+    """A session log holds a line that is not an event (other than a torn last line).
+
+    ``path`` and ``line`` (1-based) name it; the message says what is wrong.
+    """
+
+    path: str
+    line: int
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}, line {line}: {reason}")
+        self.path = path
+        self.line = line
+
+
+# --- wire shape ---------------------------------------------------------------------------
+
+
+def unstructure_blocks(blocks: tuple[ContentBlock, ...]) -> list[dict[str, Any]]:
+    return [_unstructure_block(block) for block in blocks]
+
+
+def _unstructure_block(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ReasoningBlock):
+        return {"type": "reasoning", "text": block.text}
+    if isinstance(block, ToolCallBlock):
+        return {
+            "type": "tool-call",
+            "id": block.id,
+            "name": block.name,
+            "arguments": block.arguments,
+        }
+    out: dict[str, Any] = {
+        "type": "tool-result",
+        "toolCallId": block.tool_call_id,
+        "content": unstructure_blocks(block.content),
+    }
+    if block.is_error is not None:
+        out["isError"] = block.is_error
+    return out
+
+
+def structure_blocks(data: list[Any]) -> tuple[ContentBlock, ...]:
+    return tuple(_structure_block(item) for item in data)
+
+
+def _structure_block(data: object) -> ContentBlock:
+    if not isinstance(data, dict):
+        raise TypeError("a content block must be a JSON object")
+    obj: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    kind = obj.get("type")
+    if kind == "text":
+        return TextBlock(text=_field(obj, "text", str))
+    if kind == "reasoning":
+        return ReasoningBlock(text=_field(obj, "text", str))
+    if kind == "tool-call":
+        return ToolCallBlock(
+            id=_field(obj, "id", str),
+            name=_field(obj, "name", str),
+            arguments=_field(obj, "arguments", str),
+        )
+    if kind == "tool-result":
+        return ToolResultBlock(
+            tool_call_id=_field(obj, "toolCallId", str),
+            content=structure_blocks(_field(obj, "content", list)),
+            is_error=_field(obj, "isError", bool) if "isError" in obj else None,
+        )
+    raise ValueError(f"unknown content block type {kind!r}")
+
+
+def unstructure_source(source: MessageSource) -> dict[str, Any]:
+    if isinstance(source, UserSource):
+        return {"kind": "user"}
+    return {"kind": "plugin", "plugin": source.plugin}
+
+
+def structure_source(data: dict[str, Any]) -> MessageSource:
+    kind = data.get("kind")
+    if kind == "user":
+        return UserSource()
+    if kind == "plugin":
+        return PluginSource(plugin=_field(data, "plugin", str))
+    raise ValueError(f"unknown message source kind {kind!r}")
+
+
+def unstructure_error(error: ToolErrorInfo) -> dict[str, Any]:
+    return {"name": error.name, "code": error.code}
+
+
+def structure_error(data: object) -> ToolErrorInfo:
+    if not isinstance(data, dict):
+        raise TypeError('"error" must be a JSON object')
+    obj: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    return ToolErrorInfo(name=_field(obj, "name", str), code=_field(obj, "code", str))
+
+
+def event_to_wire(event: SessionEvent) -> dict[str, Any]:
+    """The wire JSON of ``event`` (plain ``dict``; keys in the original's order)."""
+    if isinstance(event, ToolCallEvent):
+        return {
+            "type": "tool/call",
+            "turn": event.turn,
+            "step": event.step,
+            "callId": event.call_id,
+            "name": event.name,
+            "arguments": event.arguments,
+        }
+    if isinstance(event, ToolResultEvent):
+        out: dict[str, Any] = {
+            "type": "tool/result",
+            "turn": event.turn,
+            "step": event.step,
+            "callId": event.call_id,
+            "content": unstructure_blocks(event.content),
+            "isError": event.is_error,
+        }
+        if event.error is not None:
+            out["error"] = unstructure_error(event.error)
+        if event.meta is not None:
+            out["meta"] = thaw_json(event.meta)
+        if event.source_event_seqs:
+            out["sourceEventSeqs"] = list(event.source_event_seqs)
+        return out
+    if isinstance(event, ContextMessageEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+        out = {
+            "type": "context/message",
+            "content": unstructure_blocks(event.content),
+            "source": unstructure_source(event.source),
+        }
+        if event.meta is not None:
+            out["meta"] = thaw_json(event.meta)
+        return out
+    raise TypeError(f"not a session event: {type(event).__name__}")
+
+
+def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in data:
+        raise ValueError(f'missing "{key}"')
+    value = data[key]
+    if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
+        raise ValueError(f'"{key}" has the wrong type')
+    return value
+
+
+def event_from_wire(data: object) -> SessionEvent:
+    """Read one event back from its wire JSON.
+
+    Raises:
+        ValueError: ``data`` is not the wire shape of an event.
+    """
+    if not isinstance(data, dict):
+        raise TypeError("an event must be a JSON object")
+    obj: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    kind = obj.get("type")
+    if kind == "tool/call":
+        return ToolCallEvent(
+            turn=_field(obj, "turn", int),
+            step=_field(obj, "step", int),
+            call_id=_field(obj, "callId", str),
+            name=_field(obj, "name", str),
+            arguments=_field(obj, "arguments", str),
+        )
+    if kind == "tool/result":
+        seqs: list[Any] = obj.get("sourceEventSeqs", [])
+        if not isinstance(seqs, list) or not all(type(s) is int for s in seqs):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError('"sourceEventSeqs" must be a list of integers')
+        return ToolResultEvent(
+            turn=_field(obj, "turn", int),
+            step=_field(obj, "step", int),
+            call_id=_field(obj, "callId", str),
+            content=structure_blocks(_field(obj, "content", list)),
+            is_error=_field(obj, "isError", bool),
+            error=structure_error(obj["error"]) if "error" in obj else None,
+            meta=obj.get("meta"),
+            source_event_seqs=seqs,
+        )
+    if kind == "context/message":
+        return ContextMessageEvent(
+            content=structure_blocks(_field(obj, "content", list)),
+            source=structure_source(_field(obj, "source", dict)),
+            meta=obj.get("meta"),
+        )
+    raise ValueError(f"unknown event type {kind!r}")
+
+
+# --- logs ---------------------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class MemorySessionLog:
+    """A :class:`SessionLog` in memory (tests, demos, short-lived agents)."""
+
+    _events: list[SessionEvent] = attrs.field(factory=lambda: list[SessionEvent](), init=False)
+
+    def append(self, event: SessionEvent, /) -> int:
+        """Store ``event``; return its sequence number."""
+        self._events.append(event)
+        return len(self._events) - 1
+
+    def events(self) -> list[SessionEvent]:
+        """A fresh list of every stored event, in append order."""
+        return list(self._events)
+
+
+class JsonlSessionLog:
+    """A :class:`SessionLog` in an append-only JSON Lines file: one event per line.
+
+    Args:
+        path: the file. It is created on the first append; an existing file is continued
+            (its events keep their sequence numbers, new ones follow).
+        fsync: also ``os.fsync`` after every event, so an appended event survives a power
+            loss, not just a crash of this process. Every event is flushed to the operating
+            system either way.
+
+    Durability rules. Each event is written as one line with a single ``write`` and flushed
+    before ``append`` returns, so an event whose ``append`` returned is never lost by a crash
+    of the process. A crash in the middle of a write leaves a torn last line (no newline, not
+    parseable): reading tolerates it, and opening the file for more appends cuts it off
+    first, so the next event starts on a fresh line. A last line that parses but lost only
+    its newline is a complete event and is kept. Any other line that is not an event is
+    corruption, reported as :class:`SessionLogCorruptError` with its line number, never
+    skipped silently.
+
+    One writer at a time: the log keeps its sequence counter in memory.
+    """
+
+    __slots__ = ("_fsync", "_needs_newline", "_next_seq", "_path")
+
+    _path: Path
+    _fsync: bool
+    _next_seq: int
+    _needs_newline: bool
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self._path = Path(path)
+        self._fsync = fsync
+        events, good_end, needs_newline = _read_log(self._path)
+        self._next_seq = len(events)
+        self._needs_newline = needs_newline
+        if good_end is not None:
+            # a torn tail from an earlier crash: cut it off so the next event starts clean
+            with self._path.open("r+b") as file:
+                file.truncate(good_end)
+
+    @property
+    def path(self) -> Path:
+        """The file this log appends to."""
+        return self._path
+
+    def append(self, event: SessionEvent, /) -> int:
+        """Write ``event`` as one line, flush it (and ``fsync`` when configured), and return
+        its sequence number. Blocks the calling thread for the write."""
+        line = json.dumps(
+            event_to_wire(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+        data = (line + "\n").encode("utf-8")
+        if self._needs_newline:
+            data = b"\n" + data
+        with self._path.open("ab") as file:
+            file.write(data)
+            file.flush()
+            if self._fsync:
+                os.fsync(file.fileno())
+        self._needs_newline = False
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        return seq
+
+    def events(self) -> list[SessionEvent]:
+        """Read every event back, in order, tolerating a torn last line.
+
+        Raises:
+            SessionLogCorruptError: a line other than a torn last one is not an event.
+        """
+        return _read_log(self._path)[0]
+
+    def __repr__(self) -> str:
+        return f"<JsonlSessionLog {str(self._path)!r} next_seq={self._next_seq}>"
+
+
+def _read_log(path: Path) -> tuple[list[SessionEvent], int | None, bool]:
+    """Parse the file: (events, offset to truncate a torn tail at or None, whether the last
+    complete event lacks its newline)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return [], None, False
+    events: list[SessionEvent] = []
+    start = 0
+    number = 0
+    size = len(raw)
+    while start < size:
+        number += 1
+        end = raw.find(b"\n", start)
+        last = end == -1
+        chunk = raw[start:] if last else raw[start:end]
+        try:
+            data = json.loads(chunk.decode("utf-8"))
+            event = event_from_wire(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            if last:
+                return events, start, False
+            raise SessionLogCorruptError(str(path), number, _reason(exc)) from exc
+        events.append(event)
+        if last:
+            return events, None, True
+        start = end + 1
+    return events, None, False
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg})"
+    return f"not a session event ({exc})"
