@@ -12,6 +12,8 @@ from ._content import TextBlock as TextBlock
 from ._content import ToolCallBlock as ToolCallBlock
 from ._content import ToolResultBlock as ToolResultBlock
 from ._content import UserSource as UserSource
+from ._converter import converter as converter
+from ._converter import register_content_block as register_content_block
 from ._definition import JsonSchema as JsonSchema
 from ._definition import ToolBody as ToolBody
 from ._definition import ToolDefinition as ToolDefinition
@@ -73,10 +75,6 @@ from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 
 __all__ = [
-    "MAX_DEPTH",
-    "TOOL_ABORTED",
-    "TOOL_ABORTED_BEFORE_DISPATCH",
-    "TOOL_TIMEOUT",
     "Accept",
     "Allow",
     "ApprovalOutcome",
@@ -104,12 +102,16 @@ __all__ = [
     "JsonTypeError",
     "JsonValue",
     "JsonValueError",
+    "MAX_DEPTH",
     "MessageSource",
     "OutputSchemaError",
     "PluginSource",
     "PostToolDecision",
     "PreToolDecision",
     "ReasoningBlock",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_TIMEOUT",
     "TerminalCallView",
     "TerminalResultView",
     "TextBlock",
@@ -136,9 +138,39 @@ __all__ = [
     "ToolRunContext",
     "ToolSchema",
     "UserSource",
+    "converter",
     "dumps_json",
     "error_message",
     "linked_cancel_scope",
+    "register_content_block",
     "snapshot_json",
     "thaw_json",
 ]
+
+
+def _fixup_module_metadata() -> None:
+    # Public classes and functions report ``dsh_tools`` (reprs, docs, pickles) rather than the
+    # private module that defines them, as trio does. attrs classes resolve their string
+    # annotations first, while ``__module__`` still names the module whose globals define them
+    # (cattrs and ``attrs.resolve_types`` read them through ``__module__``).
+    import contextlib
+    import inspect
+
+    import attrs
+
+    from ._converter import _resolve_types
+
+    for name in __all__:
+        obj = globals()[name]
+        if not (isinstance(obj, type) or inspect.isfunction(obj)):
+            continue  # constants and type aliases have no module of their own
+        if obj.__module__.startswith(f"{__name__}._"):
+            if isinstance(obj, type) and attrs.has(obj):
+                # an annotation naming a TYPE_CHECKING-only import stays a string
+                with contextlib.suppress(NameError):
+                    _resolve_types(obj)
+            obj.__module__ = __name__
+
+
+_fixup_module_metadata()
+del _fixup_module_metadata
