@@ -14,6 +14,7 @@ from ._content import ToolResultBlock as ToolResultBlock
 from ._content import UserSource as UserSource
 from ._converter import converter as converter
 from ._converter import register_content_block as register_content_block
+from ._define import define_tool as define_tool
 from ._definition import JsonSchema as JsonSchema
 from ._definition import ToolBody as ToolBody
 from ._definition import ToolDefinition as ToolDefinition
@@ -69,10 +70,17 @@ from ._presentation import TerminalResultView as TerminalResultView
 from ._presentation import ToolCallKind as ToolCallKind
 from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
+from ._schema import SchemaProp as SchemaProp
+from ._schema import SchemaSpec as SchemaSpec
+from ._schema import SchemaType as SchemaType
+from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
+from ._schema import validate_args as validate_args
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
+from ._structured import assert_supported_output_schema as assert_supported_output_schema
+from ._structured import validate_structured_value as validate_structured_value
 
 __all__ = [
     "Accept",
@@ -109,6 +117,9 @@ __all__ = [
     "PostToolDecision",
     "PreToolDecision",
     "ReasoningBlock",
+    "SchemaProp",
+    "SchemaSpec",
+    "SchemaType",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
@@ -138,13 +149,18 @@ __all__ = [
     "ToolRunContext",
     "ToolSchema",
     "UserSource",
+    "assert_supported_output_schema",
     "converter",
+    "define_tool",
     "dumps_json",
     "error_message",
     "linked_cancel_scope",
     "register_content_block",
+    "schema_spec_to_json_schema",
     "snapshot_json",
     "thaw_json",
+    "validate_args",
+    "validate_structured_value",
 ]
 
 

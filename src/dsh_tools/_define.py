@@ -1,0 +1,230 @@
+"""``define_tool``: a :class:`~dsh_tools.ToolDefinition` whose arguments are validated and typed.
+
+Two forms, chosen by ``parameters``:
+
+- a :data:`~dsh_tools.SchemaSpec`: the body receives the frozen argument mapping;
+- an attrs class: the spec is derived from its fields, and the validated arguments are
+  structured by cattrs into an instance, so the body (and the classifier and presenters) are
+  typed by the class with no casts.
+
+Both forms validate with the same compiled spec, so a violation reads the same either way.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar, overload
+
+import attrs
+import cattrs
+import trio
+from attrs import AttrsInstance
+
+from ._definition import ToolDefinition, ToolReturn
+from ._errors import ToolArgsError
+from ._execution import ToolResult, ToolRunContext
+from ._json import FrozenJsonObject, snapshot_json
+from ._presentation import ToolCallView, ToolResultView
+from ._schema import SchemaSpec, compile_spec, derive_attrs_schema, schema_spec_to_json_schema
+
+__all__ = ["define_tool"]
+
+A = TypeVar("A", bound=AttrsInstance)
+
+# A converter of our own, with cattrs' default (lenient) hooks: every value it sees has already
+# passed validate_args and been reshaped by the derived schema, so there is nothing left to
+# reject, and the library's wire converter (strict, camelCase for its own classes) has no say
+# over the shape of an author's argument class.
+_arguments_converter = cattrs.Converter()
+
+
+@overload
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: type[A],
+    execute: Callable[[A, ToolRunContext], Awaitable[ToolReturn]],
+    timeout: float | None = None,
+    is_concurrency_safe: Callable[[A], bool] | None = None,
+    present_call: Callable[[A], ToolCallView | None] | None = None,
+    present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition: ...
+
+
+@overload
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: SchemaSpec,
+    execute: Callable[[FrozenJsonObject, ToolRunContext], Awaitable[ToolReturn]],
+    timeout: float | None = None,
+    is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
+    present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
+    present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition: ...
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: SchemaSpec | type[AttrsInstance],
+    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn]],
+    timeout: float | None = None,
+    is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
+    present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
+    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition:
+    """Define a tool whose arguments are validated (and typed) before its body runs.
+
+    The definition's ``parameters`` is the JSON Schema of the spec
+    (:func:`~dsh_tools.schema_spec_to_json_schema`). Its wrapped callables behave as follows:
+
+    - ``execute`` validates the arguments; on any violation it raises
+      :class:`~dsh_tools.ToolArgsError` with every violation (the registry turns it into the
+      error result ``Error: invalid arguments: ...``), otherwise it awaits the author's body
+      with the frozen mapping (spec form) or the structured instance (class form) and returns
+      what the body returns (content blocks, a :class:`~dsh_tools.ToolOutput` or a ``str``).
+      It is a checkpoint on every path: the body's own, or one before raising.
+    - ``is_concurrency_safe`` returns ``False`` for invalid arguments without calling the
+      author's classifier.
+    - ``present_call`` / ``present_result`` return ``None`` for invalid arguments without
+      calling the author's presenter, so replaying an old or foreign log never crashes a UI. An
+      exception raised by the author's presenter itself is not caught.
+
+    Callables the author did not supply stay ``None`` on the definition.
+
+    Args:
+        name: the name the model calls.
+        description: what the model reads about the tool.
+        parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class whose fields describe
+            the arguments (see the "Defining tools" docs page for the supported field types).
+        execute: ``async (arguments, context) -> ToolReturn``.
+        timeout: the cooperative budget in seconds applied by the timeout policy.
+        is_concurrency_safe: ``(arguments) -> bool``; ``True`` lets a call join a parallel pool.
+        present_call: ``(arguments) -> ToolCallView | None``.
+        present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
+
+    Returns:
+        A :class:`~dsh_tools.ToolDefinition` ready for ``registry.register``.
+
+    Raises:
+        ValueError: ``timeout`` is not a positive finite number (``bool`` is not a number):
+            ``define_tool(<name>): timeout must be a positive finite number of seconds``; or the
+            spec has an unknown ``type`` (``unreachable variant in validateArgs: "weird"``).
+        TypeError: ``parameters`` is neither a spec nor an attrs class, the spec is malformed in
+            shape, or the attrs class has a field type the DSL cannot express.
+    """
+    if timeout is not None and not _is_positive_finite(timeout):
+        raise ValueError(
+            f"define_tool({name}): timeout must be a positive finite number of seconds"
+        )
+
+    if isinstance(parameters, type):
+        if not attrs.has(parameters):
+            raise TypeError(
+                f"define_tool({name}): parameters must be a schema spec or an attrs class, "
+                f"not {parameters.__qualname__}"
+            )
+        derived = derive_attrs_schema(parameters)
+        spec = derived.spec
+        shape = derived.shape
+        cls = parameters
+
+        def convert(args: object) -> object:
+            return _arguments_converter.structure(
+                shape(typing.cast("Mapping[str, object]", args)), cls
+            )
+
+    elif isinstance(parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        spec = parameters
+        convert = _freeze
+    else:
+        raise TypeError(
+            f"define_tool({name}): parameters must be a schema spec or an attrs class, "
+            f"not {type(parameters).__name__}"
+        )
+
+    validate = compile_spec(spec)
+    body = execute
+
+    async def validated_execute(args: object, context: ToolRunContext) -> ToolReturn:
+        violations = validate(args)
+        if violations:
+            await trio.lowlevel.checkpoint()
+            raise ToolArgsError(violations)
+        return await body(convert(args), context)
+
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=schema_spec_to_json_schema(spec),
+        execute=validated_execute,
+        timeout=timeout,
+        is_concurrency_safe=None
+        if is_concurrency_safe is None
+        else _soft_classifier(validate, convert, is_concurrency_safe),
+        present_call=None
+        if present_call is None
+        else _soft_call_presenter(validate, convert, present_call),
+        present_result=None
+        if present_result is None
+        else _soft_result_presenter(validate, convert, present_result),
+    )
+
+
+def _is_positive_finite(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def _freeze(args: object) -> object:
+    # The registry hands bodies snapshotted arguments already; a direct caller may not.
+    return args if type(args) is FrozenJsonObject else snapshot_json(args)
+
+
+_Validate = Callable[[object], list[str]]
+_Convert = Callable[[object], object]
+
+
+def _soft_classifier(
+    validate: _Validate, convert: _Convert, author: Callable[[typing.Any], bool]
+) -> Callable[[object], bool]:
+    def is_concurrency_safe(args: object) -> bool:
+        if validate(args):
+            return False
+        return author(convert(args))
+
+    return is_concurrency_safe
+
+
+def _soft_call_presenter(
+    validate: _Validate, convert: _Convert, author: Callable[[typing.Any], ToolCallView | None]
+) -> Callable[[object], ToolCallView | None]:
+    def present_call(args: object) -> ToolCallView | None:
+        if validate(args):
+            return None
+        return author(convert(args))
+
+    return present_call
+
+
+def _soft_result_presenter(
+    validate: _Validate,
+    convert: _Convert,
+    author: Callable[[typing.Any, ToolResult], ToolResultView | None],
+) -> Callable[[object, ToolResult], ToolResultView | None]:
+    def present_result(args: object, result: ToolResult) -> ToolResultView | None:
+        if validate(args):
+            return None
+        return author(convert(args), result)
+
+    return present_result

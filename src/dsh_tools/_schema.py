@@ -1,0 +1,499 @@
+"""The schema DSL: :class:`SchemaProp` / :data:`SchemaSpec`, their JSON Schema, and
+:func:`validate_args`.
+
+A spec is a mapping from argument name to :class:`SchemaProp`. It converts to the JSON Schema a
+provider API shows the model (:func:`schema_spec_to_json_schema`) and validates what the model
+sent back (:func:`validate_args`) with the original's exact rules and messages.
+
+Validation is compiled: :func:`compile_spec` turns a spec into a tree of closures once (``type``
+dispatch, enum sets, messages), so checking a call does no per-call reflection over the spec.
+``define_tool`` compiles at definition time; :func:`validate_args` compiles on each call, so it
+always sees the spec as it is now (a spec is a plain mutable mapping).
+
+This module also derives a spec from an attrs class (:func:`derive_attrs_schema`), which is
+how ``define_tool(parameters=SomeAttrsClass)`` shows and validates typed arguments.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedDict, Union
+
+import attrs
+
+from ._json import FrozenJsonObject, JsonValue, dumps_json, snapshot_json, thaw_json
+
+__all__ = [
+    "SchemaProp",
+    "SchemaSpec",
+    "SchemaType",
+    "schema_spec_to_json_schema",
+    "validate_args",
+]
+
+SchemaType: TypeAlias = Literal["string", "number", "integer", "boolean", "object", "array"]
+"""The type of one property. ``"integer"`` is an extension over the original's five types: it
+accepts ints and floats with an integral value, never ``bool``."""
+
+
+class SchemaProp(TypedDict, total=False):
+    """One property of a :data:`SchemaSpec`.
+
+    Keys:
+        type: the property's :data:`SchemaType` (the only required key).
+        required: ``True`` makes the argument mandatory; absent means optional.
+        description: what the model reads about the argument (an empty string is dropped).
+        enum: the allowed values, compared strictly by JSON type and value.
+        default: shown to the model only; :func:`validate_args` never fills it in.
+        properties: the nested spec of an ``"object"`` property.
+        items: the element schema of an ``"array"`` property (its ``required`` is ignored).
+    """
+
+    type: Required[SchemaType]
+    required: NotRequired[Literal[True]]
+    description: NotRequired[str]
+    enum: NotRequired[Sequence[str]]
+    default: NotRequired[JsonValue]
+    properties: NotRequired[SchemaSpec]
+    items: NotRequired[SchemaProp]
+
+
+SchemaSpec: TypeAlias = Mapping[str, SchemaProp]
+"""A tool's parameters: argument name → :class:`SchemaProp`, in declaration order."""
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema
+
+
+def schema_spec_to_json_schema(spec: SchemaSpec) -> dict[str, Any]:
+    """Convert a spec to the JSON Schema object a provider API shows the model.
+
+    The result is a fresh plain ``dict`` (nothing is shared with ``spec``):
+    ``{"type": "object", "properties": {...}, "required": [...]}``, where ``required`` lists the
+    ``required: True`` names in declaration order and is omitted when empty. Each property
+    emits, in this order: ``type``; ``description`` if non-empty; ``enum`` if present (an empty
+    list too); ``default`` if present (``None`` too); for an ``"object"`` with ``properties`` the
+    nested ``properties`` and non-empty ``required``; for an ``"array"`` with ``items`` the
+    converted ``items``. ``additionalProperties`` is never emitted (unknown keys are allowed).
+
+    Args:
+        spec: the tool's parameters.
+
+    Returns:
+        The JSON Schema as plain JSON data.
+    """
+    schema: dict[str, Any] = {"type": "object"}
+    properties, required = _convert_spec(spec)
+    schema["properties"] = properties
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _convert_spec(spec: SchemaSpec) -> tuple[dict[str, Any], list[str]]:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for key, prop in spec.items():
+        properties[key] = _convert_prop(prop)
+        if prop.get("required") is True:
+            required.append(key)
+    return properties, required
+
+
+def _convert_prop(prop: SchemaProp) -> dict[str, Any]:
+    kind = prop["type"]
+    out: dict[str, Any] = {"type": kind}
+    description = prop.get("description")
+    if description:
+        out["description"] = description
+    enum_value = prop.get("enum")
+    if enum_value is not None:
+        out["enum"] = _plain_copy(enum_value)
+    if "default" in prop:
+        out["default"] = _plain_copy(prop["default"])
+    if kind == "object":
+        nested = prop.get("properties")
+        # JS truthiness: an empty ``properties`` object is still emitted.
+        if nested is not None:
+            nested_properties, nested_required = _convert_spec(nested)
+            out["properties"] = nested_properties
+            if nested_required:
+                out["required"] = nested_required
+    elif kind == "array":
+        items = prop.get("items")
+        if items is not None:
+            out["items"] = _convert_prop(items)
+    return out
+
+
+def _plain_copy(value: object) -> Any:
+    return thaw_json(snapshot_json(value))
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+_Check: TypeAlias = Callable[[object, str, list[str]], None]
+"""Checks one present value at ``path`` and appends its violations to the list."""
+
+_Fields: TypeAlias = tuple[tuple[str, bool, _Check], ...]
+"""A compiled spec: ``(key, required, check)`` in declaration order."""
+
+_MISSING: Final = object()
+
+
+def validate_args(spec: SchemaSpec, args: object) -> list[str]:
+    """Validate a call's arguments against ``spec``; return every violation (``[]`` = valid).
+
+    The rules are the original's: ``args`` must be an object (any ``Mapping``; lists and tuples
+    are arrays), else the only violation is ``"arguments" must be an object``. Properties are
+    checked in declaration order and all violations are collected, with paths such as
+    ``servers[1].host``. An absent required key gives ``missing required property "<path>"``; a
+    JSON ``null`` is a present value and is type-checked. The first failing check of a property
+    wins: ``"<path>" must be a string`` (``number``, ``integer``, ``boolean``, ``object``,
+    ``array``), then ``"<path>" must be one of ["a","b"]`` for scalars with an ``enum``.
+    ``bool`` is never a number or an integer; an ``"integer"`` accepts integral floats. Unknown
+    keys are allowed and defaults are not applied.
+
+    Args:
+        spec: the tool's parameters.
+        args: the model's arguments, usually a snapshotted value.
+
+    Returns:
+        The violations in declaration order.
+
+    Raises:
+        ValueError: the *spec* is malformed: an unknown ``type`` gives
+            ``unreachable variant in validateArgs: "weird"``. Malformed *arguments* never raise.
+        TypeError: the *spec* is malformed in shape (a property that is not a mapping, an
+            ``enum`` that is not a list of JSON values).
+    """
+    return compile_spec(spec)(args)
+
+
+def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
+    """Compile ``spec`` once into a validator of whole argument values."""
+    fields = _compile_fields(spec)
+
+    def validate(args: object) -> list[str]:
+        out: list[str] = []
+        if type(args) is FrozenJsonObject:
+            _check_fields(args._data, "", fields, out)
+        elif isinstance(args, Mapping):
+            _check_fields(typing.cast("Mapping[str, object]", args), "", fields, out)
+        else:
+            out.append('"arguments" must be an object')
+        return out
+
+    return validate
+
+
+def _compile_fields(spec: SchemaSpec) -> _Fields:
+    if not isinstance(spec, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"a schema spec must be a mapping, not {type(spec).__name__}")
+    return tuple(
+        (key, prop.get("required") is True, _compile_prop(prop)) for key, prop in spec.items()
+    )
+
+
+def _check_fields(data: Mapping[str, object], prefix: str, fields: _Fields, out: list[str]) -> None:
+    for key, required, check in fields:
+        value = data.get(key, _MISSING)
+        if value is _MISSING:
+            if required:
+                out.append(f'missing required property "{prefix}{key}"')
+        else:
+            check(value, prefix + key, out)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_integer(value: object) -> bool:
+    cls = type(value)
+    if cls is int:
+        return True
+    if cls is bool:
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+def _is_string(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_boolean(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+_SCALAR_TESTS: Final[Mapping[str, tuple[Callable[[object], bool], str]]] = {
+    "string": (_is_string, "must be a string"),
+    "number": (_is_number, "must be a number"),
+    "integer": (_is_integer, "must be an integer"),
+    "boolean": (_is_boolean, "must be a boolean"),
+}
+
+
+def _compile_prop(prop: SchemaProp) -> _Check:
+    if not isinstance(prop, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"a schema property must be a mapping, not {type(prop).__name__}")
+    kind = typing.cast(object, prop.get("type"))
+    if kind == "object":
+        return _compile_object(prop)
+    if kind == "array":
+        return _compile_array(prop)
+    if isinstance(kind, str) and kind in _SCALAR_TESTS:
+        test, message = _SCALAR_TESTS[kind]
+        return _compile_scalar(prop, test, message)
+    raise ValueError(f"unreachable variant in validateArgs: {_render(kind)}")
+
+
+def _render(value: object) -> str:
+    try:
+        return dumps_json(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _compile_scalar(prop: SchemaProp, test: Callable[[object], bool], message: str) -> _Check:
+    raw_enum: object = prop.get("enum")
+    if raw_enum is None:
+
+        def check(value: object, path: str, out: list[str]) -> None:
+            if not test(value):
+                out.append(f'"{path}" {message}')
+
+        return check
+
+    members = _enum_members(raw_enum)
+    enum_message = "must be one of " + dumps_json(thaw_json(snapshot_json(raw_enum)))
+
+    def check_enum(value: object, path: str, out: list[str]) -> None:
+        if not test(value):
+            out.append(f'"{path}" {message}')
+        elif (_json_kind(value), value) not in members:
+            out.append(f'"{path}" {enum_message}')
+
+    return check_enum
+
+
+def _enum_members(raw_enum: object) -> frozenset[tuple[str, object]]:
+    if not isinstance(raw_enum, list | tuple):
+        raise TypeError(f"a schema enum must be a list, not {type(raw_enum).__name__}")
+    # Keyed by JSON type so that True never matches 1 and "1" never matches 1, while 1 and 1.0
+    # (one JSON number) do. Containers never match a scalar, so they are left out.
+    return frozenset(
+        (kind, member)
+        for member in typing.cast("Sequence[object]", raw_enum)
+        if (kind := _json_kind(member)) != "container"
+    )
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "container"
+
+
+def _compile_object(prop: SchemaProp) -> _Check:
+    nested = prop.get("properties")
+    fields = None if nested is None else _compile_fields(nested)
+
+    def check(value: object, path: str, out: list[str]) -> None:
+        if type(value) is FrozenJsonObject:
+            if fields is not None:
+                _check_fields(value._data, path + ".", fields, out)
+        elif isinstance(value, Mapping):
+            if fields is not None:
+                _check_fields(typing.cast("Mapping[str, object]", value), path + ".", fields, out)
+        else:
+            out.append(f'"{path}" must be an object')
+
+    return check
+
+
+def _compile_array(prop: SchemaProp) -> _Check:
+    items = prop.get("items")
+    item_check = None if items is None else _compile_prop(items)
+
+    def check(value: object, path: str, out: list[str]) -> None:
+        if not isinstance(value, tuple | list):
+            out.append(f'"{path}" must be an array')
+        elif item_check is not None:
+            for index, item in enumerate(typing.cast("Sequence[object]", value)):
+                item_check(item, f"{path}[{index}]", out)
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------------
+# attrs classes as specs
+
+
+@attrs.frozen
+class DerivedSchema:
+    """What ``define_tool`` needs to accept an attrs class as its parameters."""
+
+    spec: SchemaSpec
+    shape: Callable[[Mapping[str, object]], dict[str, object]]
+    """Turns validated arguments into the plain data cattrs structures the class from: nested
+    objects become dicts, and an absent ``X | None`` field without a default becomes ``None``
+    (attrs would otherwise require it)."""
+
+
+_Shape: TypeAlias = Callable[[object], object] | None
+"""Reshapes one validated value for cattrs; ``None`` passes the value through unchanged."""
+
+
+def derive_attrs_schema(cls: type) -> DerivedSchema:
+    """Derive a spec (and the matching argument shaper) from an attrs class.
+
+    Supported field types: ``str``, ``int`` (``"integer"``), ``float`` (``"number"``), ``bool``,
+    ``Literal`` of strings and ``Enum`` classes with string values (a string ``enum``), nested
+    attrs classes (objects), ``list[X]`` / ``tuple[X, ...]`` / ``Sequence[X]`` (arrays), and
+    ``X | None`` of any of these. A field is optional when it has a default or is ``X | None``;
+    ``metadata={"description": ...}`` becomes its description, and a default that is JSON data
+    (not ``None``, not a factory) is shown as ``default``.
+
+    Raises:
+        TypeError: an unsupported field type (named with its class and field), or a class that
+            contains itself.
+    """
+    spec, shape = _derive_class(cls, ())
+    return DerivedSchema(spec=spec, shape=shape)
+
+
+def _derive_class(
+    cls: type, seen: tuple[type, ...]
+) -> tuple[SchemaSpec, Callable[[Mapping[str, object]], dict[str, object]]]:
+    if cls in seen:
+        raise TypeError(
+            f"{cls.__qualname__} contains itself; recursive arguments are not supported"
+        )
+    seen = (*seen, cls)
+    hints = typing.get_type_hints(cls)
+    spec: dict[str, SchemaProp] = {}
+    plan: list[tuple[str, bool, _Shape]] = []
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        annotation = hints.get(field.name, field.type)
+        inner, nullable = _split_optional(annotation)
+        try:
+            prop, shape = _derive_type(inner, seen)
+        except TypeError as exc:
+            raise TypeError(f"{cls.__qualname__}.{field.name}: {exc}") from None
+        has_default = field.default is not attrs.NOTHING
+        if not (has_default or nullable):
+            prop["required"] = True
+        description = field.metadata.get("description")
+        if isinstance(description, str) and description:
+            prop["description"] = description
+        shown_default = _shown_default(field.default)
+        if shown_default is not _MISSING:
+            prop["default"] = typing.cast(JsonValue, shown_default)
+        spec[field.name] = prop
+        plan.append((field.name, nullable and not has_default, shape))
+    fields = tuple(plan)
+
+    def shape_object(data: Mapping[str, object]) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, fill_none, shape in fields:
+            value = data.get(key, _MISSING)
+            if value is not _MISSING:
+                out[key] = value if shape is None else shape(value)
+            elif fill_none:
+                out[key] = None
+        return out
+
+    return spec, shape_object
+
+
+def _shown_default(default: object) -> object:
+    if (
+        default is None
+        or default is attrs.NOTHING
+        or isinstance(default, typing.cast(type, attrs.Factory))
+    ):
+        return _MISSING
+    try:
+        return thaw_json(snapshot_json(default))
+    except (TypeError, ValueError):
+        return _MISSING
+
+
+def _split_optional(annotation: object) -> tuple[object, bool]:
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        members = typing.get_args(annotation)
+        rest = tuple(m for m in members if m is not type(None))
+        if len(rest) != len(members):
+            if len(rest) != 1:
+                raise TypeError(f"unions other than X | None are not supported: {annotation!r}")
+            return rest[0], True
+    return annotation, False
+
+
+def _derive_type(annotation: object, seen: tuple[type, ...]) -> tuple[SchemaProp, _Shape]:
+    if annotation is bool:
+        return {"type": "boolean"}, None
+    if annotation is int:
+        return {"type": "integer"}, _integral
+    if annotation is float:
+        return {"type": "number"}, None
+    if annotation is str:
+        return {"type": "string"}, None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Literal:
+        if not args or not all(type(arg) is str for arg in args):
+            raise TypeError(
+                f"only Literal[...] of strings is supported (a string enum): {annotation!r}"
+            )
+        return {"type": "string", "enum": list(typing.cast("tuple[str, ...]", args))}, None
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        values = [member.value for member in annotation]
+        if not values or not all(type(value) is str for value in values):
+            raise TypeError(f"only Enum classes with str values are supported: {annotation!r}")
+        return {"type": "string", "enum": typing.cast("list[str]", values)}, None
+    if isinstance(annotation, type) and attrs.has(annotation):
+        nested, shape_object = _derive_class(annotation, seen)
+
+        def shape_nested(value: object) -> object:
+            return shape_object(typing.cast("Mapping[str, object]", value))
+
+        return {"type": "object", "properties": nested}, shape_nested
+    if origin in (list, Sequence) and len(args) == 1:
+        return _derive_array(args[0], seen)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _derive_array(args[0], seen)
+    raise TypeError(f"unsupported argument type {annotation!r}")
+
+
+def _integral(value: object) -> object:
+    # "integer" accepts 3.0; the instance gets the int 3 whatever the converter's leniency.
+    return int(value) if isinstance(value, float) else value
+
+
+def _derive_array(item: object, seen: tuple[type, ...]) -> tuple[SchemaProp, _Shape]:
+    item_prop, item_shape = _derive_type(item, seen)
+    if item_shape is None:
+        return {"type": "array", "items": item_prop}, None
+    shape_item = item_shape
+
+    def shape_array(value: object) -> object:
+        return [shape_item(element) for element in typing.cast("Sequence[object]", value)]
+
+    return {"type": "array", "items": item_prop}, shape_array
