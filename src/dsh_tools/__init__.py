@@ -75,6 +75,14 @@ from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
 from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
+from ._session import ContextMessageEvent as ContextMessageEvent
+from ._session import JsonlSessionLog as JsonlSessionLog
+from ._session import MemorySessionLog as MemorySessionLog
+from ._session import SessionEvent as SessionEvent
+from ._session import SessionLog as SessionLog
+from ._session import SessionLogCorruptError as SessionLogCorruptError
+from ._session import ToolCallEvent as ToolCallEvent
+from ._session import ToolResultEvent as ToolResultEvent
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import DeadlineReached as DeadlineReached
@@ -93,6 +101,7 @@ __all__ = [
     "CancelController",
     "CancelSignal",
     "ContentBlock",
+    "ContextMessageEvent",
     "DeadlineReached",
     "Deny",
     "DiffCallView",
@@ -110,7 +119,9 @@ __all__ = [
     "JsonTypeError",
     "JsonValue",
     "JsonValueError",
+    "JsonlSessionLog",
     "MAX_DEPTH",
+    "MemorySessionLog",
     "MessageSource",
     "OutputSchemaError",
     "PluginSource",
@@ -120,6 +131,9 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "SessionEvent",
+    "SessionLog",
+    "SessionLogCorruptError",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
@@ -129,6 +143,7 @@ __all__ = [
     "ToolArgsError",
     "ToolBody",
     "ToolCallBlock",
+    "ToolCallEvent",
     "ToolCallKind",
     "ToolCallView",
     "ToolDefinition",
@@ -144,6 +159,7 @@ __all__ = [
     "ToolOutput",
     "ToolResult",
     "ToolResultBlock",
+    "ToolResultEvent",
     "ToolResultView",
     "ToolReturn",
     "ToolRunContext",

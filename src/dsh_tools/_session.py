@@ -20,22 +20,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
+import cattrs
 
-from ._content import (
-    ContentBlock,
-    MessageSource,
-    PluginSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    UserSource,
-)
+from ._content import ContentBlock, MessageSource
+from ._converter import converter, register_wire_class
 from ._errors import ToolErrorInfo
-from ._json import JsonValue, snapshot_json, thaw_json
+from ._json import JsonValue, snapshot_json
 
 __all__ = [
     "ContextMessageEvent",
@@ -135,174 +128,41 @@ class SessionLogCorruptError(ValueError):
 
 # --- wire shape ---------------------------------------------------------------------------
 
-
-def unstructure_blocks(blocks: tuple[ContentBlock, ...]) -> list[dict[str, Any]]:
-    return [_unstructure_block(block) for block in blocks]
-
-
-def _unstructure_block(block: ContentBlock) -> dict[str, Any]:
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ReasoningBlock):
-        return {"type": "reasoning", "text": block.text}
-    if isinstance(block, ToolCallBlock):
-        return {
-            "type": "tool-call",
-            "id": block.id,
-            "name": block.name,
-            "arguments": block.arguments,
-        }
-    out: dict[str, Any] = {
-        "type": "tool-result",
-        "toolCallId": block.tool_call_id,
-        "content": unstructure_blocks(block.content),
-    }
-    if block.is_error is not None:
-        out["isError"] = block.is_error
-    return out
-
-
-def structure_blocks(data: list[Any]) -> tuple[ContentBlock, ...]:
-    return tuple(_structure_block(item) for item in data)
-
-
-def _structure_block(data: object) -> ContentBlock:
-    if not isinstance(data, dict):
-        raise TypeError("a content block must be a JSON object")
-    obj: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    kind = obj.get("type")
-    if kind == "text":
-        return TextBlock(text=_field(obj, "text", str))
-    if kind == "reasoning":
-        return ReasoningBlock(text=_field(obj, "text", str))
-    if kind == "tool-call":
-        return ToolCallBlock(
-            id=_field(obj, "id", str),
-            name=_field(obj, "name", str),
-            arguments=_field(obj, "arguments", str),
-        )
-    if kind == "tool-result":
-        return ToolResultBlock(
-            tool_call_id=_field(obj, "toolCallId", str),
-            content=structure_blocks(_field(obj, "content", list)),
-            is_error=_field(obj, "isError", bool) if "isError" in obj else None,
-        )
-    raise ValueError(f"unknown content block type {kind!r}")
-
-
-def unstructure_source(source: MessageSource) -> dict[str, Any]:
-    if isinstance(source, UserSource):
-        return {"kind": "user"}
-    return {"kind": "plugin", "plugin": source.plugin}
-
-
-def structure_source(data: dict[str, Any]) -> MessageSource:
-    kind = data.get("kind")
-    if kind == "user":
-        return UserSource()
-    if kind == "plugin":
-        return PluginSource(plugin=_field(data, "plugin", str))
-    raise ValueError(f"unknown message source kind {kind!r}")
-
-
-def unstructure_error(error: ToolErrorInfo) -> dict[str, Any]:
-    return {"name": error.name, "code": error.code}
-
-
-def structure_error(data: object) -> ToolErrorInfo:
-    if not isinstance(data, dict):
-        raise TypeError('"error" must be a JSON object')
-    obj: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    return ToolErrorInfo(name=_field(obj, "name", str), code=_field(obj, "code", str))
+for _cls, _tag in (
+    (ToolCallEvent, "tool/call"),
+    (ToolResultEvent, "tool/result"),
+    (ContextMessageEvent, "context/message"),
+):
+    register_wire_class(
+        _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
+    )
+del _cls, _tag
 
 
 def event_to_wire(event: SessionEvent) -> dict[str, Any]:
-    """The wire JSON of ``event`` (plain ``dict``; keys in the original's order)."""
-    if isinstance(event, ToolCallEvent):
-        return {
-            "type": "tool/call",
-            "turn": event.turn,
-            "step": event.step,
-            "callId": event.call_id,
-            "name": event.name,
-            "arguments": event.arguments,
-        }
-    if isinstance(event, ToolResultEvent):
-        out: dict[str, Any] = {
-            "type": "tool/result",
-            "turn": event.turn,
-            "step": event.step,
-            "callId": event.call_id,
-            "content": unstructure_blocks(event.content),
-            "isError": event.is_error,
-        }
-        if event.error is not None:
-            out["error"] = unstructure_error(event.error)
-        if event.meta is not None:
-            out["meta"] = thaw_json(event.meta)
-        if event.source_event_seqs:
-            out["sourceEventSeqs"] = list(event.source_event_seqs)
-        return out
-    if isinstance(event, ContextMessageEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
-        out = {
-            "type": "context/message",
-            "content": unstructure_blocks(event.content),
-            "source": unstructure_source(event.source),
-        }
-        if event.meta is not None:
-            out["meta"] = thaw_json(event.meta)
-        return out
-    raise TypeError(f"not a session event: {type(event).__name__}")
-
-
-def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    if key not in data:
-        raise ValueError(f'missing "{key}"')
-    value = data[key]
-    if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
-        raise ValueError(f'"{key}" has the wrong type')
-    return value
+    """The wire JSON of ``event`` (what :data:`~dsh_tools.converter` gives)."""
+    wire: dict[str, Any] = converter.unstructure(event)
+    return wire
 
 
 def event_from_wire(data: object) -> SessionEvent:
     """Read one event back from its wire JSON.
 
     Raises:
-        ValueError: ``data`` is not the wire shape of an event.
+        ValueError: ``data`` is not the wire shape of an event; the message lists every
+            problem with its path.
     """
-    if not isinstance(data, dict):
-        raise TypeError("an event must be a JSON object")
-    obj: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-    kind = obj.get("type")
-    if kind == "tool/call":
-        return ToolCallEvent(
-            turn=_field(obj, "turn", int),
-            step=_field(obj, "step", int),
-            call_id=_field(obj, "callId", str),
-            name=_field(obj, "name", str),
-            arguments=_field(obj, "arguments", str),
-        )
-    if kind == "tool/result":
-        seqs: list[Any] = obj.get("sourceEventSeqs", [])
-        if not isinstance(seqs, list) or not all(type(s) is int for s in seqs):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError('"sourceEventSeqs" must be a list of integers')
-        return ToolResultEvent(
-            turn=_field(obj, "turn", int),
-            step=_field(obj, "step", int),
-            call_id=_field(obj, "callId", str),
-            content=structure_blocks(_field(obj, "content", list)),
-            is_error=_field(obj, "isError", bool),
-            error=structure_error(obj["error"]) if "error" in obj else None,
-            meta=obj.get("meta"),
-            source_event_seqs=seqs,
-        )
-    if kind == "context/message":
-        return ContextMessageEvent(
-            content=structure_blocks(_field(obj, "content", list)),
-            source=structure_source(_field(obj, "source", dict)),
-            meta=obj.get("meta"),
-        )
-    raise ValueError(f"unknown event type {kind!r}")
+    try:
+        event: object = converter.structure(data, SessionEvent)  # pyright: ignore[reportArgumentType, reportUnknownVariableType]
+    except (ValueError, TypeError) as exc:
+        raise ValueError(_describe_error(exc)) from exc
+    except cattrs.BaseValidationError as exc:
+        raise ValueError("; ".join(cattrs.transform_error(exc))) from exc
+    return cast("SessionEvent", event)
+
+
+def _describe_error(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
 
 
 # --- logs ---------------------------------------------------------------------------------
@@ -419,7 +279,7 @@ def _read_log(path: Path) -> tuple[list[SessionEvent], int | None, bool]:
         try:
             data = json.loads(chunk.decode("utf-8"))
             event = event_from_wire(data)
-        except (ValueError, TypeError, KeyError) as exc:
+        except ValueError as exc:
             if last:
                 return events, start, False
             raise SessionLogCorruptError(str(path), number, _reason(exc)) from exc
@@ -430,7 +290,7 @@ def _read_log(path: Path) -> tuple[list[SessionEvent], int | None, bool]:
     return events, None, False
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: ValueError) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return "not UTF-8 text"
     if isinstance(exc, json.JSONDecodeError):
