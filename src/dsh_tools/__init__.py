@@ -50,6 +50,16 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolGuard as ToolGuard
 from ._execution import ToolResult as ToolResult
 from ._execution import ToolRunContext as ToolRunContext
+from ._hooks import ChangeListener as ChangeListener
+from ._hooks import ExecuteHook as ExecuteHook
+from ._hooks import ExecuteNext as ExecuteNext
+from ._hooks import HookPoint as HookPoint
+from ._hooks import PostExecuteHook as PostExecuteHook
+from ._hooks import PostExecuteNext as PostExecuteNext
+from ._hooks import PreExecuteHook as PreExecuteHook
+from ._hooks import PreExecuteNext as PreExecuteNext
+from ._hooks import ResultObserver as ResultObserver
+from ._hooks import ToolHooks as ToolHooks
 from ._json import MAX_DEPTH as MAX_DEPTH
 from ._json import FrozenJsonObject as FrozenJsonObject
 from ._json import JsonSnapshotError as JsonSnapshotError
@@ -70,6 +80,8 @@ from ._presentation import TerminalResultView as TerminalResultView
 from ._presentation import ToolCallKind as ToolCallKind
 from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
+from ._registry import ToolRegistry as ToolRegistry
+from ._registry import ToolScope as ToolScope
 from ._schema import SchemaProp as SchemaProp
 from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
@@ -89,6 +101,7 @@ from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
+from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
     "Accept",
@@ -100,6 +113,7 @@ __all__ = [
     "Block",
     "CancelController",
     "CancelSignal",
+    "ChangeListener",
     "ContentBlock",
     "ContextMessageEvent",
     "DeadlineReached",
@@ -107,6 +121,8 @@ __all__ = [
     "DiffCallView",
     "DiffResultView",
     "Disposer",
+    "ExecuteHook",
+    "ExecuteNext",
     "FileDiff",
     "FileLocation",
     "FrozenJsonObject",
@@ -114,6 +130,7 @@ __all__ = [
     "GenericResultView",
     "HarnessError",
     "HookContext",
+    "HookPoint",
     "JsonSchema",
     "JsonSnapshotError",
     "JsonTypeError",
@@ -125,9 +142,14 @@ __all__ = [
     "MessageSource",
     "OutputSchemaError",
     "PluginSource",
+    "PostExecuteHook",
+    "PostExecuteNext",
     "PostToolDecision",
+    "PreExecuteHook",
+    "PreExecuteNext",
     "PreToolDecision",
     "ReasoningBlock",
+    "ResultObserver",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
@@ -155,8 +177,10 @@ __all__ = [
     "ToolExecutionResult",
     "ToolExecutionToken",
     "ToolGuard",
+    "ToolHooks",
     "ToolNotFoundError",
     "ToolOutput",
+    "ToolRegistry",
     "ToolResult",
     "ToolResultBlock",
     "ToolResultEvent",
@@ -164,12 +188,14 @@ __all__ = [
     "ToolReturn",
     "ToolRunContext",
     "ToolSchema",
+    "ToolScope",
     "UserSource",
     "assert_supported_output_schema",
     "converter",
     "define_tool",
     "dumps_json",
     "error_message",
+    "install_timeout_policy",
     "linked_cancel_scope",
     "register_content_block",
     "schema_spec_to_json_schema",

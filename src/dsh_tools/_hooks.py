@@ -1,0 +1,209 @@
+"""Hook lists: the ordered listeners of one registry hook, and the scope-filtered views of them.
+
+One :class:`HookList` per hook kind holds every listener, global and scoped, in one order
+(registration order; ``prepend`` puts a listener first, i.e. outermost). A listener added
+through ``registry.scope(agent).hooks`` carries that agent as its scope and hears only calls
+whose ``agent`` is that very object; a global listener hears every call.
+
+The list is an immutable tuple replaced on every change, so dispatch snapshots it for free:
+listeners added or removed while a call runs apply from the next call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeAlias, TypeVar
+
+from ._disposer import Disposer
+from ._execution import (
+    PostToolDecision,
+    PreToolDecision,
+    ToolDispatchExecution,
+    ToolExecution,
+    ToolExecutionResult,
+)
+
+__all__ = [
+    "ChangeListener",
+    "ExecuteHook",
+    "ExecuteNext",
+    "HookList",
+    "HookPoint",
+    "PostExecuteHook",
+    "PostExecuteNext",
+    "PreExecuteHook",
+    "PreExecuteNext",
+    "ResultObserver",
+    "ToolHooks",
+]
+
+PreExecuteNext: TypeAlias = Callable[[], Awaitable[PreToolDecision]]
+"""Runs the rest of the ``pre_execute`` chain (``Allow()`` at its end)."""
+
+PreExecuteHook: TypeAlias = Callable[[ToolExecution, PreExecuteNext], Awaitable[PreToolDecision]]
+"""``async (execution, next) -> Allow | Deny | Ask``; return without calling ``next`` to
+short-circuit every listener inside this one."""
+
+ExecuteNext: TypeAlias = Callable[[], Awaitable[ToolExecutionResult]]
+"""Runs the rest of the ``execute`` chain and, at its end, the tool body. Never raises for a
+tool failure: the body's exception is already an error result."""
+
+ExecuteHook: TypeAlias = Callable[
+    [ToolDispatchExecution, ExecuteNext], Awaitable[ToolExecutionResult]
+]
+"""``async (dispatch_execution, next) -> ToolExecutionResult``: a wrapper around the body. It may
+replace ``dispatch_execution.signal`` before ``next()`` (and must restore it afterwards)."""
+
+PostExecuteNext: TypeAlias = Callable[[], Awaitable[PostToolDecision]]
+"""Runs the rest of the ``post_execute`` chain (``Accept()`` at its end)."""
+
+PostExecuteHook: TypeAlias = Callable[
+    [ToolExecution, ToolExecutionResult, PostExecuteNext], Awaitable[PostToolDecision]
+]
+"""``async (execution, result, next) -> Accept | Block``."""
+
+ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], object]
+"""``(execution, result) -> None``, synchronous; sees the frozen final result. Its exceptions are
+logged and contained."""
+
+ChangeListener: TypeAlias = Callable[[], object]
+"""``() -> None``, synchronous; told when the set of tools or restrictions changed. An exception
+rolls the registration back and propagates to the caller of ``register`` / ``restrict``."""
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+class _Entry(Generic[F]):
+    __slots__ = ("fn", "scope")
+
+    def __init__(self, fn: F, scope: object) -> None:
+        self.fn = fn
+        self.scope = scope
+
+
+class HookList(Generic[F]):
+    """Every listener of one hook, global and scoped, in dispatch order."""
+
+    __slots__ = ("_entries", "_global_fns", "_scoped")
+
+    _entries: tuple[_Entry[F], ...]
+    _global_fns: tuple[F, ...]
+    _scoped: bool
+
+    def __init__(self) -> None:
+        self._entries = ()
+        self._global_fns = ()
+        self._scoped = False
+
+    def add(self, fn: F, scope: object = None, *, prepend: bool = False) -> Disposer:
+        """Add ``fn`` (heard by calls of ``scope``'s agent, or by every call when ``None``)."""
+        if not callable(fn):
+            raise TypeError(f"a hook listener must be callable, not {type(fn).__name__}")
+        entry = _Entry(fn, scope)
+        self._entries = (entry, *self._entries) if prepend else (*self._entries, entry)
+        self._refresh()
+
+        def remove() -> None:
+            self._entries = tuple(e for e in self._entries if e is not entry)
+            self._refresh()
+
+        return Disposer(remove)
+
+    def _refresh(self) -> None:
+        entries = self._entries
+        self._scoped = any(e.scope is not None for e in entries)
+        self._global_fns = tuple(e.fn for e in entries if e.scope is None)
+
+    def for_agent(self, agent: object) -> tuple[F, ...]:
+        """The listeners that hear a call of ``agent`` (global ones and ``agent``'s own)."""
+        if agent is None or not self._scoped:
+            return self._global_fns
+        return tuple(e.fn for e in self._entries if e.scope is None or e.scope is agent)
+
+    def every(self) -> tuple[F, ...]:
+        """Every listener, scoped or not (``change`` is not scope-filtered)."""
+        return tuple(e.fn for e in self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class HookPoint(Generic[F]):
+    """The registration face of one hook: ``add(fn, *, prepend=False) -> Disposer``.
+
+    Reached as ``registry.hooks.<hook>`` (heard by every call) or
+    ``registry.scope(agent).hooks.<hook>`` (heard only by calls of that agent, and removed when
+    the scope closes).
+    """
+
+    __slots__ = ("_list", "_owner", "_scope")
+
+    def __init__(
+        self,
+        hook_list: HookList[F],
+        scope: object = None,
+        owner: Callable[[Disposer], Disposer] | None = None,
+    ) -> None:
+        self._list = hook_list
+        self._scope = scope
+        self._owner = owner
+
+    def add(self, fn: F, *, prepend: bool = False) -> Disposer:
+        """Register ``fn``.
+
+        Args:
+            fn: the listener.
+            prepend: put it first (outermost in a waterfall) instead of last.
+
+        Returns:
+            A :class:`~dsh_tools.Disposer` that removes exactly this registration (adding the
+            same function twice makes two independent registrations).
+        """
+        disposer = self._list.add(fn, self._scope, prepend=prepend)
+        return disposer if self._owner is None else self._owner(disposer)
+
+
+class ToolHooks:
+    """The registry's hooks (``registry.hooks`` or a scope's ``scope.hooks``).
+
+    Attributes:
+        pre_execute: ``async (execution, next) -> Allow | Deny | Ask`` waterfall (default allow).
+        execute: ``async (dispatch_execution, next) -> ToolExecutionResult`` wrappers around
+            the body.
+        post_execute: ``async (execution, result, next) -> Accept | Block`` waterfall (default
+            accept unchanged).
+        result: ``(execution, result) -> None`` observers of every final result.
+        change: ``() -> None`` listeners told when the visible tools may have changed (never
+            scope-filtered).
+    """
+
+    __slots__ = ("change", "execute", "post_execute", "pre_execute", "result")
+
+    pre_execute: HookPoint[PreExecuteHook]
+    execute: HookPoint[ExecuteHook]
+    post_execute: HookPoint[PostExecuteHook]
+    result: HookPoint[ResultObserver]
+    change: HookPoint[ChangeListener]
+
+    def __init__(
+        self,
+        lists: _HookLists,
+        scope: object = None,
+        owner: Callable[[Disposer], Disposer] | None = None,
+    ) -> None:
+        self.pre_execute = HookPoint(lists.pre_execute, scope, owner)
+        self.execute = HookPoint(lists.execute, scope, owner)
+        self.post_execute = HookPoint(lists.post_execute, scope, owner)
+        self.result = HookPoint(lists.result, scope, owner)
+        self.change = HookPoint(lists.change, scope, owner)
+
+
+class _HookLists:
+    __slots__ = ("change", "execute", "post_execute", "pre_execute", "result")
+
+    def __init__(self) -> None:
+        self.pre_execute = HookList[PreExecuteHook]()
+        self.execute = HookList[ExecuteHook]()
+        self.post_execute = HookList[PostExecuteHook]()
+        self.result = HookList[ResultObserver]()
+        self.change = HookList[ChangeListener]()

@@ -1,0 +1,503 @@
+"""The tool registry: layers of tools, guards and restrictions, scopes, and the public
+``execute``.
+
+One global layer plus one :class:`ToolScope` per agent (identity-keyed). A scope's tools shadow
+global tools of the same name (keeping the global's position in ``schemas()``), its
+restrictions mask global tools for that agent only, its guards and hooks apply only to calls
+whose ``agent`` is that agent. The stages of one call live in :mod:`dsh_tools._pipeline`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Collection, Iterable
+from typing import Final
+
+from ._definition import ToolDefinition, ToolSchema
+from ._disposer import Disposer
+from ._execution import (
+    ApprovalService,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionMode,
+    ToolExecutionResult,
+    ToolGuard,
+)
+from ._hooks import ToolHooks, _HookLists
+from ._json import thaw_json
+from ._pipeline import PreparedCall, prepare
+
+__all__ = ["ToolRegistry", "ToolScope"]
+
+logger: Final = logging.getLogger("dsh_tools")
+
+
+class _GuardEntry:
+    __slots__ = ("fn", "removed")
+
+    def __init__(self, fn: ToolGuard) -> None:
+        self.fn = fn
+        self.removed = False
+
+
+class _GuardTable:
+    """An append-only list with tombstones, so that evaluation can iterate it live by index.
+
+    A guard added during an evaluation is seen by that evaluation (same table). When the last
+    guard goes, the layer gets a fresh table: an evaluation still walking the old one does not
+    see guards added afterwards (upstream's generation rule, §2.9).
+    """
+
+    __slots__ = ("items", "iterating", "live")
+
+    def __init__(self) -> None:
+        self.items: list[_GuardEntry] = []
+        self.live = 0
+        self.iterating = 0
+
+    def compact(self) -> None:
+        if self.iterating == 0 and len(self.items) != self.live:
+            self.items = [entry for entry in self.items if not entry.removed]
+
+
+class _Layer:
+    __slots__ = ("guards", "tools")
+
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolDefinition] = {}
+        self.guards = _GuardTable()
+
+    def add_guard(self, fn: ToolGuard) -> Callable[[], None]:
+        if not callable(fn):
+            raise TypeError(f"a guard must be callable, not {type(fn).__name__}")
+        entry = _GuardEntry(fn)
+        table = self.guards
+        table.items.append(entry)
+        table.live += 1
+
+        def remove() -> None:
+            entry.removed = True
+            if entry not in table.items:
+                return
+            table.live -= 1
+            if table.live == 0 and self.guards is table:
+                self.guards = _GuardTable()
+            table.compact()
+
+        return remove
+
+
+def _evaluate_guards(layer: _Layer, execution: ToolExecution) -> str | None:
+    table = layer.guards
+    if table.live == 0:
+        return None
+    table.iterating += 1
+    try:
+        index = 0
+        while index < len(table.items):
+            entry = table.items[index]
+            index += 1
+            if entry.removed:
+                continue
+            reason = entry.fn(execution)
+            if reason is not None:
+                return reason
+        return None
+    finally:
+        table.iterating -= 1
+        table.compact()
+
+
+class _Restriction:
+    __slots__ = ("allow", "deny")
+
+    def __init__(self, allow: frozenset[str] | None, deny: frozenset[str] | None) -> None:
+        self.allow = allow
+        self.deny = deny
+
+    def admits(self, name: str) -> bool:
+        return (self.allow is None or name in self.allow) and (
+            self.deny is None or name not in self.deny
+        )
+
+
+def _check_timeout(definition: ToolDefinition) -> None:
+    timeout = definition.timeout
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise TypeError(
+            f'tool "{definition.name}" timeout must be a positive finite number of seconds'
+        )
+
+
+def _names(value: Iterable[str] | None, label: str) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError(f"{label} must be a collection of tool names, not a str")
+    names = frozenset(value)
+    for name in names:
+        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"{label} must contain tool names (str), not {type(name).__name__}")
+    return names
+
+
+class ToolRegistry:
+    """The tools an agent loop can call, and the policy around every call.
+
+    Args:
+        approval: the service that answers ``Ask`` decisions; without one, ``Ask`` denies.
+
+    Registrations return a :class:`~dsh_tools.Disposer`. ``scope(agent)`` gives the per-agent
+    layer (tools, guards, hooks, restrictions heard only by that agent's calls).
+    """
+
+    __slots__ = ("_approval", "_global", "_hook_lists", "_scopes", "hooks")
+
+    hooks: ToolHooks
+    """The global hooks: heard by every call (see :class:`ToolHooks`)."""
+
+    def __init__(self, approval: ApprovalService | None = None) -> None:
+        self._approval = approval
+        self._global = _Layer()
+        self._scopes: dict[int, ToolScope] = {}
+        self._hook_lists = _HookLists()
+        self.hooks = ToolHooks(self._hook_lists)
+
+    @property
+    def approval(self) -> ApprovalService | None:
+        """The approval service ``Ask`` decisions are routed to, if any."""
+        return self._approval
+
+    # --- registration --------------------------------------------------------------------
+
+    def register(self, definition: ToolDefinition) -> Disposer:
+        """Register a global tool.
+
+        Raises:
+            TypeError: ``definition`` is not a :class:`~dsh_tools.ToolDefinition`, or its
+                ``timeout`` is not a positive finite number of seconds.
+            ValueError: a global tool of that name is already registered.
+            Exception: whatever a ``change`` listener raised (the registration is rolled back).
+        """
+        return self._register(self._global, definition, None)
+
+    def guard(self, fn: ToolGuard) -> Disposer:
+        """Add a global guard: ``(execution) -> reason | None``, evaluated for every allowed
+        call, before the scoped guards, in registration order."""
+        return Disposer(self._global.add_guard(fn))
+
+    def _register(
+        self, layer: _Layer, definition: ToolDefinition, scope: ToolScope | None
+    ) -> Disposer:
+        if not isinstance(definition, ToolDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
+        _check_timeout(definition)
+        name = definition.name
+        if name in layer.tools:
+            if scope is None:
+                raise ValueError(
+                    f'tool "{name}" is already registered (for a per-agent variant, '
+                    "register through that agent's `registry.scope(agent)` instead)"
+                )
+            raise ValueError(f'tool "{name}" is already registered in this scope')
+        layer.tools[name] = definition
+
+        def remove() -> None:
+            if layer.tools.get(name) is definition:
+                del layer.tools[name]
+                self._emit_change()
+
+        self._commit(remove)
+        return Disposer(remove)
+
+    def _commit(self, undo: Callable[[], None]) -> None:
+        """Emit ``change`` for a new registration; roll it back if a listener raises."""
+        try:
+            self._emit_change()
+        except Exception:
+            try:
+                undo()
+            except Exception as exc:  # the rollback's own change emission
+                logger.warning("tools/change listener failed during rollback: %s", exc)
+            raise
+
+    def _emit_change(self) -> None:
+        for listener in self._hook_lists.change.every():
+            listener()
+
+    # --- scopes --------------------------------------------------------------------------
+
+    def scope(self, agent: object) -> ToolScope:
+        """The registration scope of ``agent`` (an identity key; not ``None``).
+
+        Returns the same :class:`ToolScope` for the same agent until it is closed.
+        """
+        if agent is None:
+            raise TypeError("scope() needs an agent: None is the global scope")
+        scope = self._scopes.get(id(agent))
+        if scope is None or scope.agent is not agent:
+            scope = ToolScope(self, agent)
+            self._scopes[id(agent)] = scope
+        return scope
+
+    def _scope_of(self, agent: object) -> ToolScope | None:
+        if agent is None:
+            return None
+        scope = self._scopes.get(id(agent))
+        if scope is None or scope.agent is not agent:
+            return None
+        return scope
+
+    # --- views ---------------------------------------------------------------------------
+
+    def _lookup(self, name: str, agent: object) -> ToolDefinition | None:
+        tools = self._global.tools
+        if agent is None or not self._scopes:
+            return tools.get(name)
+        scope = self._scope_of(agent)
+        if scope is None:
+            return tools.get(name)
+        own = scope._layer.tools.get(name)
+        if own is not None:
+            return own
+        found = tools.get(name)
+        if found is None or not scope._admits(name):
+            return None
+        return found
+
+    def _visible(self, agent: object) -> list[ToolDefinition]:
+        scope = self._scope_of(agent)
+        if scope is None:
+            return list(self._global.tools.values())
+        visible = {name: tool for name, tool in self._global.tools.items() if scope._admits(name)}
+        visible.update(scope._layer.tools)
+        return list(visible.values())
+
+    def get(self, name: str, agent: object = None) -> ToolDefinition | None:
+        """The definition of ``name`` visible to ``agent`` (global calls when ``None``), or
+        ``None`` (unknown, or a global tool restricted away for that agent)."""
+        return self._lookup(name, agent)
+
+    def schemas(self, agent: object = None) -> list[ToolSchema]:
+        """The model-facing schemas of the tools visible to ``agent``, in registration order.
+
+        Each call returns fresh, detached copies: only name, description and a plain ``dict``
+        of parameters, never the body, ``timeout``, classifier or presenters.
+        """
+        return [
+            ToolSchema(
+                name=tool.name,
+                description=tool.description,
+                parameters=thaw_json(tool.parameters),
+            )
+            for tool in self._visible(agent)
+        ]
+
+    def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
+        """How the scheduler may run ``call``: parallel only when the visible tool's
+        ``is_concurrency_safe(arguments)`` returns exactly ``True``; a missing tool, a missing
+        or raising classifier, or any other return value means exclusive."""
+        tool = self._lookup(call.name, call.agent)
+        if tool is None:
+            return ToolExecutionMode.EXCLUSIVE
+        classify = tool.is_concurrency_safe
+        if classify is None:
+            return ToolExecutionMode.EXCLUSIVE
+        try:
+            safe = classify(call.arguments)
+        except Exception:
+            return ToolExecutionMode.EXCLUSIVE
+        return ToolExecutionMode.PARALLEL if safe is True else ToolExecutionMode.EXCLUSIVE
+
+    # --- execution -----------------------------------------------------------------------
+
+    def _evaluate_guards(self, execution: ToolExecution) -> str | None:
+        reason = _evaluate_guards(self._global, execution)
+        if reason is not None:
+            return reason
+        scope = self._scope_of(execution.agent)
+        if scope is None:
+            return None
+        return _evaluate_guards(scope._layer, execution)
+
+    async def _prepare(self, input: ToolExecutionInput) -> PreparedCall:
+        """Stages 0-6 of one call (see :mod:`dsh_tools._pipeline`)."""
+        return await prepare(self, input)
+
+    async def execute(self, input: ToolExecutionInput) -> ToolExecutionResult:
+        """Run one tool call through the whole pipeline and return its final result.
+
+        Never raises for a tool or policy failure: every one becomes an error result. The
+        result is frozen, losslessly JSON-serializable, and the very object the ``result``
+        observers saw.
+
+        A checkpoint on every path. Cancellation through ``input.signal`` gives an
+        ``ABORTED`` / ``ABORTED_BEFORE_DISPATCH`` result; cancelling the caller's own trio
+        scope raises ``trio.Cancelled`` once a started body has unwound (a body is never
+        abandoned).
+        """
+        prepared = await prepare(self, input)
+        if prepared.needs_dispatch:
+            await prepared.dispatch()
+        return await prepared.complete()
+
+
+class ToolScope:
+    """The registrations of one agent: tools, guards, hooks and restrictions that only that
+    agent's calls see. Obtain it with ``registry.scope(agent)``.
+
+    ``close()`` (or leaving the ``with`` block) unwinds everything registered through the scope,
+    last first. A closed scope refuses new registrations; ``registry.scope(agent)`` then gives a
+    fresh one.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_layer",
+        "_next_key",
+        "_owned",
+        "_registry",
+        "_restrictions",
+        "agent",
+        "hooks",
+    )
+
+    agent: object
+    """The agent this scope belongs to (compared by identity)."""
+
+    hooks: ToolHooks
+    """Hooks heard only by calls whose ``agent`` is this scope's agent (``change`` excepted:
+    change listeners hear every change)."""
+
+    def __init__(self, registry: ToolRegistry, agent: object) -> None:
+        self._registry = registry
+        self.agent = agent
+        self._layer = _Layer()
+        self._restrictions: tuple[_Restriction, ...] = ()
+        self._owned: dict[int, Disposer] = {}
+        self._next_key = 0
+        self._closed = False
+        self.hooks = ToolHooks(registry._hook_lists, agent, self._own)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this tool scope is closed")
+
+    def _own(self, disposer: Disposer) -> Disposer:
+        self._check_open()
+        key = self._next_key
+        self._next_key = key + 1
+        self._owned[key] = disposer
+
+        def undo() -> None:
+            self._owned.pop(key, None)
+            disposer()
+
+        return Disposer(undo)
+
+    def _admits(self, name: str) -> bool:
+        return all(restriction.admits(name) for restriction in self._restrictions)
+
+    def register(self, definition: ToolDefinition) -> Disposer:
+        """Register a tool for this agent only; it shadows a global tool of the same name.
+
+        Raises:
+            TypeError: as :meth:`ToolRegistry.register`.
+            ValueError: this scope already has a tool of that name.
+        """
+        self._check_open()
+        return self._own(self._registry._register(self._layer, definition, self))
+
+    def guard(self, fn: ToolGuard) -> Disposer:
+        """Add a guard evaluated for this agent's allowed calls, after every global guard."""
+        self._check_open()
+        return self._own(Disposer(self._layer.add_guard(fn)))
+
+    def restrict(
+        self, allow: Collection[str] | None = None, deny: Collection[str] | None = None
+    ) -> Disposer:
+        """Hide global tools from this agent.
+
+        A global tool stays visible only if every restriction of the scope admits it (``allow``
+        given: it is listed; ``deny`` given: it is not). Restrictions are evaluated live: a
+        ``deny``-only restriction admits global tools registered later, an ``allow`` one hides
+        them. The scope's own tools are never hidden. ``allow=[]`` hides every global tool.
+
+        Raises:
+            ValueError: neither ``allow`` nor ``deny`` was given, or a name is not a registered
+                global tool.
+            TypeError: ``allow`` / ``deny`` is a bare ``str`` or holds non-``str`` names.
+        """
+        self._check_open()
+        if allow is None and deny is None:
+            raise ValueError(
+                "ToolScope.restrict() is a no-op: pass `allow` and/or `deny` (an empty filter "
+                "is almost always a materialized-empty-config bug)"
+            )
+        allowed = _names(allow, "allow")
+        denied = _names(deny, "deny")
+        known = self._registry._global.tools
+        named = [*(allow or ()), *(deny or ())]
+        unknown = list(dict.fromkeys(name for name in named if name not in known))
+        if unknown:
+            listed = ", ".join(f'"{name}"' for name in unknown)
+            known_text = ", ".join(sorted(known)) or "(none)"
+            noun = "tool" if len(unknown) == 1 else "tools"
+            raise ValueError(
+                f"ToolScope.restrict() names unknown global {noun} {listed}; "
+                f"known global tools: {known_text}"
+            )
+        restriction = _Restriction(allowed, denied)
+        self._restrictions = (*self._restrictions, restriction)
+
+        def lift() -> None:
+            if restriction in self._restrictions:
+                self._restrictions = tuple(r for r in self._restrictions if r is not restriction)
+                self._registry._emit_change()
+
+        self._registry._commit(lift)
+        return self._own(Disposer(lift))
+
+    def close(self) -> None:
+        """Unwind every registration made through this scope, last first. Idempotent.
+
+        Every registration is undone even if one undo raises (a ``change`` listener); the first
+        error is raised afterwards.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        registry = self._registry
+        if registry._scopes.get(id(self.agent)) is self:
+            del registry._scopes[id(self.agent)]
+        error: Exception | None = None
+        while self._owned:
+            _key, disposer = self._owned.popitem()
+            try:
+                disposer()
+            except Exception as exc:
+                if error is None:
+                    error = exc
+        if error is not None:
+            raise error
+
+    def __enter__(self) -> ToolScope:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<ToolScope {state} agent={self.agent!r}>"
