@@ -195,36 +195,31 @@ def _make_tuple_structure(tp: Any) -> Callable[[object, object], tuple[Any, ...]
     return structure
 
 
-# exact-type predicates, not singledispatch: a ``str`` hook would also catch ``StrEnum`` types
-converter.register_structure_hook_func(lambda tp: tp is str, _structure_str)
-converter.register_structure_hook_func(lambda tp: tp is bool, _structure_bool)
-converter.register_structure_hook_func(lambda tp: tp is int, _structure_int)
-converter.register_structure_hook_func(lambda tp: tp is float, _structure_float)
+def _structure_enum(value: object, tp: type[enum.Enum]) -> enum.Enum:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise TypeError(f"expected a {tp.__name__} value, got {_type_name(value)}")
+    return tp(value)
+
+
+def _unstructure_enum(member: enum.Enum) -> object:
+    return member.value
+
+
+# Scalars are strict (cattrs' defaults would turn 5 into "5" and "false" into True). Hooks are
+# looked up along the MRO, so ``StrEnum`` / ``IntEnum`` get their own before ``str`` / ``int``
+# can claim them; enums travel as their plain values.
+converter.register_structure_hook(str, _structure_str)
+converter.register_structure_hook(bool, _structure_bool)
+converter.register_structure_hook(int, _structure_int)
+converter.register_structure_hook(float, _structure_float)
+for _enum_base in (enum.Enum, enum.StrEnum, enum.IntEnum):
+    converter.register_structure_hook(_enum_base, _structure_enum)
+    converter.register_unstructure_hook(_enum_base, _unstructure_enum)
 converter.register_structure_hook_func(_is_json_value, _structure_json_value)
 converter.register_unstructure_hook_func(_is_json_value, _unstructure_json_value)
 converter.register_structure_hook_func(_is_json_schema, _structure_json_schema)
 converter.register_unstructure_hook_func(_is_json_schema, _unstructure_json_schema)
 converter.register_structure_hook_factory(_is_homogeneous_tuple, _make_tuple_structure)
-
-
-def _register_enum(cls: type[enum.Enum]) -> None:
-    # Registered per class: cattrs passes a ``StrEnum`` member through as a ``str`` subclass,
-    # and the wire wants the plain value.
-    def structure(value: object, _tp: object) -> enum.Enum:
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise TypeError(f"expected a {cls.__name__} value, got {_type_name(value)}")
-        return cls(value)
-
-    def unstructure(member: enum.Enum) -> object:
-        return member.value
-
-    converter.register_structure_hook(cls, structure)
-    converter.register_unstructure_hook(cls, unstructure)
-
-
-def _enums_in(tp: object) -> list[type[enum.Enum]]:
-    candidates = _union_members(tp) or (tp,)
-    return [c for c in candidates if isinstance(c, type) and issubclass(c, enum.Enum)]
 
 
 # --- wire classes and tagged unions --------------------------------------------------------
@@ -308,8 +303,6 @@ def register_wire_class(
     kept = frozenset(keep)
     renames: dict[str, Any] = {}
     for field in attrs.fields(cls):
-        for enum_type in _enums_in(field.type):
-            _register_enum(enum_type)
         omit = field.name not in kept and (field.default is None or field.default == ())
         renames[field.name] = override(rename=_camel(field.name), omit_if_default=omit)
     unstructure_fields = make_dict_unstructure_fn(cls, converter, **renames)
@@ -435,4 +428,4 @@ for _cls, _tag in (
         keep=("diffs",),
     )
 
-del _cls, _tag
+del _cls, _tag, _enum_base

@@ -1,0 +1,260 @@
+"""Hypothesis strategies for the library's values, shared by the test modules.
+
+``json_values()`` generates plain JSON data (``dict`` / ``list`` / scalars) that
+``snapshot_json`` accepts; the other strategies generate the public value types, with every
+optional field sometimes absent, so converter round trips cover the omitted-key paths.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+from hypothesis import strategies as st
+
+from dsh_tools import (
+    MAX_DEPTH,
+    Accept,
+    Allow,
+    Ask,
+    Block,
+    ContentBlock,
+    Deny,
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    FileLocation,
+    GenericCallView,
+    GenericResultView,
+    HookContext,
+    MessageSource,
+    PluginSource,
+    PostToolDecision,
+    PreToolDecision,
+    ReasoningBlock,
+    TerminalCallView,
+    TerminalResultView,
+    TextBlock,
+    ToolCallBlock,
+    ToolCallKind,
+    ToolCallView,
+    ToolErrorInfo,
+    ToolExecutionMode,
+    ToolExecutionResult,
+    ToolResult,
+    ToolResultBlock,
+    ToolResultView,
+    ToolSchema,
+    UserSource,
+    snapshot_json,
+)
+from dsh_tools._json import MAX_SAFE_INTEGER, JsonValue
+
+T = TypeVar("T")
+
+__all__ = [
+    "MAX_DEPTH",
+    "any_public_value",
+    "content_blocks",
+    "file_diffs",
+    "file_locations",
+    "hook_contexts",
+    "json_keys",
+    "json_scalars",
+    "json_values",
+    "message_sources",
+    "post_decisions",
+    "pre_decisions",
+    "snapshotted_json",
+    "tool_call_views",
+    "tool_error_infos",
+    "tool_execution_modes",
+    "tool_execution_results",
+    "tool_result_views",
+    "tool_results",
+    "tool_schemas",
+]
+
+
+def _is_negative_zero(value: float) -> bool:
+    return value == 0.0 and math.copysign(1.0, value) < 0
+
+
+json_keys = st.text(max_size=8)
+"""Object keys: any text without lone surrogates (Hypothesis excludes them by default)."""
+
+json_scalars: st.SearchStrategy[bool | int | float | str | None] = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER),
+    st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not _is_negative_zero(f)),
+    st.text(max_size=20),
+)
+"""Every kind of JSON scalar ``snapshot_json`` accepts, including the range limits."""
+
+
+def json_values(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
+    """Plain, mutable JSON data (``dict`` with ``str`` keys, ``list``, ``tuple``, scalars)."""
+    return st.recursive(
+        json_scalars,
+        lambda children: st.one_of(
+            st.lists(children, max_size=5),
+            st.lists(children, max_size=5).map(tuple),
+            st.dictionaries(json_keys, children, max_size=5),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def snapshotted_json(*, max_leaves: int = 10) -> st.SearchStrategy[JsonValue]:
+    """Values already through ``snapshot_json`` (frozen objects, tuples)."""
+    return json_values(max_leaves=max_leaves).map(snapshot_json)
+
+
+def _optional(strategy: st.SearchStrategy[T]) -> st.SearchStrategy[T | None]:
+    return st.none() | strategy
+
+
+_text = st.text(max_size=12)
+
+_leaf_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
+    st.builds(TextBlock, text=_text),
+    st.builds(ReasoningBlock, text=_text),
+    st.builds(ToolCallBlock, id=_text, name=_text, arguments=_text),
+)
+
+content_blocks: st.SearchStrategy[ContentBlock] = st.recursive(
+    _leaf_blocks,
+    lambda children: st.builds(
+        ToolResultBlock,
+        tool_call_id=_text,
+        content=st.lists(children, max_size=3),
+        is_error=_optional(st.booleans()),
+    ),
+    max_leaves=6,
+)
+"""Every core content block, tool-result blocks nesting others."""
+
+_block_lists = st.lists(content_blocks, max_size=3)
+
+message_sources: st.SearchStrategy[MessageSource] = st.one_of(
+    st.builds(UserSource), st.builds(PluginSource, plugin=_text)
+)
+
+hook_contexts: st.SearchStrategy[HookContext] = st.builds(
+    HookContext,
+    content=_block_lists,
+    source=message_sources,
+    meta=_optional(json_values(max_leaves=5)),
+)
+
+tool_error_infos: st.SearchStrategy[ToolErrorInfo] = st.builds(
+    ToolErrorInfo, name=_text, code=_text
+)
+
+tool_execution_results: st.SearchStrategy[ToolExecutionResult] = st.builds(
+    ToolExecutionResult,
+    content=_block_lists,
+    is_error=st.booleans(),
+    error=_optional(tool_error_infos),
+    additional_contexts=st.lists(hook_contexts, max_size=2),
+    meta=_optional(json_values(max_leaves=5)),
+)
+
+tool_results: st.SearchStrategy[ToolResult] = st.builds(
+    ToolResult,
+    content=_block_lists,
+    is_error=st.booleans(),
+    meta=_optional(snapshotted_json(max_leaves=5)),
+)
+
+_schema_properties = st.dictionaries(
+    st.text(min_size=1, max_size=6),
+    st.sampled_from([{"type": "string"}, {"type": "number"}, {"type": "boolean"}]),
+    max_size=3,
+)
+
+tool_schemas: st.SearchStrategy[ToolSchema] = st.builds(
+    ToolSchema,
+    name=_text,
+    description=_text,
+    parameters=_schema_properties.map(lambda props: {"type": "object", "properties": props}),
+)
+
+tool_execution_modes: st.SearchStrategy[ToolExecutionMode] = st.sampled_from(
+    [ToolExecutionMode.PARALLEL, ToolExecutionMode.EXCLUSIVE]
+)
+
+pre_decisions: st.SearchStrategy[PreToolDecision] = st.one_of(
+    st.builds(Allow), st.builds(Deny, _text), st.builds(Ask, _optional(_text))
+)
+
+_context_lists = st.lists(hook_contexts, max_size=2)
+
+post_decisions: st.SearchStrategy[PostToolDecision] = st.one_of(
+    st.builds(Accept, content=_optional(_block_lists), additional_contexts=_context_lists),
+    st.builds(Block, feedback=_block_lists, additional_contexts=_context_lists),
+)
+
+file_locations: st.SearchStrategy[FileLocation] = st.builds(
+    FileLocation, path=_text, line=_optional(st.integers(min_value=1, max_value=10**6))
+)
+
+file_diffs: st.SearchStrategy[FileDiff] = st.builds(
+    FileDiff, path=_text, old_text=_optional(_text), new_text=_text
+)
+
+_location_lists = _optional(st.lists(file_locations, max_size=2))
+
+tool_call_views: st.SearchStrategy[ToolCallView] = st.one_of(
+    st.builds(
+        GenericCallView,
+        title=_text,
+        kind=_optional(st.sampled_from(ToolCallKind)),
+        raw_input=_optional(json_values(max_leaves=5)),
+        content=_optional(_block_lists),
+        locations=_location_lists,
+    ),
+    st.builds(TerminalCallView, title=_text, description=_optional(_text), cwd=_optional(_text)),
+    st.builds(
+        DiffCallView, title=_text, diffs=st.lists(file_diffs, max_size=2), locations=_location_lists
+    ),
+)
+
+_exit_or_signal = st.one_of(
+    st.tuples(st.none(), st.none()),
+    st.tuples(st.integers(min_value=-(2**31), max_value=2**31), st.none()),
+    st.tuples(st.none(), st.sampled_from(["SIGTERM", "SIGKILL"])),
+)
+
+tool_result_views: st.SearchStrategy[ToolResultView] = st.one_of(
+    st.builds(GenericResultView, title=_optional(_text), content=_optional(_block_lists)),
+    _exit_or_signal.flatmap(
+        lambda pair: st.builds(
+            TerminalResultView,
+            title=_optional(_text),
+            output=_optional(_text),
+            exit_code=st.just(pair[0]),
+            signal=st.just(pair[1]),
+        )
+    ),
+    st.builds(DiffResultView, title=_optional(_text), diffs=st.lists(file_diffs, max_size=2)),
+)
+
+any_public_value: st.SearchStrategy[object] = st.one_of(
+    content_blocks,
+    message_sources,
+    hook_contexts,
+    tool_error_infos,
+    tool_execution_results,
+    tool_results,
+    tool_schemas,
+    tool_execution_modes,
+    pre_decisions,
+    post_decisions,
+    file_locations,
+    file_diffs,
+    tool_call_views,
+    tool_result_views,
+)
+"""A value of any public wire type."""
