@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, overload
 
 import attrs
-import cattrs
 import trio
 from attrs import AttrsInstance
 
+from ._converter import converter
 from ._definition import ToolDefinition, ToolReturn
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
@@ -32,12 +32,6 @@ from ._schema import SchemaSpec, compile_spec, derive_attrs_schema, schema_spec_
 __all__ = ["define_tool"]
 
 A = TypeVar("A", bound=AttrsInstance)
-
-# A converter of our own, with cattrs' default (lenient) hooks: every value it sees has already
-# passed validate_args and been reshaped by the derived schema, so there is nothing left to
-# reject, and the library's wire converter (strict, camelCase for its own classes) has no say
-# over the shape of an author's argument class.
-_arguments_converter = cattrs.Converter()
 
 
 @overload
@@ -136,9 +130,10 @@ def define_tool(
         cls = parameters
 
         def convert(args: object) -> object:
-            return _arguments_converter.structure(
-                shape(typing.cast("Mapping[str, object]", args)), cls
-            )
+            # The library's one converter is strict (exact JSON types, no unknown keys); the
+            # shaper hands it only declared keys, with ints for integral floats, so validated
+            # arguments always structure.
+            return converter.structure(shape(typing.cast("Mapping[str, object]", args)), cls)
 
     elif isinstance(parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         spec = parameters

@@ -195,9 +195,11 @@ def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
 def _compile_fields(spec: SchemaSpec) -> _Fields:
     if not isinstance(spec, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"a schema spec must be a mapping, not {type(spec).__name__}")
-    return tuple(
-        (key, prop.get("required") is True, _compile_prop(prop)) for key, prop in spec.items()
-    )
+    fields: list[tuple[str, bool, _Check]] = []
+    for key, prop in spec.items():
+        check = _compile_prop(prop)
+        fields.append((key, prop.get("required") is True, check))
+    return tuple(fields)
 
 
 def _check_fields(data: Mapping[str, object], prefix: str, fields: _Fields, out: list[str]) -> None:
