@@ -398,13 +398,13 @@ class ToolScope:
         self._check_open()
         key = self._next_key
         self._next_key = key + 1
-        self._owned[key] = disposer
 
         def undo() -> None:
             self._owned.pop(key, None)
             disposer()
 
-        return Disposer(undo)
+        owned = self._owned[key] = Disposer(undo)
+        return owned
 
     def _admits(self, name: str) -> bool:
         return all(restriction.admits(name) for restriction in self._restrictions)
@@ -478,9 +478,6 @@ class ToolScope:
         if self._closed:
             return
         self._closed = True
-        registry = self._registry
-        if registry._scopes.get(id(self.agent)) is self:
-            del registry._scopes[id(self.agent)]
         error: Exception | None = None
         while self._owned:
             _key, disposer = self._owned.popitem()
@@ -489,6 +486,9 @@ class ToolScope:
             except Exception as exc:
                 if error is None:
                     error = exc
+        registry = self._registry
+        if registry._scopes.get(id(self.agent)) is self:
+            del registry._scopes[id(self.agent)]
         if error is not None:
             raise error
 
