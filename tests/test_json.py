@@ -1,0 +1,545 @@
+"""The lossless JSON boundary: ``snapshot_json`` and the immutable values it returns."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import json
+import pickle
+from collections.abc import Callable
+from typing import Any, cast
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_tools import (
+    MAX_DEPTH,
+    FrozenJsonObject,
+    JsonSnapshotError,
+    JsonTypeError,
+    JsonValue,
+    JsonValueError,
+    dumps_json,
+    snapshot_json,
+    thaw_json,
+)
+from strategies import json_keys, json_values, snapshotted_json
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _as_lists(value: Any) -> Any:
+    """The value ``json.loads`` would give back: tuples become lists."""
+    if isinstance(value, dict):
+        return {k: _as_lists(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return [_as_lists(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def _as_tuples(value: Any) -> Any:
+    """The value ``snapshot_json`` should return, as plain data: arrays become tuples."""
+    if isinstance(value, dict):
+        return {k: _as_tuples(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return tuple(_as_tuples(v) for v in value)  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def _containers(value: JsonValue) -> list[FrozenJsonObject | tuple[JsonValue, ...]]:
+    """Every object and array inside ``value``, itself included."""
+    found: list[FrozenJsonObject | tuple[JsonValue, ...]] = []
+    stack: list[JsonValue] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, FrozenJsonObject):
+            found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, tuple):
+            found.append(item)
+            stack.extend(item)
+    return found
+
+
+def _path(keys: list[str | int]) -> str:
+    """The path syntax of the boundary's errors: ``$``, ``.name``, ``[2]``, ``["a b"]``."""
+    text = "$"
+    for key in keys:
+        if isinstance(key, int):
+            text += f"[{key}]"
+        elif key.isidentifier():
+            text += f".{key}"
+        else:
+            text += f"[{json.dumps(key)}]"
+    return text
+
+
+_SIBLINGS = json_values(max_leaves=3)
+
+
+@st.composite
+def _planted(draw: st.DrawFn, make_bad: Callable[[], object]) -> tuple[object, list[str | int]]:
+    """A random JSON value with ``make_bad()`` planted at a random location; the location."""
+    steps = draw(
+        st.lists(
+            st.one_of(json_keys, st.integers(min_value=0, max_value=3)),
+            max_size=5,
+        )
+    )
+    value: object = make_bad()
+    keys: list[str | int] = []
+    for step in reversed(steps):  # build from the innermost container outwards
+        if isinstance(step, str):
+            obj: dict[str, object] = draw(st.dictionaries(json_keys, _SIBLINGS, max_size=3))
+            obj[step] = value
+            value = obj
+            keys.insert(0, step)
+        else:
+            array: list[object] = draw(st.lists(_SIBLINGS, max_size=3))
+            index = min(step, len(array))
+            array.insert(index, value)
+            value = tuple(array) if draw(st.booleans()) else array
+            keys.insert(0, index)
+    return value, keys
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Mode(enum.StrEnum):
+    FAST = "fast"
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+class _Name(str):
+    pass
+
+
+class _Count(int):
+    pass
+
+
+@attrs.frozen
+class _Point:
+    x: int
+
+
+@dataclasses.dataclass
+class _Pair:
+    a: int
+
+
+def _cycle() -> object:
+    loop: list[object] = []
+    loop.append(loop)
+    return loop
+
+
+# (label, factory of the bad value, error class, keys below the planted location, reason)
+REJECTED: list[tuple[str, Callable[[], object], type[JsonSnapshotError], list[str | int], str]] = [
+    ("nan", lambda: float("nan"), JsonValueError, [], "nan is not a finite number"),
+    ("inf", lambda: float("inf"), JsonValueError, [], "inf is not a finite number"),
+    ("-inf", lambda: float("-inf"), JsonValueError, [], "-inf is not a finite number"),
+    ("-0.0", lambda: -0.0, JsonValueError, [], "-0.0 cannot be represented in JSON"),
+    (
+        "2**53",
+        lambda: 2**53,
+        JsonValueError,
+        [],
+        "integer 9007199254740992 is outside ±(2**53 - 1) and would lose precision",
+    ),
+    (
+        "-(2**53)",
+        lambda: -(2**53),
+        JsonValueError,
+        [],
+        "integer -9007199254740992 is outside ±(2**53 - 1) and would lose precision",
+    ),
+    ("bytes", lambda: b"x", JsonTypeError, [], "a value of type bytes is not JSON data"),
+    ("set", lambda: {1}, JsonTypeError, [], "a value of type set is not JSON data"),
+    (
+        "frozenset",
+        lambda: frozenset[int](),
+        JsonTypeError,
+        [],
+        "a value of type frozenset is not JSON data",
+    ),
+    (
+        "enum",
+        lambda: _Colour.RED,
+        JsonTypeError,
+        [],
+        "a value of type test_json._Colour is not JSON data",
+    ),
+    (
+        "str enum",
+        lambda: _Mode.FAST,
+        JsonTypeError,
+        [],
+        "a value of type test_json._Mode is not JSON data",
+    ),
+    (
+        "int enum",
+        lambda: _Level.LOW,
+        JsonTypeError,
+        [],
+        "a value of type test_json._Level is not JSON data",
+    ),
+    (
+        "str subclass",
+        lambda: _Name("n"),
+        JsonTypeError,
+        [],
+        "a value of type test_json._Name is not JSON data",
+    ),
+    (
+        "int subclass",
+        lambda: _Count(1),
+        JsonTypeError,
+        [],
+        "a value of type test_json._Count is not JSON data",
+    ),
+    (
+        "attrs instance",
+        lambda: _Point(1),
+        JsonTypeError,
+        [],
+        "a value of type test_json._Point is not JSON data",
+    ),
+    (
+        "dataclass",
+        lambda: _Pair(1),
+        JsonTypeError,
+        [],
+        "a value of type test_json._Pair is not JSON data",
+    ),
+    ("non-str key", lambda: {1: "a"}, JsonTypeError, [], "object key 1 is not a str"),
+    ("tuple key", lambda: {("a",): 1}, JsonTypeError, [], "object key ('a',) is not a str"),
+    ("cycle", _cycle, JsonValueError, [0], "circular reference"),
+    (
+        "lone surrogate",
+        lambda: "ok\ud800",
+        JsonValueError,
+        [],
+        "string contains a lone surrogate at index 2",
+    ),
+]
+
+
+# --- accepted values -----------------------------------------------------------------------
+
+
+@given(json_values())
+def test_a_json_value_round_trips_through_the_snapshot_and_json_text(value: object) -> None:
+    assert _as_lists(value) == json.loads(dumps_json(snapshot_json(value)))
+
+
+@given(json_values())
+def test_a_snapshot_serializes_to_the_same_text_as_its_source(value: object) -> None:
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    assert expected == dumps_json(snapshot_json(value))
+
+
+@given(json_values())
+def test_a_snapshot_equals_its_source_with_arrays_as_tuples(value: object) -> None:
+    assert _as_tuples(value) == snapshot_json(value)
+
+
+@given(json_values())
+def test_the_input_is_left_untouched(value: object) -> None:
+    before = copy.deepcopy(value)
+
+    snapshot_json(value)
+
+    assert before == value
+    assert _as_lists(before) == _as_lists(value)  # tuples stay tuples, lists stay lists
+
+
+def test_the_input_stays_mutable_after_a_snapshot() -> None:
+    source: dict[str, list[int]] = {"a": [1]}
+    snapshot = snapshot_json(source)
+
+    source["a"].append(2)
+
+    assert snapshot == {"a": (1,)}
+
+
+@given(json_values())
+def test_mutating_the_source_afterwards_does_not_change_the_snapshot(value: object) -> None:
+    expected = _as_tuples(value)
+    snapshot = snapshot_json(value)
+
+    def scribble(data: object) -> None:
+        if isinstance(data, dict):
+            obj = cast("dict[str, object]", data)
+            for item in list(obj.values()):
+                scribble(item)
+            obj["scribbled"] = True
+        elif isinstance(data, list | tuple):
+            array = cast("list[object] | tuple[object, ...]", data)
+            for item in array:
+                scribble(item)
+            if isinstance(array, list):
+                array.append("scribbled")
+
+    scribble(value)
+
+    assert expected == snapshot
+
+
+def test_booleans_are_kept_as_booleans() -> None:
+    assert [type(v) is bool for v in (snapshot_json(True), snapshot_json(1))] == [True, False]
+
+
+@pytest.mark.parametrize("value", [2**53 - 1, -(2**53 - 1), 0.0, 1e308, -5e-324])
+def test_numbers_at_the_edges_of_the_range_are_accepted(value: float) -> None:
+    assert value == snapshot_json(value)
+
+
+def test_a_sub_object_shared_by_siblings_is_accepted() -> None:
+    shared = {"a": [1, 2]}
+
+    assert snapshot_json([shared, shared]) == ({"a": (1, 2)}, {"a": (1, 2)})
+
+
+def test_a_dict_subclass_is_accepted_as_an_object() -> None:
+    class Ordered(dict[str, int]):
+        pass
+
+    assert snapshot_json(Ordered(a=1)) == {"a": 1}
+
+
+def test_a_frozen_object_passed_again_is_returned_as_is() -> None:
+    snapshot = snapshot_json({"a": {"b": [1]}})
+
+    assert snapshot is snapshot_json(snapshot)
+
+
+@given(snapshotted_json())
+def test_a_snapshot_passed_again_is_equal_to_itself(snapshot: JsonValue) -> None:
+    assert snapshot == snapshot_json(snapshot)
+
+
+def test_exactly_max_depth_containers_are_accepted() -> None:
+    value: object = 1
+    for _ in range(MAX_DEPTH):
+        value = [value]
+
+    snapshot_json(value)
+
+
+# --- rejected values -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make_bad", "error", "below", "reason"),
+    [case[1:] for case in REJECTED],
+    ids=[case[0] for case in REJECTED],
+)
+@settings(max_examples=50)  # twenty cases; each draws a whole value around the planted one
+@given(data=st.data())
+def test_a_rejected_value_is_reported_with_its_class_path_and_reason(
+    make_bad: Callable[[], object],
+    error: type[JsonSnapshotError],
+    below: list[str | int],
+    reason: str,
+    data: st.DataObject,
+) -> None:
+    value, keys = data.draw(_planted(make_bad))
+
+    with pytest.raises(JsonSnapshotError) as caught:
+        snapshot_json(value)
+
+    path = _path(keys + below)
+    assert (error, path, reason, f"{path}: {reason}") == (
+        type(caught.value),
+        caught.value.path,
+        caught.value.reason,
+        str(caught.value),
+    )
+
+
+def test_a_type_error_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        snapshot_json(b"")
+
+
+def test_a_value_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="not a finite number"):
+        snapshot_json(float("nan"))
+
+
+def test_a_cycle_through_an_object_is_reported_where_it_closes() -> None:
+    loop: dict[str, object] = {}
+    loop["self"] = {"again": loop}
+
+    with pytest.raises(JsonValueError, match=r"^\$\.self\.again: circular reference$"):
+        snapshot_json(loop)
+
+
+def test_nesting_deeper_than_the_limit_is_rejected_with_its_path() -> None:
+    value: object = 1
+    for _ in range(MAX_DEPTH + 1):
+        value = [value]
+
+    with pytest.raises(JsonValueError) as caught:
+        snapshot_json(value)
+
+    assert ("$" + "[0]" * MAX_DEPTH, f"nesting deeper than {MAX_DEPTH} levels") == (
+        caught.value.path,
+        caught.value.reason,
+    )
+
+
+def test_very_deep_nesting_is_rejected_without_a_recursion_error() -> None:
+    value: object = None
+    for _ in range(100_000):
+        value = {"a": value}
+
+    with pytest.raises(JsonValueError, match="nesting deeper than"):
+        snapshot_json(value)
+
+
+def test_a_key_that_is_not_an_identifier_is_quoted_in_the_path() -> None:
+    with pytest.raises(JsonValueError, match=r'^\$\["a b"\]\[1\]\.c: '):
+        snapshot_json({"a b": [0, {"c": float("inf")}]})
+
+
+# --- immutability --------------------------------------------------------------------------
+
+
+@given(json_values())
+def test_no_object_in_a_snapshot_accepts_item_assignment(value: object) -> None:
+    for obj in _containers(snapshot_json(value)):
+        if isinstance(obj, FrozenJsonObject):
+            with pytest.raises(TypeError):
+                obj["new"] = 1  # type: ignore[index]
+            with pytest.raises(TypeError):
+                del obj["new"]  # type: ignore[attr-defined]
+
+
+@given(json_values())
+def test_no_object_in_a_snapshot_accepts_attribute_assignment(value: object) -> None:
+    for obj in _containers(snapshot_json(value)):
+        if isinstance(obj, FrozenJsonObject):
+            with pytest.raises(AttributeError, match="FrozenJsonObject is immutable"):
+                obj._data = {}
+            with pytest.raises(AttributeError, match="FrozenJsonObject is immutable"):
+                del obj._hash
+
+
+@given(json_values())
+def test_every_array_in_a_snapshot_is_a_tuple(value: object) -> None:
+    assert set() == {
+        type(c)
+        for c in _containers(snapshot_json(value))
+        if not isinstance(c, FrozenJsonObject | tuple)
+    }
+
+
+@pytest.mark.parametrize(
+    "method", ["__setitem__", "__delitem__", "update", "pop", "popitem", "clear", "setdefault"]
+)
+def test_a_frozen_object_has_no_mutating_method(method: str) -> None:
+    assert not hasattr(snapshot_json({"a": 1}), method)
+
+
+def test_a_frozen_object_has_no_public_constructor() -> None:
+    with pytest.raises(TypeError, match="no public constructor"):
+        FrozenJsonObject({"a": 1})
+
+
+# --- FrozenJsonObject as a value -----------------------------------------------------------
+
+
+def test_a_frozen_object_equals_the_equal_dict() -> None:
+    assert snapshot_json({"a": [1, {"b": None}]}) == {"a": (1, {"b": None})}
+
+
+def test_a_frozen_object_differs_from_a_different_dict() -> None:
+    assert snapshot_json({"a": 1}) != {"a": 2}
+
+
+def test_a_frozen_object_does_not_equal_a_non_mapping() -> None:
+    assert snapshot_json({}) != []
+
+
+@given(json_values())
+def test_equal_snapshots_hash_equal(value: object) -> None:
+    assert hash(snapshot_json(value)) == hash(snapshot_json(copy.deepcopy(value)))
+
+
+def test_a_frozen_object_can_be_a_set_member() -> None:
+    assert len({snapshot_json({"a": 1}), snapshot_json({"a": 1})}) == 1
+
+
+@given(snapshotted_json())
+def test_a_snapshot_survives_pickling(snapshot: JsonValue) -> None:
+    restored = pickle.loads(pickle.dumps(snapshot))
+
+    assert (snapshot, [type(c) for c in _containers(snapshot)]) == (
+        restored,
+        [type(c) for c in _containers(restored)],
+    )
+
+
+def test_copying_a_frozen_object_returns_it() -> None:
+    snapshot = snapshot_json({"a": [1]})
+
+    assert (snapshot, snapshot) == (copy.copy(snapshot), copy.deepcopy(snapshot))
+    assert copy.deepcopy(snapshot) is snapshot
+
+
+def _object(value: dict[str, Any]) -> FrozenJsonObject:
+    snapshot = snapshot_json(value)
+    assert isinstance(snapshot, FrozenJsonObject)
+    return snapshot
+
+
+def test_a_frozen_object_keeps_its_key_order() -> None:
+    assert list(_object({"b": 1, "a": 2, "c": 3})) == ["b", "a", "c"]
+
+
+def test_a_frozen_object_s_get_returns_the_default_for_a_missing_key() -> None:
+    assert (_object({"a": 1}).get("a"), _object({}).get("a", "d")) == (1, "d")
+
+
+# --- dumps_json and thaw_json --------------------------------------------------------------
+
+
+def test_dumps_json_writes_the_compact_form_by_default() -> None:
+    assert dumps_json(snapshot_json({"a": ["red", "green"]})) == '{"a":["red","green"]}'
+
+
+def test_dumps_json_can_write_the_spaced_form() -> None:
+    assert dumps_json({"a": [1, 2]}, compact=False) == '{"a": [1, 2]}'
+
+
+def test_dumps_json_keeps_non_ascii_text() -> None:
+    assert dumps_json("héllo ✓") == '"héllo ✓"'
+
+
+def test_dumps_json_refuses_nan() -> None:
+    with pytest.raises(ValueError, match="Out of range float values"):
+        dumps_json(float("nan"))
+
+
+def test_dumps_json_refuses_a_value_that_is_not_json() -> None:
+    with pytest.raises(TypeError, match="a value of type set is not JSON serializable"):
+        dumps_json({1, 2})
+
+
+@given(json_values())
+def test_thaw_json_returns_plain_mutable_data(value: object) -> None:
+    thawed = thaw_json(snapshot_json(value))
+
+    assert _as_lists(value) == thawed
+    assert json.dumps(_as_lists(value)) == json.dumps(thawed)
