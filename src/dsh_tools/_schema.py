@@ -393,8 +393,8 @@ def _derive_class(
         if not field.init:
             continue
         annotation = hints.get(field.name, field.type)
-        inner, nullable = _split_optional(annotation)
         try:
+            inner, nullable = _split_optional(annotation)
             prop, shape = _derive_type(inner, seen)
         except TypeError as exc:
             raise TypeError(f"{cls.__qualname__}.{field.name}: {exc}") from None
@@ -441,10 +441,9 @@ def _split_optional(annotation: object) -> tuple[object, bool]:
     if typing.get_origin(annotation) in (Union, types.UnionType):
         members = typing.get_args(annotation)
         rest = tuple(m for m in members if m is not type(None))
-        if len(rest) != len(members):
-            if len(rest) != 1:
-                raise TypeError(f"unions other than X | None are not supported: {annotation!r}")
-            return rest[0], True
+        if len(rest) != 1 or len(members) != 2:
+            raise TypeError(f"unions other than X | None are not supported: {annotation!r}")
+        return rest[0], True
     return annotation, False
 
 
