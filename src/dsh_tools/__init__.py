@@ -82,6 +82,9 @@ from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
+from ._scheduler import ToolBatch as ToolBatch
+from ._scheduler import ToolCallRequest as ToolCallRequest
+from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
 from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
@@ -163,10 +166,12 @@ __all__ = [
     "TerminalResultView",
     "TextBlock",
     "ToolArgsError",
+    "ToolBatch",
     "ToolBody",
     "ToolCallBlock",
     "ToolCallEvent",
     "ToolCallKind",
+    "ToolCallRequest",
     "ToolCallView",
     "ToolDefinition",
     "ToolDispatchExecution",
@@ -198,6 +203,7 @@ __all__ = [
     "install_timeout_policy",
     "linked_cancel_scope",
     "register_content_block",
+    "run_tool_calls",
     "schema_spec_to_json_schema",
     "snapshot_json",
     "thaw_json",

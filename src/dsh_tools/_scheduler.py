@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import attrs
 import trio
@@ -35,11 +35,9 @@ import trio
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
 from ._pipeline import PreparedCall, aborted_before_dispatch_result
+from ._registry import ToolRegistry
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal
-
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
 
 __all__ = ["ToolBatch", "ToolCallRequest", "parse_arguments", "run_tool_calls"]
 
