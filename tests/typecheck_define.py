@@ -1,0 +1,99 @@
+"""Type-level checks of ``define_tool``'s overloads, run by pyright (never collected by pytest).
+
+Each ``assert_type`` proves that pyright infers the argument type of a callable passed to
+``define_tool`` from ``parameters`` alone, with no annotation and no cast: the attrs class for
+the class form, the frozen mapping for the spec form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, assert_type
+
+import attrs
+import trio
+
+from dsh_tools import (
+    FrozenJsonObject,
+    GenericCallView,
+    GenericResultView,
+    JsonValue,
+    SchemaSpec,
+    ToolDefinition,
+    ToolResult,
+    ToolReturn,
+    ToolRunContext,
+    define_tool,
+)
+
+
+@attrs.frozen(kw_only=True)
+class ReadArgs:
+    path: str
+    mode: Literal["text", "bytes"] = "text"
+    limit: int | None = None
+
+
+async def read(args: ReadArgs, context: ToolRunContext) -> ToolReturn:
+    await trio.lowlevel.checkpoint()
+    return args.path
+
+
+def class_form_infers_the_instance_type() -> ToolDefinition:
+    return define_tool(
+        name="read",
+        description="Read a file.",
+        parameters=ReadArgs,
+        execute=read,
+        timeout=5,
+        is_concurrency_safe=lambda args: assert_type(args, ReadArgs).mode == "text",
+        present_call=lambda args: GenericCallView(title=assert_type(args, ReadArgs).path),
+        present_result=lambda args, result: GenericResultView(
+            title=f"{assert_type(args, ReadArgs).path}: {assert_type(result, ToolResult).is_error}"
+        ),
+    )
+
+
+def class_form_gives_field_types() -> ToolDefinition:
+    return define_tool(
+        name="read",
+        description="Read a file.",
+        parameters=ReadArgs,
+        execute=read,
+        is_concurrency_safe=lambda args: assert_type(args.limit, int | None) is None,
+        present_call=lambda args: GenericCallView(
+            title=assert_type(args.mode, Literal["text", "bytes"])
+        ),
+    )
+
+
+SPEC: SchemaSpec = {"path": {"type": "string", "required": True}}
+
+
+async def echo(args: Mapping[str, JsonValue], context: ToolRunContext) -> ToolReturn:
+    await trio.lowlevel.checkpoint()
+    return str(args["path"])
+
+
+def spec_form_infers_the_frozen_mapping() -> ToolDefinition:
+    return define_tool(
+        name="echo",
+        description="Echo a path.",
+        parameters=SPEC,
+        execute=echo,
+        is_concurrency_safe=lambda args: assert_type(args, FrozenJsonObject).get("path") is None,
+        present_call=lambda args: GenericCallView(title=str(assert_type(args, FrozenJsonObject))),
+    )
+
+
+def spec_form_accepts_an_inline_spec_literal() -> ToolDefinition:
+    return define_tool(
+        name="echo",
+        description="Echo a path.",
+        parameters={
+            "path": {"type": "string", "required": True, "description": "A path."},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+            "opts": {"type": "object", "properties": {"n": {"type": "integer", "default": 1}}},
+        },
+        execute=echo,
+    )
