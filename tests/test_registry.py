@@ -48,6 +48,14 @@ class Agent:
     pass
 
 
+def _always_safe(args: object) -> bool:
+    return True
+
+
+def _reads_are_safe(args: Any) -> bool:
+    return bool(args["x"] == "read")
+
+
 def _names(registry: ToolRegistry, agent: object = None) -> list[str]:
     return [schema.name for schema in registry.schemas(agent)]
 
@@ -74,10 +82,11 @@ def test_registering_a_duplicate_global_name_points_to_scopes() -> None:
     with pytest.raises(ValueError) as caught:
         registry.register(_tool("a"))
 
-    assert (
+    expected = (
         'tool "a" is already registered (for a per-agent variant, register through that '
         "agent's `registry.scope(agent)` instead)"
-    ) == str(caught.value)
+    )
+    assert expected == str(caught.value)
 
 
 def test_registering_a_duplicate_name_in_one_scope_names_the_scope() -> None:
@@ -88,7 +97,8 @@ def test_registering_a_duplicate_name_in_one_scope_names_the_scope() -> None:
     with pytest.raises(ValueError) as caught:
         scope.register(_tool("a"))
 
-    assert 'tool "a" is already registered in this scope' == str(caught.value)
+    expected = 'tool "a" is already registered in this scope'
+    assert expected == str(caught.value)
 
 
 def test_a_scoped_tool_with_a_global_name_is_not_a_duplicate() -> None:
@@ -110,19 +120,21 @@ def test_register_rejects_a_definition_whose_timeout_was_forced_invalid() -> Non
     with pytest.raises(TypeError) as caught:
         registry.register(tool)
 
-    assert 'tool "slow" timeout must be a positive finite number of seconds' == str(caught.value)
+    expected = 'tool "slow" timeout must be a positive finite number of seconds'
+    assert expected == str(caught.value)
 
 
 def test_a_definition_with_a_negative_timeout_cannot_be_built() -> None:
     with pytest.raises(TypeError) as caught:
         _tool("slow", timeout=-1)
 
-    assert 'tool "slow" timeout must be a positive finite number of seconds' == str(caught.value)
+    expected = 'tool "slow" timeout must be a positive finite number of seconds'
+    assert expected == str(caught.value)
 
 
 def test_register_rejects_something_that_is_not_a_definition() -> None:
     with pytest.raises(TypeError):
-        ToolRegistry().register("a")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+        ToolRegistry().register("a")  # pyright: ignore[reportArgumentType]
 
 
 def test_the_register_disposer_removes_the_tool() -> None:
@@ -152,7 +164,8 @@ def test_the_register_disposer_works_as_a_context_manager() -> None:
     with registry.register(_tool("a")):
         inside = registry.get("a") is not None
 
-    assert (True, None) == (inside, registry.get("a"))
+    expected = (True, None)
+    assert expected == (inside, registry.get("a"))
 
 
 def test_register_emits_change_after_inserting() -> None:
@@ -162,7 +175,8 @@ def test_register_emits_change_after_inserting() -> None:
 
     registry.register(_tool("a"))
 
-    assert [["a"]] == seen
+    expected = [["a"]]
+    assert expected == seen
 
 
 def test_disposing_a_tool_emits_change() -> None:
@@ -173,7 +187,8 @@ def test_disposing_a_tool_emits_change() -> None:
 
     dispose()
 
-    assert [[]] == seen
+    expected: list[list[str]] = [[]]
+    assert expected == seen
 
 
 def test_a_raising_change_listener_rolls_the_registration_back_and_propagates() -> None:
@@ -191,7 +206,8 @@ def test_a_raising_change_listener_rolls_the_registration_back_and_propagates() 
         registry.register(_tool("a"))
 
     # the rollback emits change again
-    assert (None, ["change", "change"]) == (registry.get("a"), calls)
+    expected = (None, ["change", "change"])
+    assert expected == (registry.get("a"), calls)
 
 
 def test_scoped_change_listeners_hear_global_changes() -> None:
@@ -201,7 +217,8 @@ def test_scoped_change_listeners_hear_global_changes() -> None:
 
     registry.register(_tool("a"))
 
-    assert ["scoped"] == heard
+    expected = ["scoped"]
+    assert expected == heard
 
 
 def test_adding_a_guard_does_not_emit_change() -> None:
@@ -211,7 +228,8 @@ def test_adding_a_guard_does_not_emit_change() -> None:
 
     registry.guard(lambda execution: None)
 
-    assert [] == heard
+    expected = []
+    assert expected == heard
 
 
 # --- scopes --------------------------------------------------------------------------------
@@ -249,7 +267,8 @@ def test_a_scoped_tool_is_invisible_to_other_agents_and_to_global_calls() -> Non
     agent = Agent()
     registry.scope(agent).register(_tool("mine"))
 
-    assert (None, None) == (registry.get("mine"), registry.get("mine", Agent()))
+    expected = (None, None)
+    assert expected == (registry.get("mine"), registry.get("mine", Agent()))
 
 
 def test_closing_a_scope_unwinds_everything_registered_through_it() -> None:
@@ -262,7 +281,8 @@ def test_closing_a_scope_unwinds_everything_registered_through_it() -> None:
 
     scope.close()
 
-    assert ["g"] == _names(registry, agent)
+    expected = ["g"]
+    assert expected == _names(registry, agent)
 
 
 def test_closing_a_scope_unwinds_last_registration_first() -> None:
@@ -278,7 +298,8 @@ def test_closing_a_scope_unwinds_last_registration_first() -> None:
     scope.close()
 
     # the restriction (registered last) lifts first, then the tool goes
-    assert [["g", "a"], ["g"]] == seen
+    expected = [["g", "a"], ["g"]]
+    assert expected == seen
 
 
 def test_a_scope_works_as_a_context_manager() -> None:
@@ -289,7 +310,8 @@ def test_a_scope_works_as_a_context_manager() -> None:
         scope.register(_tool("mine"))
         inside = _names(registry, agent)
 
-    assert (["mine"], [], True) == (inside, _names(registry, agent), scope.closed)
+    expected: tuple[list[str], list[str], bool] = (["mine"], [], True)
+    assert expected == (inside, _names(registry, agent), scope.closed)
 
 
 def test_a_closed_scope_refuses_registrations() -> None:
@@ -312,7 +334,8 @@ def test_disposing_a_scoped_registration_early_leaves_close_idempotent() -> None
 
     scope.close()
 
-    assert (True, []) == (again.disposed, _names(registry, agent))
+    expected: tuple[bool, list[str]] = (True, [])
+    assert expected == (again.disposed, _names(registry, agent))
 
 
 def test_scope_close_raises_the_first_undo_error_after_undoing_everything() -> None:
@@ -331,7 +354,8 @@ def test_scope_close_raises_the_first_undo_error_after_undoing_everything() -> N
     with pytest.raises(RuntimeError, match="first"):
         scope.close()
 
-    assert [] == _names(registry, agent)
+    expected = []
+    assert expected == _names(registry, agent)
 
 
 # --- views ---------------------------------------------------------------------------------
@@ -342,7 +366,8 @@ def test_schemas_list_visible_tools_in_registration_order() -> None:
     for name in ("b", "a", "c"):
         registry.register(_tool(name))
 
-    assert ["b", "a", "c"] == _names(registry)
+    expected = ["b", "a", "c"]
+    assert expected == _names(registry)
 
 
 def test_a_shadowing_scoped_tool_keeps_the_global_position() -> None:
@@ -357,7 +382,8 @@ def test_a_shadowing_scoped_tool_keeps_the_global_position() -> None:
 
     schemas = registry.schemas(agent)
 
-    assert (["a", "b", "c", "z"], "scoped b") == (
+    expected = (["a", "b", "c", "z"], "scoped b")
+    assert expected == (
         [s.name for s in schemas],
         schemas[1].description,
     )
@@ -365,7 +391,7 @@ def test_a_shadowing_scoped_tool_keeps_the_global_position() -> None:
 
 def test_schemas_carry_only_name_description_and_parameters() -> None:
     registry = ToolRegistry()
-    registry.register(_tool("a", timeout=5.0, is_concurrency_safe=lambda args: True))
+    registry.register(_tool("a", timeout=5.0, is_concurrency_safe=_always_safe))
 
     assert [
         ToolSchema(
@@ -382,7 +408,8 @@ def test_schemas_are_fresh_detached_copies() -> None:
     first = registry.schemas()[0]
     first.parameters["properties"]["x"]["type"] = "number"
 
-    assert "string" == registry.schemas()[0].parameters["properties"]["x"]["type"]
+    expected = "string"
+    assert expected == registry.schemas()[0].parameters["properties"]["x"]["type"]
 
 
 def test_schema_parameters_are_plain_dicts() -> None:
@@ -403,7 +430,8 @@ def test_an_allow_restriction_hides_unlisted_global_tools() -> None:
 
     registry.scope(agent).restrict(allow=["a", "c"])
 
-    assert (["a", "c"], ["a", "b", "c"]) == (_names(registry, agent), _names(registry))
+    expected = (["a", "c"], ["a", "b", "c"])
+    assert expected == (_names(registry, agent), _names(registry))
 
 
 def test_a_restricted_away_global_reads_as_absent() -> None:
@@ -422,7 +450,8 @@ def test_an_empty_allow_hides_every_global_tool() -> None:
 
     registry.scope(agent).restrict(allow=[])
 
-    assert [] == _names(registry, agent)
+    expected = []
+    assert expected == _names(registry, agent)
 
 
 def test_restrictions_never_hide_the_scope_own_tools() -> None:
@@ -435,7 +464,8 @@ def test_restrictions_never_hide_the_scope_own_tools() -> None:
 
     scope.restrict(allow=[])
 
-    assert ["a", "own"] == _names(registry, agent)
+    expected = ["a", "own"]
+    assert expected == _names(registry, agent)
 
 
 def test_restrictions_intersect() -> None:
@@ -448,7 +478,8 @@ def test_restrictions_intersect() -> None:
     scope.restrict(allow=["a", "b"])
     scope.restrict(deny=["a"])
 
-    assert ["b"] == _names(registry, agent)
+    expected = ["b"]
+    assert expected == _names(registry, agent)
 
 
 def test_restrictions_lift_independently() -> None:
@@ -462,7 +493,8 @@ def test_restrictions_lift_independently() -> None:
 
     lift_allow()
 
-    assert ["b", "c"] == _names(registry, agent)
+    expected = ["b", "c"]
+    assert expected == _names(registry, agent)
 
 
 def test_a_deny_only_restriction_admits_globals_registered_later() -> None:
@@ -473,7 +505,8 @@ def test_a_deny_only_restriction_admits_globals_registered_later() -> None:
 
     registry.register(_tool("later"))
 
-    assert ["later"] == _names(registry, agent)
+    expected = ["later"]
+    assert expected == _names(registry, agent)
 
 
 def test_an_allow_restriction_hides_globals_registered_later() -> None:
@@ -484,7 +517,8 @@ def test_an_allow_restriction_hides_globals_registered_later() -> None:
 
     registry.register(_tool("later"))
 
-    assert ["a"] == _names(registry, agent)
+    expected = ["a"]
+    assert expected == _names(registry, agent)
 
 
 def test_restrict_copies_the_caller_lists() -> None:
@@ -497,7 +531,8 @@ def test_restrict_copies_the_caller_lists() -> None:
 
     allow.append("b")
 
-    assert ["a"] == _names(registry, agent)
+    expected = ["a"]
+    assert expected == _names(registry, agent)
 
 
 def test_restrict_emits_change_and_its_lifting_too() -> None:
@@ -509,7 +544,8 @@ def test_restrict_emits_change_and_its_lifting_too() -> None:
 
     registry.scope(agent).restrict(deny=["a"])()
 
-    assert [[], ["a"]] == seen
+    expected = [[], ["a"]]
+    assert expected == seen
 
 
 def test_an_empty_restriction_is_a_loud_no_op() -> None:
@@ -518,10 +554,11 @@ def test_an_empty_restriction_is_a_loud_no_op() -> None:
     with pytest.raises(ValueError) as caught:
         registry.scope(Agent()).restrict()
 
-    assert (
+    expected = (
         "ToolScope.restrict() is a no-op: pass `allow` and/or `deny` (an empty filter is almost "
         "always a materialized-empty-config bug)"
-    ) == str(caught.value)
+    )
+    assert expected == str(caught.value)
 
 
 def test_restrict_names_an_unknown_global_tool_and_the_known_ones_sorted() -> None:
@@ -532,9 +569,8 @@ def test_restrict_names_an_unknown_global_tool_and_the_known_ones_sorted() -> No
     with pytest.raises(ValueError) as caught:
         registry.scope(Agent()).restrict(allow=["x"])
 
-    assert (
-        'ToolScope.restrict() names unknown global tool "x"; known global tools: alpha, zeta'
-    ) == str(caught.value)
+    expected = 'ToolScope.restrict() names unknown global tool "x"; known global tools: alpha, zeta'
+    assert expected == str(caught.value)
 
 
 def test_restrict_pluralizes_several_unknown_names() -> None:
@@ -543,9 +579,10 @@ def test_restrict_pluralizes_several_unknown_names() -> None:
     with pytest.raises(ValueError) as caught:
         registry.scope(Agent()).restrict(allow=["x"], deny=["y"])
 
-    assert (
+    expected = (
         'ToolScope.restrict() names unknown global tools "x", "y"; known global tools: (none)'
-    ) == str(caught.value)
+    )
+    assert expected == str(caught.value)
 
 
 def test_restrict_does_not_count_scope_local_names_as_known() -> None:
@@ -581,7 +618,8 @@ def test_a_restriction_rolled_back_by_a_change_listener_is_not_applied() -> None
     with pytest.raises(RuntimeError):
         registry.scope(agent).restrict(deny=["a"])
 
-    assert ["a"] == _names(registry, agent)
+    expected = ["a"]
+    assert expected == _names(registry, agent)
 
 
 # --- execution_mode ------------------------------------------------------------------------
@@ -589,30 +627,34 @@ def test_a_restriction_rolled_back_by_a_change_listener_is_not_applied() -> None
 
 def test_execution_mode_is_parallel_when_the_classifier_returns_true() -> None:
     registry = ToolRegistry()
-    registry.register(_tool("a", is_concurrency_safe=lambda args: True))
+    registry.register(_tool("a", is_concurrency_safe=_always_safe))
 
-    assert ToolExecutionMode.PARALLEL == registry.execution_mode(_call("a"))
+    expected = ToolExecutionMode.PARALLEL
+    assert expected == registry.execution_mode(_call("a"))
 
 
 def test_execution_mode_passes_the_arguments_to_the_classifier() -> None:
     registry = ToolRegistry()
-    registry.register(_tool("a", is_concurrency_safe=lambda args: args["x"] == "read"))
+    registry.register(_tool("a", is_concurrency_safe=_reads_are_safe))
 
-    assert (ToolExecutionMode.PARALLEL, ToolExecutionMode.EXCLUSIVE) == (
+    expected = (ToolExecutionMode.PARALLEL, ToolExecutionMode.EXCLUSIVE)
+    assert expected == (
         registry.execution_mode(_call("a", arguments={"x": "read"})),
         registry.execution_mode(_call("a", arguments={"x": "write"})),
     )
 
 
 def test_execution_mode_of_an_unknown_tool_is_exclusive() -> None:
-    assert ToolExecutionMode.EXCLUSIVE == ToolRegistry().execution_mode(_call("nope"))
+    expected = ToolExecutionMode.EXCLUSIVE
+    assert expected == ToolRegistry().execution_mode(_call("nope"))
 
 
 def test_execution_mode_without_a_classifier_is_exclusive() -> None:
     registry = ToolRegistry()
     registry.register(_tool("a"))
 
-    assert ToolExecutionMode.EXCLUSIVE == registry.execution_mode(_call("a"))
+    expected = ToolExecutionMode.EXCLUSIVE
+    assert expected == registry.execution_mode(_call("a"))
 
 
 def test_execution_mode_with_a_raising_classifier_is_exclusive() -> None:
@@ -622,24 +664,31 @@ def test_execution_mode_with_a_raising_classifier_is_exclusive() -> None:
     registry = ToolRegistry()
     registry.register(_tool("a", is_concurrency_safe=classify))
 
-    assert ToolExecutionMode.EXCLUSIVE == registry.execution_mode(_call("a"))
+    expected = ToolExecutionMode.EXCLUSIVE
+    assert expected == registry.execution_mode(_call("a"))
 
 
 @pytest.mark.parametrize("answer", ["yes", 1, [1], None])
 def test_execution_mode_with_a_truthy_non_bool_is_exclusive(answer: object) -> None:
     registry = ToolRegistry()
-    registry.register(_tool("a", is_concurrency_safe=lambda args: answer))
 
-    assert ToolExecutionMode.EXCLUSIVE == registry.execution_mode(_call("a"))
+    def classify(args: object) -> Any:
+        return answer
+
+    registry.register(_tool("a", is_concurrency_safe=classify))
+
+    expected = ToolExecutionMode.EXCLUSIVE
+    assert expected == registry.execution_mode(_call("a"))
 
 
 def test_execution_mode_uses_the_tool_visible_to_the_call_agent() -> None:
     registry = ToolRegistry()
     registry.register(_tool("a"))
     agent = Agent()
-    registry.scope(agent).register(_tool("a", is_concurrency_safe=lambda args: True))
+    registry.scope(agent).register(_tool("a", is_concurrency_safe=_always_safe))
 
-    assert (ToolExecutionMode.EXCLUSIVE, ToolExecutionMode.PARALLEL) == (
+    expected = (ToolExecutionMode.EXCLUSIVE, ToolExecutionMode.PARALLEL)
+    assert expected == (
         registry.execution_mode(_call("a")),
         registry.execution_mode(_call("a", agent)),
     )
@@ -657,4 +706,3 @@ def test_registry_reads_its_approval_service() -> None:
     service = Service()
 
     assert service is ToolRegistry(approval=service).approval  # pyright: ignore[reportArgumentType]
-
