@@ -1,0 +1,311 @@
+"""Guards (upstream §2.9): global then scoped, registration order, live iteration, deny only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_tools import (
+    Allow,
+    Ask,
+    CancelSignal,
+    Deny,
+    Disposer,
+    FrozenJsonObject,
+    PostExecuteNext,
+    PostToolDecision,
+    PreExecuteNext,
+    PreToolDecision,
+    TextBlock,
+    ToolDefinition,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolReturn,
+    ToolRunContext,
+)
+
+NOTHING: list[str] = []
+"""Nothing ran."""
+
+
+class Agent:
+    pass
+
+
+def _error(text: str) -> ToolExecutionResult:
+    return ToolExecutionResult(content=(TextBlock(text=text),), is_error=True)
+
+
+OK = ToolExecutionResult(content=(TextBlock(text="ok"),), is_error=False)
+
+
+def _registry() -> tuple[ToolRegistry, list[str]]:
+    ran: list[str] = []
+
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        ran.append("body")
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=body))
+    return registry, ran
+
+
+def _input(agent: object = None) -> ToolExecutionInput:
+    return ToolExecutionInput(
+        call_id="c", name="t", arguments={"a": [1]}, signal=CancelSignal.never(), agent=agent
+    )
+
+
+def _recording(order: list[str], label: str, reason: str | None = None) -> Any:
+    def guard(execution: ToolExecution) -> str | None:
+        order.append(label)
+        return reason
+
+    return guard
+
+
+async def test_a_guard_reason_denies_the_call_and_skips_the_body() -> None:
+    registry, ran = _registry()
+    registry.guard(lambda execution: "blocked by policy")
+
+    result = await registry.execute(_input())
+
+    expected = (_error("Error: blocked by policy"), NOTHING)
+    assert expected == (result, ran)
+
+
+async def test_a_guard_returning_none_lets_the_call_through() -> None:
+    registry, ran = _registry()
+    registry.guard(lambda execution: None)
+
+    result = await registry.execute(_input())
+
+    expected = (OK, ["body"])
+    assert expected == (result, ran)
+
+
+async def test_global_guards_run_before_scoped_ones_each_in_registration_order() -> None:
+    registry, _ = _registry()
+    agent = Agent()
+    order: list[str] = []
+    scope = registry.scope(agent)
+    scope.guard(_recording(order, "scoped 1"))
+    registry.guard(_recording(order, "global 1"))
+    scope.guard(_recording(order, "scoped 2"))
+    registry.guard(_recording(order, "global 2"))
+
+    await registry.execute(_input(agent))
+
+    expected = ["global 1", "global 2", "scoped 1", "scoped 2"]
+    assert expected == order
+
+
+async def test_the_first_reason_wins_and_later_guards_do_not_run() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+    registry.guard(_recording(order, "first", "first reason"))
+    registry.guard(_recording(order, "second", "second reason"))
+
+    result = await registry.execute(_input())
+
+    expected = (_error("Error: first reason"), ["first"])
+    assert expected == (result, order)
+
+
+async def test_scoped_guards_do_not_run_for_other_agents() -> None:
+    registry, ran = _registry()
+    registry.scope(Agent()).guard(lambda execution: "not you")
+
+    result = await registry.execute(_input(Agent()))
+
+    expected = (OK, ["body"])
+    assert expected == (result, ran)
+
+
+async def test_guards_are_not_run_for_a_denial() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+    registry.guard(_recording(order, "guard"))
+
+    async def deny(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        return Deny("denied first")
+
+    registry.hooks.pre_execute.add(deny)
+
+    result = await registry.execute(_input())
+
+    expected = (_error("Error: denied first"), NOTHING)
+    assert expected == (result, order)
+
+
+async def test_guards_are_not_run_for_an_ask_that_is_denied() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+    registry.guard(_recording(order, "guard"))
+
+    async def ask(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        return Ask()
+
+    registry.hooks.pre_execute.add(ask)
+
+    await registry.execute(_input())
+
+    expected = []
+    assert expected == order
+
+
+async def test_a_guard_receives_the_execution_with_frozen_arguments() -> None:
+    registry, _ = _registry()
+    seen: list[ToolExecution] = []
+
+    def guard(execution: ToolExecution) -> None:
+        seen.append(execution)
+
+    registry.guard(guard)
+
+    await registry.execute(_input())
+
+    arguments = seen[0].arguments
+    assert isinstance(arguments, FrozenJsonObject)
+    expected = (1,)
+    assert expected == arguments["a"]
+
+
+async def test_a_raising_guard_is_a_final_error_that_skips_post_execute() -> None:
+    registry, ran = _registry()
+    posts: list[str] = []
+
+    def guard(execution: ToolExecution) -> str | None:
+        raise RuntimeError("guard crashed")
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        posts.append("post")
+        return await next()
+
+    registry.guard(guard)
+    registry.hooks.post_execute.add(post)
+
+    result = await registry.execute(_input())
+
+    expected = (_error("Error: guard crashed"), NOTHING, NOTHING)
+    assert expected == (result, ran, posts)
+
+
+async def test_a_guard_denial_reaches_post_execute() -> None:
+    registry, _ = _registry()
+    registry.guard(lambda execution: "no")
+    seen: list[ToolExecutionResult] = []
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        seen.append(result)
+        return await next()
+
+    registry.hooks.post_execute.add(post)
+
+    await registry.execute(_input())
+
+    assert [_error("Error: no")] == seen
+
+
+async def test_a_guard_registered_during_evaluation_runs_in_the_same_evaluation() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+
+    def registering(execution: ToolExecution) -> None:
+        order.append("first")
+        if len(order) == 1:
+            registry.guard(_recording(order, "added while running"))
+
+    registry.guard(registering)
+
+    await registry.execute(_input())
+
+    expected = ["first", "added while running"]
+    assert expected == order
+
+
+async def test_a_guard_removed_during_evaluation_does_not_run_if_not_reached() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+    disposers: list[Disposer] = []
+
+    def remover(execution: ToolExecution) -> None:
+        order.append("remover")
+        disposers[0]()
+
+    registry.guard(remover)
+    disposers.append(registry.guard(_recording(order, "removed")))
+    registry.guard(_recording(order, "kept"))
+
+    await registry.execute(_input())
+
+    expected = ["remover", "kept"]
+    assert expected == order
+
+
+async def test_a_replacement_for_the_last_guard_applies_from_the_next_call() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+    disposers: list[Disposer] = []
+
+    def replace_myself(execution: ToolExecution) -> None:
+        order.append("original")
+        disposers[0]()
+        registry.guard(_recording(order, "replacement"))
+
+    disposers.append(registry.guard(replace_myself))
+
+    await registry.execute(_input())
+    first_call = list(order)
+    await registry.execute(_input())
+
+    expected = (["original"], ["original", "replacement"])
+    assert expected == (first_call, order)
+
+
+async def test_disposing_one_of_two_identical_registrations_leaves_the_other() -> None:
+    registry, _ = _registry()
+
+    def guard(execution: ToolExecution) -> str:
+        return "still here"
+
+    registry.guard(guard)
+    dispose = registry.guard(guard)
+    dispose()
+
+    expected = _error("Error: still here")
+    assert expected == await registry.execute(_input())
+
+
+async def test_closing_the_scope_removes_its_guards() -> None:
+    registry, ran = _registry()
+    agent = Agent()
+    scope = registry.scope(agent)
+    scope.guard(lambda execution: "scoped no")
+    scope.close()
+
+    result = await registry.execute(_input(agent))
+
+    expected = (OK, ["body"])
+    assert expected == (result, ran)
+
+
+async def test_no_listener_can_undo_a_guard_denial() -> None:
+    registry, ran = _registry()
+    registry.guard(lambda execution: "final")
+
+    async def insist(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        return Allow()
+
+    registry.hooks.pre_execute.add(insist)
+
+    result = await registry.execute(_input())
+
+    expected = (_error("Error: final"), NOTHING)
+    assert expected == (result, ran)
