@@ -425,6 +425,7 @@ class PreparedCall:
             _deferred=self._deferred,
         )
         returned: object = _MISSING
+        failure: Exception | None = None
         try:
             if signal is CancelSignal.never():
                 returned = await tool.execute(execution.arguments, context)
@@ -433,7 +434,12 @@ class PreparedCall:
                     returned = await tool.execute(execution.arguments, context)
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
-            return _error_result(exc)  # noqa: ASYNC910
+            failure = exc
+        # The body has unwound. If the caller's own trio scope was cancelled meanwhile (a
+        # shielded body finished anyway), that cancellation wins now, as trio requires.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if failure is not None:
+            return _error_result(failure)
         if returned is _MISSING or signal.cancelled:
             return _ABORTED
         return _normalize(returned)
