@@ -63,16 +63,15 @@ class FrozenJsonObject(Mapping[str, "JsonValue"]):
     __slots__ = ("_data", "_hash")
 
     _data: dict[str, JsonValue]
-    _hash: int | None
+    _hash: int  # unset until the first hash() (slot left empty: cheaper to build)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("FrozenJsonObject has no public constructor: use snapshot_json(mapping)")
 
     @classmethod
     def _wrap(cls, data: dict[str, JsonValue]) -> FrozenJsonObject:
-        self = object.__new__(cls)
-        object.__setattr__(self, "_data", data)
-        object.__setattr__(self, "_hash", None)
+        self = _new_object(cls)
+        _set_data(self, data)
         return self
 
     def __getitem__(self, key: str) -> JsonValue:
@@ -104,11 +103,12 @@ class FrozenJsonObject(Mapping[str, "JsonValue"]):
         return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
-        cached = self._hash
-        if cached is None:
+        try:
+            return self._hash
+        except AttributeError:
             cached = hash(frozenset(self._data.items()))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+            _set_hash(self, cached)
+            return cached
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("FrozenJsonObject is immutable")
@@ -127,6 +127,13 @@ class FrozenJsonObject(Mapping[str, "JsonValue"]):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FrozenJsonObject:
         return self
+
+
+# Building a FrozenJsonObject is on the hot path of every snapshot: its slots are filled through
+# their descriptors, bypassing the __setattr__ that makes instances immutable.
+_new_object: Final = object.__new__
+_set_data: Final = FrozenJsonObject.__dict__["_data"].__set__
+_set_hash: Final = FrozenJsonObject.__dict__["_hash"].__set__
 
 
 def _unpickle_frozen(data: dict[str, JsonValue]) -> FrozenJsonObject:
@@ -158,10 +165,14 @@ class JsonValueError(JsonSnapshotError, ValueError):
 class _Invalid(Exception):
     """Raised at the offending value; each container frame on the way out adds its key."""
 
-    def __init__(self, kind: type[JsonSnapshotError], reason: str) -> None:
+    def __init__(
+        self, kind: type[JsonSnapshotError], reason: str, *, at_container: bool = False
+    ) -> None:
         self.kind = kind
         self.reason = reason
         self.keys: list[str | int] = []
+        # a bad object key is reported at the object itself, not at the key being visited
+        self.at_container = at_container
 
 
 def _format_path(keys: list[str | int]) -> str:
@@ -198,6 +209,13 @@ def snapshot_json(value: object) -> JsonValue:
         raise invalid.kind(_format_path(invalid.keys), invalid.reason) from None
 
 
+# The walk is written for speed (it must not be slower than a json.dumps/json.loads round trip):
+# exact-type checks instead of isinstance, the common scalars handled inline in the container
+# loops instead of through a call, and one try block per container rather than per item. The
+# ``path`` set (ids of the containers on the current path) needs no cleanup when a value is
+# rejected, because the whole snapshot is abandoned then.
+
+
 def _snap(value: object, depth: int, path: set[int]) -> JsonValue:
     cls = type(value)
     if cls is str:
@@ -218,43 +236,99 @@ def _snap(value: object, depth: int, path: set[int]) -> JsonValue:
         raise _Invalid(JsonValueError, f"{value!r} is not a finite number")
     if value is None or cls is bool or cls is FrozenJsonObject:
         return value  # type: ignore[return-value]
-    if cls is dict or cls is list or cls is tuple:
-        return _snap_container(value, depth, path)
-    if isinstance(value, dict | list):
-        return _snap_container(cast(object, value), depth, path)
+    if cls is dict:
+        return _snap_object(value, depth, path)  # type: ignore[arg-type]
+    if cls is list or cls is tuple:
+        return _snap_array(value, depth, path)  # type: ignore[arg-type]
+    if isinstance(value, dict):
+        return _snap_object(cast("dict[object, object]", value), depth, path)
+    if isinstance(value, list):
+        return _snap_array(cast("list[object]", value), depth, path)
     raise _Invalid(JsonTypeError, f"{_describe(value)} is not JSON data")
 
 
-def _snap_container(value: object, depth: int, path: set[int]) -> JsonValue:
+def _enter(value: object, depth: int, path: set[int]) -> int:
     if depth >= MAX_DEPTH:
         raise _Invalid(JsonValueError, f"nesting deeper than {MAX_DEPTH} levels")
     ident = id(value)
     if ident in path:
         raise _Invalid(JsonValueError, "circular reference")
     path.add(ident)
+    return ident
+
+
+def _is_plain_float(item: float) -> bool:
+    return math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0)
+
+
+def _snap_object(value: dict[object, object], depth: int, path: set[int]) -> FrozenJsonObject:
+    ident = _enter(value, depth, path)
     depth += 1
+    out: dict[str, JsonValue] = {}
+    key: object = None
     try:
-        if isinstance(value, dict):
-            out: dict[str, JsonValue] = {}
-            for key, item in cast("dict[object, object]", value).items():
-                if type(key) is not str:
-                    raise _Invalid(JsonTypeError, f"object key {key!r} is not a str")
-                try:
-                    out[key] = _snap(item, depth, path)
-                except _Invalid as invalid:
-                    invalid.keys.append(key)
-                    raise
-            return FrozenJsonObject._wrap(out)
-        copied: list[JsonValue] = []
-        for index, item in enumerate(cast("list[object] | tuple[object, ...]", value)):
-            try:
-                copied.append(_snap(item, depth, path))
-            except _Invalid as invalid:
-                invalid.keys.append(index)
-                raise
-        return tuple(copied)
-    finally:
-        path.discard(ident)
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Invalid(JsonTypeError, f"object key {key!r} is not a str", at_container=True)
+            cls = type(item)
+            if cls is str:
+                if not item.isascii():  # type: ignore[union-attr]
+                    _check_text(item)  # type: ignore[arg-type]
+                out[key] = item  # type: ignore[assignment]
+            elif (
+                item is None
+                or cls is bool
+                or (cls is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)  # type: ignore[operator]
+                or (cls is float and _is_plain_float(item))  # type: ignore[arg-type]
+            ):
+                out[key] = item  # type: ignore[assignment]
+            elif cls is dict:
+                out[key] = _snap_object(item, depth, path)  # type: ignore[arg-type]
+            else:
+                out[key] = _snap(item, depth, path)
+    except _Invalid as invalid:
+        if invalid.at_container:
+            invalid.at_container = False
+        else:
+            invalid.keys.append(key)  # type: ignore[arg-type]
+        raise
+    path.discard(ident)
+    frozen = _new_object(FrozenJsonObject)
+    _set_data(frozen, out)
+    return frozen
+
+
+def _snap_array(
+    value: list[object] | tuple[object, ...], depth: int, path: set[int]
+) -> tuple[JsonValue, ...]:
+    ident = _enter(value, depth, path)
+    depth += 1
+    out: list[JsonValue] = []
+    append = out.append
+    index = -1
+    try:
+        for index, item in enumerate(value):  # noqa: B007 - the except clause reads index
+            cls = type(item)
+            if cls is str:
+                if not item.isascii():  # type: ignore[union-attr]
+                    _check_text(item)  # type: ignore[arg-type]
+                append(item)  # type: ignore[arg-type]
+            elif (
+                item is None
+                or cls is bool
+                or (cls is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)  # type: ignore[operator]
+                or (cls is float and _is_plain_float(item))  # type: ignore[arg-type]
+            ):
+                append(item)  # type: ignore[arg-type]
+            elif cls is dict:
+                append(_snap_object(item, depth, path))  # type: ignore[arg-type]
+            else:
+                append(_snap(item, depth, path))
+    except _Invalid as invalid:
+        invalid.keys.append(index)
+        raise
+    path.discard(ident)
+    return tuple(out)
 
 
 def _check_text(text: str) -> None:
