@@ -77,6 +77,10 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+# one decoder for every call: ``json.loads`` with a keyword builds a new decoder each time
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_arguments(text: str) -> object:
     """Parse a call's raw argument text the way the original loop does.
 
@@ -87,7 +91,7 @@ def parse_arguments(text: str) -> object:
     if text == "":
         return {}
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError):
         return text
 
