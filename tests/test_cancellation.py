@@ -1,0 +1,386 @@
+"""Cancellation through the signal at every stage, and of the caller's own trio scope.
+
+Each matrix case cancels the call's signal while the call is blocked at one point (forced with
+``wait_all_tasks_blocked``), then checks the exact result, whether the body ran, and that the
+``result`` observers heard exactly one notification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+import trio.testing
+
+from dsh_tools import (
+    ApprovalOutcome,
+    ApprovalRequest,
+    Ask,
+    CancelController,
+    ExecuteNext,
+    HookContext,
+    PostExecuteNext,
+    PostToolDecision,
+    PreExecuteNext,
+    PreToolDecision,
+    TextBlock,
+    ToolDefinition,
+    ToolDispatchExecution,
+    ToolErrorInfo,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolReturn,
+    ToolRunContext,
+    UserSource,
+)
+
+ABORTED = ToolExecutionResult(
+    content=(TextBlock(text="Error: tool call aborted"),),
+    is_error=True,
+    error=ToolErrorInfo(name="AbortError", code="ABORTED"),
+)
+ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
+    content=(TextBlock(text="Error: tool call aborted before dispatch"),),
+    is_error=True,
+    error=ToolErrorInfo(name="AbortError", code="ABORTED_BEFORE_DISPATCH"),
+)
+
+NO_RESULTS: list[ToolExecutionResult] = []
+
+
+class Agent:
+    pass
+
+
+class Harness:
+    """A registry with one tool, a body whose behaviour a test picks, and a result counter."""
+
+    def __init__(self, body: Callable[[ToolRunContext], Awaitable[ToolReturn]] | None = None):
+        self.controller = CancelController()
+        self.body_started = False
+        self.notifications: list[ToolExecutionResult] = []
+        self.agent = Agent()
+
+        async def run(args: Any, context: ToolRunContext) -> ToolReturn:
+            self.body_started = True
+            if body is None:
+                return "done"
+            return await body(context)
+
+        self.registry = ToolRegistry(approval=_WaitingApproval())
+        self.registry.register(
+            ToolDefinition(name="t", description="t", parameters={}, execute=run)
+        )
+        self.registry.hooks.result.add(lambda execution, result: self.notifications.append(result))
+
+    def input(self) -> ToolExecutionInput:
+        return ToolExecutionInput(
+            call_id="c", name="t", arguments={}, signal=self.controller.signal, agent=self.agent
+        )
+
+    async def run_and_cancel_when_blocked(self) -> ToolExecutionResult:
+        """Execute the call; cancel its signal once every task is blocked."""
+        results: list[ToolExecutionResult] = []
+
+        async def call() -> None:
+            results.append(await self.registry.execute(self.input()))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            await trio.testing.wait_all_tasks_blocked()
+            self.controller.cancel("stop")
+        return results[0]
+
+    def outcome(self, result: ToolExecutionResult) -> tuple[ToolExecutionResult, bool, int]:
+        assert result is self.notifications[-1]
+        return result, self.body_started, len(self.notifications)
+
+
+class _WaitingApproval:
+    """Waits for the request's signal, then reports ``cancelled`` (as a real service must)."""
+
+    async def request(self, request: ApprovalRequest) -> ApprovalOutcome:
+        await request.signal.wait()
+        return ApprovalOutcome.CANCELLED
+
+
+async def _wait_for_cancel(execution: ToolExecution | ToolDispatchExecution) -> None:
+    await execution.signal.wait()
+
+
+# --- the matrix -------------------------------------------------------------------------------
+
+
+async def test_cancel_before_entry_is_aborted_before_dispatch() -> None:
+    harness = Harness()
+    harness.controller.cancel()
+
+    result = await harness.registry.execute(harness.input())
+
+    expected = (ABORTED_BEFORE_DISPATCH, False, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_while_pre_execute_awaits_is_aborted_before_dispatch() -> None:
+    harness = Harness()
+
+    async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        await _wait_for_cancel(execution)
+        return await next()
+
+    harness.registry.hooks.pre_execute.add(pre)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED_BEFORE_DISPATCH, False, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_while_approval_waits_is_aborted_before_dispatch() -> None:
+    harness = Harness()
+
+    async def ask(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        return Ask("may I?")
+
+    harness.registry.hooks.pre_execute.add(ask)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED_BEFORE_DISPATCH, False, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_while_a_wrapper_waits_before_next_is_aborted_before_dispatch() -> None:
+    harness = Harness()
+
+    async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        await _wait_for_cancel(execution)
+        return await next()
+
+    harness.registry.hooks.execute.add(wrap)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED_BEFORE_DISPATCH, False, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_while_a_wrapper_waits_after_next_is_aborted() -> None:
+    harness = Harness()
+
+    async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        result = await next()
+        await _wait_for_cancel(execution)
+        return result
+
+    harness.registry.hooks.execute.add(wrap)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED, True, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_during_a_cooperative_body_is_aborted() -> None:
+    async def body(context: ToolRunContext) -> ToolReturn:
+        await trio.sleep_forever()
+
+    harness = Harness(body)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED, True, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_during_an_uncooperative_body_waits_for_it_then_is_aborted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def body(context: ToolRunContext) -> ToolReturn:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(3)
+        return "finished anyway"
+
+    harness = Harness(body)
+
+    async def cancel_soon() -> None:
+        await trio.sleep(1)
+        harness.controller.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_soon)
+        result = await harness.registry.execute(harness.input())
+
+    expected = (ABORTED, True, 1, 3.0)
+    assert expected == (*harness.outcome(result), trio.current_time())
+
+
+async def test_cancel_while_post_execute_awaits_is_aborted() -> None:
+    harness = Harness()
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        await _wait_for_cancel(execution)
+        return await next()
+
+    harness.registry.hooks.post_execute.add(post)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED, True, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_cancel_while_a_short_circuiting_wrapper_waits_is_aborted_before_dispatch() -> None:
+    harness = Harness()
+
+    async def cached(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        await _wait_for_cancel(execution)
+        return ToolExecutionResult(content=(TextBlock(text="cached"),), is_error=False)
+
+    harness.registry.hooks.execute.add(cached)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (ABORTED_BEFORE_DISPATCH, False, 1)
+    assert expected == harness.outcome(result)
+
+
+async def test_a_body_failure_after_cancellation_is_kept() -> None:
+    async def body(context: ToolRunContext) -> ToolReturn:
+        try:
+            await trio.sleep_forever()
+        finally:
+            raise RuntimeError("cleanup failed")
+
+    harness = Harness(body)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (
+        ToolExecutionResult(content=(TextBlock(text="Error: cleanup failed"),), is_error=True),
+        True,
+        1,
+    )
+    assert expected == harness.outcome(result)
+
+
+async def test_a_cancellation_replacement_keeps_the_contexts() -> None:
+    note = HookContext(content=(TextBlock(text="note"),), source=UserSource())
+
+    async def body(context: ToolRunContext) -> ToolReturn:
+        context.defer_context(note)
+        await trio.sleep_forever()
+
+    harness = Harness(body)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = (note,)
+    assert expected == result.additional_contexts
+
+
+async def test_the_body_signal_carries_the_cancel_reason() -> None:
+    reasons: list[object] = []
+
+    async def body(context: ToolRunContext) -> ToolReturn:
+        try:
+            await trio.sleep_forever()
+        finally:
+            reasons.append(context.signal.reason)
+
+    harness = Harness(body)
+
+    await harness.run_and_cancel_when_blocked()
+
+    expected = ["stop"]
+    assert expected == reasons
+
+
+# --- the caller's own trio scope ---------------------------------------------------------------
+
+
+async def test_cancelling_the_caller_scope_during_the_body_propagates_cancelled() -> None:
+    unwound: list[str] = []
+
+    async def body(context: ToolRunContext) -> ToolReturn:
+        try:
+            await trio.sleep_forever()
+        finally:
+            unwound.append("body unwound")
+
+    harness = Harness(body)
+    before = trio.lowlevel.current_statistics().tasks_living
+
+    with trio.CancelScope() as scope:
+
+        async def cancel_when_blocked() -> None:
+            await trio.testing.wait_all_tasks_blocked()
+            scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_when_blocked)
+            await harness.registry.execute(harness.input())
+
+    expected = (True, ["body unwound"], NO_RESULTS, before)
+    assert expected == (
+        scope.cancelled_caught,
+        unwound,
+        harness.notifications,
+        trio.lowlevel.current_statistics().tasks_living,
+    )
+
+
+async def test_cancelling_the_caller_scope_waits_for_a_shielded_body_then_propagates(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def body(context: ToolRunContext) -> ToolReturn:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(2)
+        return "finished anyway"
+
+    harness = Harness(body)
+
+    with trio.CancelScope() as scope:
+        scope.deadline = trio.current_time() + 1
+        await harness.registry.execute(harness.input())
+
+    expected = (True, 2.0, NO_RESULTS)
+    assert expected == (scope.cancelled_caught, trio.current_time(), harness.notifications)
+
+
+async def test_a_caller_scope_already_cancelled_raises_before_anything_runs() -> None:
+    harness = Harness()
+
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await harness.registry.execute(harness.input())
+
+    expected = (True, False, NO_RESULTS)
+    assert expected == (scope.cancelled_caught, harness.body_started, harness.notifications)
+
+
+async def test_cancelling_the_caller_scope_while_pre_execute_awaits_propagates() -> None:
+    harness = Harness()
+
+    async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        await trio.sleep_forever()
+
+    harness.registry.hooks.pre_execute.add(pre)
+
+    with trio.CancelScope() as scope:
+
+        async def cancel_when_blocked() -> None:
+            await trio.testing.wait_all_tasks_blocked()
+            scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_when_blocked)
+            await harness.registry.execute(harness.input())
+
+    expected = (True, False, NO_RESULTS)
+    assert expected == (scope.cancelled_caught, harness.body_started, harness.notifications)
