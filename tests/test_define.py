@@ -658,3 +658,16 @@ def test_a_field_type_the_dsl_cannot_express_is_rejected_at_definition_time(
 ) -> None:
     with pytest.raises(TypeError, match=message):
         define_tool(name="t", description="d", parameters=cls, execute=Recorder().body)
+
+
+def test_a_class_whose_annotations_cannot_be_resolved_is_rejected_clearly() -> None:
+    @attrs.frozen
+    class Inner:
+        x: int
+
+    @attrs.frozen
+    class Outer:
+        inner: Inner
+
+    with pytest.raises(TypeError, match=r"^.*Outer: cannot resolve its field annotations"):
+        define_tool(name="t", description="d", parameters=Outer, execute=Recorder().body)

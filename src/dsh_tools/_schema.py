@@ -386,7 +386,15 @@ def _derive_class(
             f"{cls.__qualname__} contains itself; recursive arguments are not supported"
         )
     seen = (*seen, cls)
-    hints = typing.get_type_hints(cls)
+    try:
+        hints = typing.get_type_hints(cls)
+    except NameError as exc:
+        # A string annotation (``from __future__ import annotations``) naming a class that is
+        # not a global of the defining module, e.g. one defined inside a function.
+        raise TypeError(
+            f"{cls.__qualname__}: cannot resolve its field annotations ({exc}); "
+            "define argument classes at module level"
+        ) from exc
     spec: dict[str, SchemaProp] = {}
     plan: list[tuple[str, bool, _Shape]] = []
     for field in attrs.fields(cls):
