@@ -1,0 +1,58 @@
+"""The "Scheduling a batch" page's example runs and prints exactly what the page shows."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import trio
+import trio.testing
+
+EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "scheduling_batch.py"
+
+
+def load_example() -> ModuleType:
+    """Import the example as a real module (its classes' annotations resolve in its globals)."""
+    name = "docs_example_scheduling_batch"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_scheduling_example_prints_results_timing_and_events(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trio.run(load_example().main, clock=trio.testing.MockClock(autojump_threshold=0))
+    expected = [
+        "c1: alpha",
+        "c2: beta",
+        "c3: wrote a.txt",
+        "c4: ALPHA",
+        "done at t=3s",
+        '{"type":"tool/call","turn":0,"step":0,"callId":"c1","name":"read",'
+        '"arguments":"{\\"path\\": \\"a.txt\\"}"}',
+        '{"type":"tool/call","turn":0,"step":0,"callId":"c2","name":"read",'
+        '"arguments":"{\\"path\\": \\"b.txt\\"}"}',
+        '{"type":"tool/result","turn":0,"step":0,"callId":"c1",'
+        '"content":[{"type":"text","text":"alpha"}],"isError":false,"sourceEventSeqs":[0]}',
+        '{"type":"tool/result","turn":0,"step":0,"callId":"c2",'
+        '"content":[{"type":"text","text":"beta"}],"isError":false,"sourceEventSeqs":[1]}',
+        '{"type":"tool/call","turn":0,"step":0,"callId":"c3","name":"write",'
+        '"arguments":"{\\"path\\": \\"a.txt\\", \\"text\\": \\"ALPHA\\"}"}',
+        '{"type":"tool/result","turn":0,"step":0,"callId":"c3",'
+        '"content":[{"type":"text","text":"wrote a.txt"}],"isError":false,"sourceEventSeqs":[4]}',
+        '{"type":"tool/call","turn":0,"step":0,"callId":"c4","name":"read",'
+        '"arguments":"{\\"path\\": \\"a.txt\\"}"}',
+        '{"type":"tool/result","turn":0,"step":0,"callId":"c4",'
+        '"content":[{"type":"text","text":"ALPHA"}],"isError":false,"sourceEventSeqs":[6]}',
+    ]
+    assert expected == capsys.readouterr().out.splitlines()
