@@ -23,8 +23,11 @@ from dsh_tools import (
     TextBlock,
     ToolArgsError,
     ToolDefinition,
+    ToolErrorInfo,
+    ToolExecutionInput,
     ToolExecutionToken,
     ToolOutput,
+    ToolRegistry,
     ToolResult,
     ToolReturn,
     ToolRunContext,
@@ -671,3 +674,20 @@ def test_a_class_whose_annotations_cannot_be_resolved_is_rejected_clearly() -> N
 
     with pytest.raises(TypeError, match=r"^.*Outer: cannot resolve its field annotations"):
         define_tool(name="t", description="d", parameters=Outer, execute=Recorder().body)
+
+
+async def test_the_registry_turns_invalid_arguments_into_an_invalid_args_result() -> None:
+    registry = ToolRegistry()
+    registry.register(_read_tool(Recorder()))
+
+    result = await registry.execute(
+        ToolExecutionInput(
+            call_id="call-1", name="read", arguments={"path": 7}, signal=CancelSignal.never()
+        )
+    )
+
+    assert (result.is_error, result.error, result.content) == (
+        True,
+        ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS"),
+        (TextBlock(text='Error: invalid arguments: "path" must be a string'),),
+    )

@@ -471,3 +471,19 @@ def test_a_frozen_spec_converts_to_plain_lists_and_dicts() -> None:
         type(schema["properties"]["x"]["default"]),
         type(schema["properties"]["x"]["default"]["k"]),
     )
+
+
+def test_an_enum_with_null_and_container_members_never_matches_them_by_accident() -> None:
+    spec = _spec({"x": {"type": "string", "enum": [None, ["a"], "b"]}})
+
+    assert validate_args(spec, {"x": "a"}) == ['"x" must be one of [null,["a"],"b"]']
+
+
+def test_a_spec_that_is_not_a_mapping_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="schema spec must be a mapping"):
+        validate_args(cast(SchemaSpec, ["x"]), {})
+
+
+def test_an_unknown_type_that_is_not_json_is_shown_by_its_repr() -> None:
+    with pytest.raises(ValueError, match=r"^unreachable variant in validateArgs: <class 'int'>$"):
+        validate_args(_spec({"x": {"type": int}}), {})
