@@ -115,3 +115,10 @@ def test_the_demo_runs_as_a_command_and_names_every_outcome(tmp_path: Path) -> N
     ):
         assert label in done.stdout
     assert len(JsonlSessionLog(log).events()) == 25
+
+
+def test_the_command_line_requires_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([])
+    assert exited.value.code == 2
+    assert "the following arguments are required: COMMAND" in capsys.readouterr().err

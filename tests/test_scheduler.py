@@ -754,3 +754,41 @@ async def test_cancelling_the_callers_scope_propagates_after_every_body_unwound(
     assert scope.cancelled_caught
     assert lab.times("end") == {"c1": 2.0, "c2": 2.0}
     assert tasks_before == trio.lowlevel.current_statistics().tasks_living
+
+
+async def test_a_shielded_body_delays_the_callers_cancellation_until_it_finishes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    lab = Lab()
+    registry = lab.registry()
+
+    async def stubborn(arguments: object, context: ToolRunContext) -> str:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(3)
+        lab.note("end", context.call_id)
+        return "finished anyway"
+
+    registry.register(
+        ToolDefinition(
+            name="stubborn",
+            description="",
+            parameters={"type": "object"},
+            execute=stubborn,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    calls = [request("c1", "stubborn"), request("c2", "p", d=10)]
+    with trio.move_on_after(1):
+        await run_tool_calls(registry, calls, signal=NEVER)
+    assert lab.times("end") == {"c1": 3.0, "c2": 1.0}
+    assert trio.current_time() == 3.0
+
+
+async def test_a_signal_that_is_not_a_cancel_signal_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"^signal must be a CancelSignal, not NoneType$"):
+        await run_tool_calls(ToolRegistry(), [], signal=None)  # pyright: ignore[reportArgumentType]
+
+
+def test_a_call_request_refuses_parsed_arguments() -> None:
+    with pytest.raises(TypeError, match="'arguments' must be <class 'str'>"):
+        ToolCallRequest(call_id="c1", name="p", arguments={"a": 1})  # pyright: ignore[reportArgumentType]

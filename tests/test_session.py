@@ -253,3 +253,8 @@ def test_context_message_event_carries_a_hook_context_unchanged() -> None:
     context = HookContext(content=[TextBlock(text="c")], source=UserSource(), meta=[1, 2])
     event = ContextMessageEvent(content=context.content, source=context.source, meta=context.meta)
     assert event == event_from_wire(json.loads(json.dumps(event_to_wire(event))))
+
+
+def test_jsonl_log_names_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    assert JsonlSessionLog(path).path == path
