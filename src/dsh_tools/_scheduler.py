@@ -1,19 +1,21 @@
 """The scheduler: run one model response's batch of tool calls as barriers and rolling pools.
 
-Timeline of one batch (``P`` parallel-safe, ``X`` exclusive, cap 2)::
+Timeline of one batch (``P`` parallel-safe, ``X`` exclusive, one second each, cap 2)::
 
-    calls:   P1 P2 P3 | X4 | P5 P6
-    bodies:  [P1--]            ← pool 1: at most 2 bodies at once; P3 starts as soon
-             [P2]  [P3-]         as P2 settles (rolling, not fixed windows)
-                        [X4]   ← barrier: runs alone, after pool 1 has drained
-                            [P5] [P6]  ← pool 2
+    time (s)  0    1    2    3    4
+    P1        [====]                    pool 1: at most 2 bodies at once; P3 takes the
+    P2        [====]                    first free slot (rolling, not fixed windows)
+    P3             [====]
+    X4                  [====]          barrier: alone, after pool 1 has drained
+    P5                       [====]     pool 2
+    P6                       [====]
 
 Everything except the bodies (and the ``execute`` wrappers around them) runs on one *lane*,
 one call at a time, in model order: the ``tool/call`` append and ``pre_execute`` / approval /
 guards when a call starts; ``post_execute`` / ``result`` observers / the ``tool/result`` append
 when it commits. A call commits only after every earlier call has, so a fast later call waits
-for a slow earlier one. Calls resolved before dispatch (denied, invalid, unknown policy
-failures) never occupy pool capacity.
+for a slow earlier one. Calls settled before dispatch (denied by a policy or a guard, or failed
+in a policy) never occupy pool capacity.
 
 Structured concurrency: every body runs in a nursery owned by :func:`run_tool_calls`, so no
 body outlives the batch. If the scheduler itself fails (a session append raises, a classifier
