@@ -94,6 +94,7 @@ def spec_form_accepts_an_inline_spec_literal() -> ToolDefinition:
             "path": {"type": "string", "required": True, "description": "A path."},
             "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
             "opts": {"type": "object", "properties": {"n": {"type": "integer", "default": 1}}},
+            "env": {"type": "object", "default": {"LANG": "C", "PATH": ["/bin"]}},
         },
         execute=echo,
     )

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedD
 
 import attrs
 
-from ._json import FrozenJsonObject, JsonValue, dumps_json, snapshot_json, thaw_json
+from ._json import FrozenJsonObject, dumps_json, snapshot_json, thaw_json
 
 __all__ = [
     "SchemaProp",
@@ -47,7 +47,8 @@ class SchemaProp(TypedDict, total=False):
         required: ``True`` makes the argument mandatory; absent means optional.
         description: what the model reads about the argument (an empty string is dropped).
         enum: the allowed values, compared strictly by JSON type and value.
-        default: shown to the model only; :func:`validate_args` never fills it in.
+        default: shown to the model only (any JSON data, plain or frozen);
+            :func:`validate_args` never fills it in.
         properties: the nested spec of an ``"object"`` property.
         items: the element schema of an ``"array"`` property (its ``required`` is ignored).
     """
@@ -56,7 +57,7 @@ class SchemaProp(TypedDict, total=False):
     required: NotRequired[Literal[True]]
     description: NotRequired[str]
     enum: NotRequired[Sequence[str]]
-    default: NotRequired[JsonValue]
+    default: NotRequired[object]
     properties: NotRequired[SchemaSpec]
     items: NotRequired[SchemaProp]
 
@@ -414,7 +415,7 @@ def _derive_class(
             prop["description"] = description
         shown_default = _shown_default(field.default)
         if shown_default is not _MISSING:
-            prop["default"] = typing.cast(JsonValue, shown_default)
+            prop["default"] = shown_default
         spec[field.name] = prop
         plan.append((field.name, nullable and not has_default, shape))
     fields = tuple(plan)
