@@ -258,3 +258,9 @@ def test_context_message_event_carries_a_hook_context_unchanged() -> None:
 def test_jsonl_log_names_its_path(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     assert JsonlSessionLog(path).path == path
+
+
+def test_a_bool_is_not_accepted_as_a_turn_number() -> None:
+    wire = event_to_wire(CALL) | {"turn": True}
+    with pytest.raises(ValueError, match=r"expected int @ \$\.turn"):
+        event_from_wire(wire)
