@@ -238,11 +238,14 @@ class JsonlSessionLog:
         data = (line + "\n").encode("utf-8")
         if self._needs_newline:
             data = b"\n" + data
+        created = self._fsync and not self._path.exists()
         with self._path.open("ab") as file:
             file.write(data)
             file.flush()
             if self._fsync:
                 os.fsync(file.fileno())
+        if created:
+            _fsync_directory(self._path.parent)  # makes the new file's name durable too
         self._needs_newline = False
         seq = self._next_seq
         self._next_seq = seq + 1
@@ -258,6 +261,17 @@ class JsonlSessionLog:
 
     def __repr__(self) -> str:
         return f"<JsonlSessionLog {str(self._path)!r} next_seq={self._next_seq}>"
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:  # a platform that cannot open directories (Windows): nothing to sync
+        return
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _read_log(path: Path) -> tuple[list[SessionEvent], int | None, bool]:
