@@ -264,3 +264,11 @@ def test_a_bool_is_not_accepted_as_a_turn_number() -> None:
     wire = event_to_wire(CALL) | {"turn": True}
     with pytest.raises(ValueError, match=r"expected int @ \$\.turn"):
         event_from_wire(wire)
+
+
+def test_a_line_that_is_not_utf8_is_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    good = json.dumps(event_to_wire(CALL)).encode()
+    path.write_bytes(good + b"\n\xff\xfe\n" + good + b"\n")
+    with pytest.raises(SessionLogCorruptError, match=r"line 2: not UTF-8 text$"):
+        JsonlSessionLog(path)
