@@ -288,9 +288,23 @@ def _normalize(returned: object) -> ToolExecutionResult:
     else:
         # not content at all (None, a dict, a number): carried as is, rejected at stage 9
         content = (returned,)
-    return ToolExecutionResult(
-        content=cast("tuple[ContentBlock, ...]", content), is_error=False, meta=meta
-    )
+    return _success(cast("tuple[ContentBlock, ...]", content), meta)
+
+
+_setattr: Final = object.__setattr__
+
+
+def _success(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
+    # The hot path builds the frozen value directly: ``content`` is a tuple already and
+    # ``meta`` comes from a ToolOutput, whose converter snapshotted it. attrs' __init__ would
+    # re-run both converters (a third of the per-call result cost) for nothing.
+    result = object.__new__(ToolExecutionResult)
+    _setattr(result, "content", content)
+    _setattr(result, "is_error", False)
+    _setattr(result, "error", None)
+    _setattr(result, "additional_contexts", ())
+    _setattr(result, "meta", meta)
+    return result
 
 
 # --- one call --------------------------------------------------------------------------------
@@ -470,7 +484,10 @@ class PreparedCall:
             outcome = self._outcome
             if outcome is None:
                 outcome = self._replace_if_cancelled(_ABORTED_BEFORE_DISPATCH)
-            final = await self._post_execute(outcome)
+            if self._registry._hook_lists.post_execute.for_agent(self.execution.agent):
+                final = await self._post_execute(outcome)
+            else:
+                final = self._replace_if_cancelled(outcome)
         final = _materialize(final)
         self._notify(final)
         await trio.lowlevel.cancel_shielded_checkpoint()
