@@ -792,3 +792,31 @@ async def test_a_signal_that_is_not_a_cancel_signal_is_a_type_error() -> None:
 def test_a_call_request_refuses_parsed_arguments() -> None:
     with pytest.raises(TypeError, match="'arguments' must be <class 'str'>"):
         ToolCallRequest(call_id="c1", name="p", arguments={"a": 1})  # pyright: ignore[reportArgumentType]
+
+
+async def test_calls_are_routed_through_the_agent_of_the_batch() -> None:
+    lab = Lab()
+    registry = ToolRegistry()
+    agent = object()
+    registry.scope(agent).register(lab.tool("scoped", parallel=True))
+    calls = [request("c1", "scoped")]
+    with_agent = await run_tool_calls(registry, calls, signal=NEVER, agent=agent)
+    without_agent = await run_tool_calls(registry, calls, signal=NEVER)
+    assert texts(with_agent) == ["done c1"]
+    assert texts(without_agent) == ['Error: unknown tool "scoped"']
+
+
+async def test_every_call_of_the_batch_shares_the_batch_signal() -> None:
+    lab = Lab()
+    registry = lab.registry()
+    seen: list[CancelSignal] = []
+
+    async def remember_signal(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        seen.append(execution.signal)
+        return await next()
+
+    registry.hooks.pre_execute.add(remember_signal)
+    controller = CancelController()
+    calls = [request("c1", "p"), request("c2", "x"), request("c3", "p")]
+    await run_tool_calls(registry, calls, signal=controller.signal)
+    assert [signal is controller.signal for signal in seen] == [True, True, True]
