@@ -206,7 +206,9 @@ class CancelSignal:
         return undo
 
     def _set_deadline(self, when: float) -> None:
-        if self._cancelled or when == self._deadline:
+        # ``cancelled``, not ``_cancelled``: a deadline that has already passed (unobserved) has
+        # cancelled the signal, and moving it later must not undo that
+        if self.cancelled or when == self._deadline:
             return
         self._deadline = when
         if self._deadline_callbacks:
@@ -219,9 +221,10 @@ class CancelSignal:
         if self._cancelled:
             return
         if (
-            not isinstance(reason, DeadlineReached)
-            and self._deadline != math.inf
+            self._deadline != math.inf
             and _now() >= self._deadline
+            # a source's deadline that passed before this signal's own does not win over it
+            and not (isinstance(reason, DeadlineReached) and reason.deadline <= self._deadline)
         ):
             reason = DeadlineReached(deadline=self._deadline)
         self._cancelled = True
@@ -247,11 +250,15 @@ class CancelSignal:
 def _fuse(signals: tuple[CancelSignal, ...]) -> tuple[CancelSignal, Callable[[], None]]:
     """Fuse ``signals`` into a fresh signal; also return the function that detaches it."""
     deadline = min((s.deadline for s in signals), default=math.inf)
-    fused = CancelSignal._create(deadline)
     for source in signals:
         if source.cancelled:
+            # fired before taking the deadline: a cancelled source's stale deadline must not
+            # replace the reason it was cancelled with
+            fused = CancelSignal._create()
             fused._fire(source._reason)
+            fused._deadline = deadline
             return fused, _nothing
+    fused = CancelSignal._create(deadline)
     undos: list[Callable[[], None]] = []
 
     def detach() -> None:
