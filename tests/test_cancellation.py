@@ -384,3 +384,24 @@ async def test_cancelling_the_caller_scope_while_pre_execute_awaits_propagates()
 
     expected = (True, False, NO_RESULTS)
     assert expected == (scope.cancelled_caught, harness.body_started, harness.notifications)
+
+
+async def test_an_aborted_replacement_keeps_the_wrapper_contexts() -> None:
+    harness = Harness()
+    note = HookContext(content=(TextBlock(text="from wrapper"),), source=UserSource())
+
+    async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        result = await next()
+        await _wait_for_cancel(execution)
+        return ToolExecutionResult(
+            content=result.content, is_error=False, additional_contexts=(note,)
+        )
+
+    harness.registry.hooks.execute.add(wrap)
+
+    result = await harness.run_and_cancel_when_blocked()
+
+    expected = ToolExecutionResult(
+        content=ABORTED.content, is_error=True, error=ABORTED.error, additional_contexts=(note,)
+    )
+    assert expected == result

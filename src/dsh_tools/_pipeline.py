@@ -496,8 +496,6 @@ class PreparedCall:
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
         execution = self.execution
         listeners = self._registry._hook_lists.post_execute.for_agent(execution.agent)
-        if not listeners:
-            return self._replace_if_cancelled(outcome)  # noqa: ASYNC910
         try:
             decision = cast(object, await _post_chain(listeners, execution, outcome)())
         except Exception as exc:

@@ -1,0 +1,181 @@
+"""Stage 9 (the final snapshot) and the total text conversions, value by value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dsh_tools import (
+    CancelSignal,
+    HookContext,
+    PluginSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolDefinition,
+    ToolErrorInfo,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolResultBlock,
+    ToolReturn,
+    ToolRunContext,
+    UserSource,
+)
+from dsh_tools._pipeline import _materialize, aborted_result
+
+INVALID = ToolExecutionResult(
+    content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
+    is_error=True,
+)
+
+
+def _result(**changes: Any) -> ToolExecutionResult:
+    result = ToolExecutionResult(content=(TextBlock(text="ok"),), is_error=False)
+    for name, value in changes.items():
+        object.__setattr__(result, name, value)  # bypass converters: what a buggy hook builds
+    return result
+
+
+def _bad_plugin_source() -> PluginSource:
+    source = PluginSource(plugin="p")
+    object.__setattr__(source, "plugin", 7)
+    return source
+
+
+VALID = [
+    _result(),
+    _result(content=(ReasoningBlock(text="thinking"), TextBlock(text="é"))),
+    _result(content=(ToolCallBlock(id="1", name="n", arguments="{}"),)),
+    _result(
+        content=(
+            ToolResultBlock(tool_call_id="1", content=(TextBlock(text="inner"),), is_error=True),
+        )
+    ),
+    _result(
+        additional_contexts=(
+            HookContext(content=(TextBlock(text="c"),), source=UserSource(), meta={"k": 1}),
+            HookContext(content=(), source=PluginSource(plugin="p")),
+        )
+    ),
+    _result(error=ToolErrorInfo(name="E", code="C"), is_error=True),
+    _result(meta={"a": [1, 2]}),
+]
+
+INVALID_RESULTS = [
+    "not a result",
+    _result(content=[TextBlock(text="a list")]),
+    _result(content=(TextBlock(text="\ud800"),)),
+    _result(content=(ToolCallBlock(id="1", name="n", arguments={}),)),  # pyright: ignore[reportArgumentType]
+    _result(content=(ToolResultBlock(tool_call_id="1", content=("x",)),)),  # pyright: ignore[reportArgumentType]
+    _result(content=(ToolResultBlock(tool_call_id="1", content=(), is_error=1),)),  # pyright: ignore[reportArgumentType]
+    _result(is_error=1),
+    _result(error=ToolErrorInfo(name="E", code=5)),  # pyright: ignore[reportArgumentType]
+    _result(error=("E", "C")),
+    _result(additional_contexts=[]),
+    _result(additional_contexts=("context",)),
+    _result(additional_contexts=(HookContext(content=(), source=_bad_plugin_source()),)),
+    _result(additional_contexts=(HookContext(content=(), source="user"),)),  # pyright: ignore[reportArgumentType]
+    _result(meta={1, 2}),
+]
+
+
+@pytest.mark.parametrize("result", VALID)
+def test_a_complete_result_passes_the_final_snapshot_unchanged(
+    result: ToolExecutionResult,
+) -> None:
+    assert _materialize(result) is result
+
+
+@pytest.mark.parametrize("result", INVALID_RESULTS)
+def test_an_incomplete_or_lossy_result_becomes_the_invalid_result_error(result: object) -> None:
+    expected = INVALID
+    assert expected == _materialize(result)
+
+
+def test_the_canonical_aborted_result() -> None:
+    expected = ToolExecutionResult(
+        content=(TextBlock(text="Error: tool call aborted"),),
+        is_error=True,
+        error=ToolErrorInfo(name="AbortError", code="ABORTED"),
+    )
+    assert expected == aborted_result()
+
+
+# --- total text conversions ------------------------------------------------------------------
+
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no")
+
+
+async def _execute(registry: ToolRegistry, arguments: object = None) -> ToolExecutionResult:
+    return await registry.execute(
+        ToolExecutionInput(
+            call_id="c",
+            name="t",
+            arguments={} if arguments is None else arguments,
+            signal=CancelSignal.never(),
+        )
+    )
+
+
+def _registry() -> ToolRegistry:
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=body))
+    return registry
+
+
+async def test_a_guard_reason_that_is_not_a_str_is_shown_with_str() -> None:
+    registry = _registry()
+    registry.guard(lambda execution: 42)  # pyright: ignore[reportArgumentType]
+
+    expected = ToolExecutionResult(content=(TextBlock(text="Error: 42"),), is_error=True)
+    assert expected == await _execute(registry)
+
+
+async def test_an_unprintable_guard_reason_is_shown_as_unprintable() -> None:
+    registry = _registry()
+    registry.guard(lambda execution: Unprintable())  # pyright: ignore[reportArgumentType]
+
+    expected = ToolExecutionResult(
+        content=(TextBlock(text="Error: <unprintable thrown value>"),), is_error=True
+    )
+    assert expected == await _execute(registry)
+
+
+async def test_arguments_whose_reading_raises_give_that_error() -> None:
+    class Hostile(dict[str, object]):
+        def items(self) -> Any:
+            raise RuntimeError("getter failed")
+
+    expected = ToolExecutionResult(content=(TextBlock(text="Error: getter failed"),), is_error=True)
+    assert expected == await _execute(_registry(), Hostile())
+
+
+async def test_a_pre_execute_listener_returning_an_unprintable_value_is_still_reported() -> None:
+    registry = _registry()
+
+    async def pre(execution: Any, next: Any) -> Any:
+        return Unprintable()
+
+    registry.hooks.pre_execute.add(pre)
+
+    expected = ToolExecutionResult(
+        content=(
+            TextBlock(
+                text="Error: tools/pre-execute returned <unprintable thrown value>, "
+                "not Allow, Deny or Ask"
+            ),
+        ),
+        is_error=True,
+    )
+    assert expected == await _execute(registry)
