@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import attrs
@@ -706,3 +707,59 @@ def test_registry_reads_its_approval_service() -> None:
     service = Service()
 
     assert service is ToolRegistry(approval=service).approval  # pyright: ignore[reportArgumentType]
+
+
+def test_a_change_listener_that_also_fails_the_rollback_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+
+    def listener() -> None:
+        raise RuntimeError("always")
+
+    registry.hooks.change.add(listener)
+
+    with caplog.at_level(logging.WARNING, logger="dsh_tools"), pytest.raises(RuntimeError):
+        registry.register(_tool("a"))
+
+    expected = (None, ["tools/change listener failed during rollback: always"])
+    assert expected == (registry.get("a"), [r.getMessage() for r in caplog.records])
+
+
+def test_a_guard_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="a guard must be callable, not str"):
+        ToolRegistry().guard("deny")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_hook_listener_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="a hook listener must be callable, not int"):
+        ToolRegistry().hooks.result.add(3)  # pyright: ignore[reportArgumentType]
+
+
+def test_restrict_rejects_non_str_names() -> None:
+    registry = ToolRegistry()
+    registry.register(_tool("a"))
+
+    with pytest.raises(TypeError, match="deny must contain tool names"):
+        registry.scope(Agent()).restrict(deny=[1])  # pyright: ignore[reportArgumentType]
+
+
+def test_closing_a_scope_twice_is_harmless() -> None:
+    registry = ToolRegistry()
+    agent = Agent()
+    scope = registry.scope(agent)
+    scope.register(_tool("a"))
+    scope.close()
+
+    scope.close()
+
+    expected: tuple[bool, list[str]] = (True, [])
+    assert expected == (scope.closed, _names(registry, agent))
+
+
+def test_a_scope_repr_shows_its_state() -> None:
+    scope = ToolRegistry().scope("agent-1")
+    scope.close()
+
+    expected = "<ToolScope closed agent='agent-1'>"
+    assert expected == repr(scope)

@@ -124,9 +124,6 @@ class HookList(Generic[F]):
         """Every listener, scoped or not (``change`` is not scope-filtered)."""
         return tuple(e.fn for e in self._entries)
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
 
 class HookPoint(Generic[F]):
     """The registration face of one hook: ``add(fn, *, prepend=False) -> Disposer``.

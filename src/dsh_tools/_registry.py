@@ -78,8 +78,6 @@ class _Layer:
 
         def remove() -> None:
             entry.removed = True
-            if entry not in table.items:
-                return
             table.live -= 1
             if table.live == 0 and self.guards is table:
                 self.guards = _GuardTable()
