@@ -763,3 +763,17 @@ def test_a_scope_repr_shows_its_state() -> None:
 
     expected = "<ToolScope closed agent='agent-1'>"
     assert expected == repr(scope)
+
+
+async def test_a_closed_scope_refuses_hooks_and_keeps_none_of_them() -> None:
+    registry = ToolRegistry()
+    agent = Agent()
+    scope = registry.scope(agent)
+    scope.close()
+    heard: list[str] = []
+
+    with pytest.raises(RuntimeError, match="closed"):
+        scope.hooks.change.add(lambda: heard.append("change"))
+    registry.register(_tool("a"))
+
+    assert [] == heard

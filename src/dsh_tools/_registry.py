@@ -234,7 +234,8 @@ class ToolRegistry:
     def scope(self, agent: object) -> ToolScope:
         """The registration scope of ``agent`` (an identity key; not ``None``).
 
-        Returns the same :class:`ToolScope` for the same agent until it is closed.
+        Returns the same :class:`ToolScope` for the same agent until it is closed. The
+        registry holds the agent until then: close the scope when the agent goes away.
         """
         if agent is None:
             raise TypeError("scope() needs an agent: None is the global scope")
@@ -393,7 +394,10 @@ class ToolScope:
             raise RuntimeError("this tool scope is closed")
 
     def _own(self, disposer: Disposer) -> Disposer:
-        self._check_open()
+        if self._closed:
+            # a hook added through a closed scope's ``hooks`` is already in the list: undo it
+            disposer()
+            self._check_open()
         key = self._next_key
         self._next_key = key + 1
 
