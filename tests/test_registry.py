@@ -776,4 +776,5 @@ async def test_a_closed_scope_refuses_hooks_and_keeps_none_of_them() -> None:
         scope.hooks.change.add(lambda: heard.append("change"))
     registry.register(_tool("a"))
 
-    assert [] == heard
+    expected = []
+    assert expected == heard
