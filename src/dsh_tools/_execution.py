@@ -218,6 +218,7 @@ class Ask:
 
 
 PreToolDecision: TypeAlias = Allow | Deny | Ask
+"""What a ``pre_execute`` listener returns (wire tag ``kind``: ``allow`` / ``deny`` / ``ask``)."""
 
 
 def _tuple_or_none(value: Sequence[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
@@ -243,6 +244,7 @@ class Block:
 
 
 PostToolDecision: TypeAlias = Accept | Block
+"""What a ``post_execute`` listener returns (wire tag ``kind``: ``accept`` / ``block``)."""
 
 ToolGuard: TypeAlias = Callable[[ToolExecution], str | None]
 """A synchronous guard: return a denial reason, or ``None`` to let the call through. Guards can

@@ -114,6 +114,7 @@ class DiffCallView:
 
 
 ToolCallView: TypeAlias = GenericCallView | TerminalCallView | DiffCallView
+"""What ``present_call`` returns: a closed union tagged by ``card`` on the wire."""
 
 
 @attrs.frozen(kw_only=True)
@@ -148,3 +149,4 @@ class DiffResultView:
 
 
 ToolResultView: TypeAlias = GenericResultView | TerminalResultView | DiffResultView
+"""What ``present_result`` returns: a closed union tagged by ``card`` on the wire."""
