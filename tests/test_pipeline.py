@@ -1155,3 +1155,134 @@ async def test_dispatch_refuses_to_run_twice() -> None:
 def test_the_canonical_aborted_before_dispatch_result() -> None:
     expected = ABORTED_BEFORE_DISPATCH
     assert expected == aborted_before_dispatch_result()
+
+
+# --- signal fusion (upstream §2.7) -------------------------------------------------------------
+
+
+async def test_cancelling_the_caller_cancels_the_fused_body_signal_but_not_the_replacement() -> (
+    None
+):
+    caller = CancelController()
+    replacement = CancelController()
+    states: list[tuple[bool, bool]] = []
+
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        caller.cancel("caller")
+        states.append((context.signal.cancelled, replacement.signal.cancelled))
+        return "ok"
+
+    registry, _ = _registry(body)
+
+    async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        upstream = execution.signal
+        execution.signal = replacement.signal
+        try:
+            return await next()
+        finally:
+            execution.signal = upstream
+
+    registry.hooks.execute.add(wrap)
+
+    await registry.execute(_input(signal=caller.signal))
+
+    expected = [(True, False)]
+    assert expected == states
+
+
+async def test_the_wrapper_reason_wins_when_both_signals_are_already_cancelled() -> None:
+    caller = CancelController()
+    replacement = CancelController()
+    reasons: list[object] = []
+
+    async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        upstream = execution.signal
+        caller.cancel("caller reason")
+        replacement.cancel("wrapper reason")
+        execution.signal = replacement.signal
+        try:
+            return await next()
+        finally:
+            execution.signal = upstream
+
+    async def inner(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        result = await next()
+        reasons.append(execution.signal.reason)
+        return result
+
+    registry, _ = _registry()
+    registry.hooks.execute.add(wrap)
+    registry.hooks.execute.add(inner)
+
+    await registry.execute(_input(signal=caller.signal))
+
+    expected = ["wrapper reason"]
+    assert expected == reasons
+
+
+async def test_execute_wrappers_run_outermost_first_and_prepend_goes_outside() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+
+    def wrapper(label: str) -> Any:
+        async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+            order.append(label)
+            return await next()
+
+        return wrap
+
+    registry.hooks.execute.add(wrapper("a"))
+    registry.hooks.execute.add(wrapper("b"))
+    registry.hooks.execute.add(wrapper("outermost"), prepend=True)
+
+    await registry.execute(_input())
+
+    expected = ["outermost", "a", "b"]
+    assert expected == order
+
+
+async def test_post_execute_prepend_goes_outside() -> None:
+    registry, _ = _registry()
+    order: list[str] = []
+
+    def listener(label: str) -> Any:
+        async def post(
+            execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+        ) -> PostToolDecision:
+            order.append(label)
+            return await next()
+
+        return post
+
+    registry.hooks.post_execute.add(listener("a"))
+    registry.hooks.post_execute.add(listener("outermost"), prepend=True)
+
+    await registry.execute(_input())
+
+    expected = ["outermost", "a"]
+    assert expected == order
+
+
+async def test_execution_mode_accepts_the_prepared_execution() -> None:
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(
+            name="echo",
+            description="d",
+            parameters={},
+            execute=body,
+            is_concurrency_safe=_frozen_text_is_hi,
+        )
+    )
+
+    prepared = await registry._prepare(_input())
+
+    expected = "parallel"
+    assert expected == registry.execution_mode(prepared.execution).kind
+
+
+def _frozen_text_is_hi(args: Any) -> bool:
+    return bool(args["text"] == "hi")
