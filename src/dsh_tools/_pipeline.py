@@ -2,28 +2,28 @@
 
 ::
 
-    prepare()    0 snapshot arguments ─ invalid ──────────────────────────────┐ final-result
-                 1 signal already cancelled ─ ABORTED_BEFORE_DISPATCH ────────┤ final-result
-                 2 pre_execute waterfall ─ raises ────────────────────────────┤ final-result
-                 3 Ask → approval service ─ raises / impossible outcome ──────┤ final-result
-                 4 approval cancelled + signal cancelled ─ ABORTED_BEFORE_DISPATCH ─┐
-                 5 Deny / guards (only after allow) ─ Error: <reason> ──────────────┤ post-result
-                   a guard raises ────────────────────────────────────────────┤ final-result
-                 6 signal cancelled ─ ABORTED_BEFORE_DISPATCH ──────────────────────┤ post-result
-    dispatch()   7 execute wrappers around the body ─ a wrapper raises ───────┤ final-result
-                   (unknown tool, body raised, body cancelled: results) ────────────┤ post-result
-    complete()   8 post_execute waterfall ─ raises ───────────────────────────┤ final-result
-                 9 final snapshot ─ invalid ─ Error: tool result must be … ◄──┘
-                10 result observers; return the frozen result
+    prepare()   0  snapshot the arguments        invalid            -> final-result
+                1  signal already cancelled      ABORTED_BEFORE_DISPATCH -> final-result
+                2  pre_execute waterfall         a listener raised  -> final-result
+                3  Ask -> approval service       raised / impossible outcome -> final-result
+                4  approval cancelled + signal   ABORTED_BEFORE_DISPATCH -> post-result
+                5  Deny, or guards after Allow   Error: <reason>    -> post-result
+                                                 a guard raised     -> final-result
+                6  signal cancelled              ABORTED_BEFORE_DISPATCH -> post-result
+    dispatch()  7  execute wrappers, body        a wrapper raised   -> final-result
+                                                 anything else      -> post-result
+    complete()  8  post_execute (post-results)   a listener raised  -> final-result
+                9  final snapshot (all results)  invalid: Error: tool result must be ...
+               10  result observers, then return the very same frozen result
 
-``PreparedCall`` holds one call between the stages. The stages are deliberately not
-checkpoints each (``# noqa: ASYNC910``): ``ToolRegistry.execute`` and the scheduler are, and a
-schedule point per stage would multiply the per-call cost. ``prepare`` is a cancel point at
-entry and ``complete`` ends with a schedule point, so every path through ``execute`` checkpoints.
+A post-result goes through ``post_execute``; a final-result skips it. :class:`PreparedCall`
+holds one call between the stages. Nothing here raises for a tool or policy failure;
+``trio.Cancelled`` of the caller's own scope (and ``KeyboardInterrupt`` etc.) always propagates.
 
-``PreparedCall`` holds one call between the stages. Nothing here raises for a tool or policy
-failure; ``trio.Cancelled`` of the caller's own scope (and ``KeyboardInterrupt`` etc.) always
-propagates.
+The stages are deliberately not checkpoints each (``# noqa: ASYNC910``): ``ToolRegistry.execute``
+and the scheduler are, and a schedule point per stage would multiply the per-call cost.
+``prepare`` is a cancel point at entry and ``complete`` ends with a schedule point, so every path
+through ``execute`` checkpoints.
 """
 
 from __future__ import annotations
