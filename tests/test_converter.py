@@ -477,3 +477,45 @@ def test_a_wire_class_registered_elsewhere_gets_camel_case_keys_and_its_tag() ->
 
 def test_a_union_registered_elsewhere_structures_by_its_tag() -> None:
     assert _PongEvent(turn=2) == converter.structure({"type": "test/pong", "turn": 2}, _EVENT)
+
+
+def test_a_union_given_something_other_than_an_object_is_rejected() -> None:
+    with pytest.raises(TypeError, match=r"expected a JSON object \(ContentBlock\), got str"):
+        converter.structure("text", _CONTENT_BLOCK)
+
+
+def test_unstructuring_a_non_member_as_a_union_is_rejected() -> None:
+    with pytest.raises(TypeError, match="UserSource is not a registered ContentBlock type"):
+        converter.unstructure(UserSource(), unstructure_as=ContentBlock)
+
+
+def test_a_tagged_class_given_something_other_than_an_object_is_rejected() -> None:
+    with pytest.raises(TypeError, match=r"expected a JSON object \(TextBlock\), got list"):
+        converter.structure(["text"], TextBlock)
+
+
+def test_a_tag_without_a_tag_key_is_rejected() -> None:
+    @attrs.frozen
+    class Tagless:
+        x: int
+
+    with pytest.raises(ValueError, match="tag_key and tag go together"):
+        register_wire_class(Tagless, tag="t")
+
+
+def test_a_union_member_without_a_tag_is_rejected() -> None:
+    @attrs.frozen
+    class Untagged:
+        x: int
+
+    with pytest.raises(ValueError, match="a union member needs a tag_key and a tag"):
+        register_wire_class(Untagged, union=_Event)
+
+
+def test_a_union_member_with_another_tag_key_is_rejected() -> None:
+    @attrs.frozen
+    class OtherKey:
+        x: int
+
+    with pytest.raises(ValueError, match='Event members are tagged by "type", not "kind"'):
+        register_wire_class(OtherKey, tag_key="kind", tag="other", union=_Event, union_name="Event")

@@ -7,6 +7,7 @@ import dataclasses
 import enum
 import json
 import pickle
+import types
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -502,6 +503,33 @@ def _object(value: dict[str, Any]) -> FrozenJsonObject:
     snapshot = snapshot_json(value)
     assert isinstance(snapshot, FrozenJsonObject)
     return snapshot
+
+
+def test_a_frozen_object_equals_an_equal_mapping_of_another_kind() -> None:
+    assert _object({"a": 1}) == types.MappingProxyType({"a": 1})
+
+
+def test_a_frozen_object_supports_membership_tests() -> None:
+    assert ("a" in _object({"a": 1}), "b" in _object({"a": 1})) == (True, False)
+
+
+def test_a_frozen_object_s_repr_shows_its_data() -> None:
+    assert repr(_object({"a": [1]})) == "FrozenJsonObject({'a': (1,)})"
+
+
+def test_a_list_subclass_is_accepted_as_an_array() -> None:
+    class Row(list[int]):
+        pass
+
+    assert snapshot_json(Row([1, 2])) == (1, 2)
+
+
+def test_a_tuple_subclass_is_rejected() -> None:
+    class Point(tuple[int, int]):
+        pass
+
+    with pytest.raises(JsonTypeError, match="is not JSON data"):
+        snapshot_json(Point((1, 2)))
 
 
 def test_a_frozen_object_keeps_its_key_order() -> None:

@@ -61,6 +61,17 @@ def test_a_deadline_that_is_not_a_number_is_rejected(deadline: object) -> None:
         CancelController(deadline=deadline)  # type: ignore[arg-type]
 
 
+def test_a_controller_s_repr_shows_its_signal_s_state() -> None:
+    controller = CancelController(deadline=5)
+    before = repr(controller)
+    controller.cancel("r")
+
+    assert (before, repr(controller)) == (
+        "<CancelController <CancelSignal active deadline=5.0>>",
+        "<CancelController <CancelSignal cancelled reason='r' deadline=5.0>>",
+    )
+
+
 # --- on_cancel -----------------------------------------------------------------------------
 
 
