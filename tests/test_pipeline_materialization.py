@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from dsh_tools import (
@@ -22,6 +23,7 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
     UserSource,
+    register_content_block,
 )
 from dsh_tools._pipeline import _materialize, aborted_result
 
@@ -179,3 +181,38 @@ async def test_a_pre_execute_listener_returning_an_unprintable_value_is_still_re
         is_error=True,
     )
     assert expected == await _execute(registry)
+
+
+@attrs.frozen(kw_only=True)
+class ImageBlock:
+    """An extension content block, as an application would add one."""
+
+    url: str
+
+
+register_content_block(ImageBlock, "test-pipeline-image")
+
+
+@attrs.frozen(kw_only=True)
+class UnregisteredBlock:
+    url: str
+
+
+def test_a_registered_extension_block_passes_the_final_snapshot() -> None:
+    result = _result(content=(ImageBlock(url="https://example.invalid/a.png"),))
+
+    assert _materialize(result) is result
+
+
+def test_an_extension_block_with_a_non_json_field_is_an_invalid_result() -> None:
+    result = _result(content=(ImageBlock(url=object()),))  # pyright: ignore[reportArgumentType]
+
+    expected = INVALID
+    assert expected == _materialize(result)
+
+
+def test_an_unregistered_block_type_is_an_invalid_result() -> None:
+    result = _result(content=(UnregisteredBlock(url="u"),))
+
+    expected = INVALID
+    assert expected == _materialize(result)

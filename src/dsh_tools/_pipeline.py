@@ -40,6 +40,7 @@ import trio
 from ._content import (
     ContentBlock,
     HookContext,
+    MessageSource,
     PluginSource,
     ReasoningBlock,
     TextBlock,
@@ -47,6 +48,7 @@ from ._content import (
     ToolResultBlock,
     UserSource,
 )
+from ._converter import converter
 from ._definition import ToolOutput
 from ._errors import (
     TOOL_ABORTED,
@@ -226,8 +228,18 @@ def _valid_content(content: object) -> bool:
                 and (nested.is_error is None or type(nested.is_error) is bool)
             ):
                 return False
-        else:
+        elif not _valid_extension(block, ContentBlock):
             return False
+    return True
+
+
+def _valid_extension(value: object, union: object) -> bool:
+    """A value of a type added to ``union`` through the converter (``register_content_block``)
+    is valid when its wire form is lossless JSON; an unregistered type is not."""
+    try:
+        snapshot_json(converter.unstructure(value, cast("type[object]", union)))
+    except Exception:
+        return False
     return True
 
 
@@ -248,7 +260,7 @@ def _valid_context(context: object) -> bool:
     if type(source) is PluginSource:
         if not _valid_str(source.plugin):
             return False
-    elif type(source) is not UserSource:
+    elif type(source) is not UserSource and not _valid_extension(source, MessageSource):
         return False
     return _valid_content(context.content) and _valid_meta(context.meta)
 
