@@ -278,6 +278,11 @@ def register_wire_class(
     ``ContentBlock``), ``cls`` joins that union: structuring the union picks the member by its
     tag. The first registration of a union fixes its tag key.
 
+    The hooks generated for ``cls`` capture the hooks of its field types at this moment, so
+    register a class after the wire classes its fields use (``HookContext`` before a class with
+    a ``tuple[HookContext, ...]`` field). Union members may join later: a union's hook looks its
+    members up on every call.
+
     Args:
         cls: an attrs class (its string annotations are resolved now).
         tag_key: the key of the tag, such as ``"type"``, ``"kind"`` or ``"card"``.
