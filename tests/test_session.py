@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_tools import (
     HookContext,
@@ -272,3 +274,32 @@ def test_a_line_that_is_not_utf8_is_corruption(tmp_path: Path) -> None:
     path.write_bytes(good + b"\n\xff\xfe\n" + good + b"\n")
     with pytest.raises(SessionLogCorruptError, match=r"line 2: not UTF-8 text$"):
         JsonlSessionLog(path)
+
+
+def _whole_json(text: bytes) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=100)
+@given(cut_at=st.integers(min_value=0, max_value=10**6), count=st.integers(1, 4))
+def test_a_log_cut_at_any_byte_keeps_every_complete_event_and_appends_cleanly(
+    tmp_path_factory: pytest.TempPathFactory, cut_at: int, count: int
+) -> None:
+    path = tmp_path_factory.mktemp("torn") / "log.jsonl"
+    written = ALL_EVENTS[:count]
+    log = JsonlSessionLog(path)
+    for event in written:
+        log.append(event)
+    raw = path.read_bytes()
+    kept = raw[: cut_at % (len(raw) + 1)]
+    path.write_bytes(kept)
+    # an event survives when its whole JSON text survived (only its newline may be cut off)
+    complete = kept.count(b"\n") + (1 if _whole_json(kept.rsplit(b"\n", 1)[-1]) else 0)
+    reopened = JsonlSessionLog(path)
+    assert written[:complete] == reopened.events()
+    assert complete == reopened.append(CALL)
+    assert [*written[:complete], CALL] == reopened.events()
