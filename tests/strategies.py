@@ -19,6 +19,7 @@ from dsh_tools import (
     Ask,
     Block,
     ContentBlock,
+    ContextMessageEvent,
     Deny,
     DiffCallView,
     DiffResultView,
@@ -32,10 +33,12 @@ from dsh_tools import (
     PostToolDecision,
     PreToolDecision,
     ReasoningBlock,
+    SessionEvent,
     TerminalCallView,
     TerminalResultView,
     TextBlock,
     ToolCallBlock,
+    ToolCallEvent,
     ToolCallKind,
     ToolCallView,
     ToolErrorInfo,
@@ -43,6 +46,7 @@ from dsh_tools import (
     ToolExecutionResult,
     ToolResult,
     ToolResultBlock,
+    ToolResultEvent,
     ToolResultView,
     ToolSchema,
     UserSource,
@@ -57,6 +61,7 @@ __all__ = [
     "any_public_value",
     "content_blocks",
     "file_diffs",
+    "session_events",
     "file_locations",
     "hook_contexts",
     "json_keys",
@@ -241,6 +246,32 @@ tool_result_views: st.SearchStrategy[ToolResultView] = st.one_of(
     st.builds(DiffResultView, title=_optional(_text), diffs=st.lists(file_diffs, max_size=2)),
 )
 
+_counters = st.integers(min_value=0, max_value=10_000)
+
+session_events: st.SearchStrategy[SessionEvent] = st.one_of(
+    st.builds(
+        ToolCallEvent, turn=_counters, step=_counters, call_id=_text, name=_text, arguments=_text
+    ),
+    st.builds(
+        ToolResultEvent,
+        turn=_counters,
+        step=_counters,
+        call_id=_text,
+        content=_block_lists,
+        is_error=st.booleans(),
+        error=_optional(tool_error_infos),
+        meta=_optional(json_values(max_leaves=5)),
+        source_event_seqs=st.lists(_counters, max_size=3),
+    ),
+    st.builds(
+        ContextMessageEvent,
+        content=_block_lists,
+        source=message_sources,
+        meta=_optional(json_values(max_leaves=5)),
+    ),
+)
+"""The session events the scheduler appends."""
+
 any_public_value: st.SearchStrategy[object] = st.one_of(
     content_blocks,
     message_sources,
@@ -256,5 +287,6 @@ any_public_value: st.SearchStrategy[object] = st.one_of(
     file_diffs,
     tool_call_views,
     tool_result_views,
+    session_events,
 )
 """A value of any public wire type."""
