@@ -59,6 +59,7 @@ T = TypeVar("T")
 __all__ = [
     "MAX_DEPTH",
     "any_public_value",
+    "public_values_by_kind",
     "content_blocks",
     "file_diffs",
     "session_events",
@@ -272,21 +273,24 @@ session_events: st.SearchStrategy[SessionEvent] = st.one_of(
 )
 """The session events the scheduler appends."""
 
-any_public_value: st.SearchStrategy[object] = st.one_of(
-    content_blocks,
-    message_sources,
-    hook_contexts,
-    tool_error_infos,
-    tool_execution_results,
-    tool_results,
-    tool_schemas,
-    tool_execution_modes,
-    pre_decisions,
-    post_decisions,
-    file_locations,
-    file_diffs,
-    tool_call_views,
-    tool_result_views,
-    session_events,
-)
+public_values_by_kind: dict[str, st.SearchStrategy[Any]] = {
+    "content blocks": content_blocks,
+    "message sources": message_sources,
+    "hook contexts": hook_contexts,
+    "tool error infos": tool_error_infos,
+    "tool execution results": tool_execution_results,
+    "tool results": tool_results,
+    "tool schemas": tool_schemas,
+    "tool execution modes": tool_execution_modes,
+    "pre decisions": pre_decisions,
+    "post decisions": post_decisions,
+    "file locations": file_locations,
+    "file diffs": file_diffs,
+    "tool call views": tool_call_views,
+    "tool result views": tool_result_views,
+    "session events": session_events,
+}
+"""One strategy per kind of public wire type (unions cover each of their members)."""
+
+any_public_value: st.SearchStrategy[object] = st.one_of(*public_values_by_kind.values())
 """A value of any public wire type."""

@@ -10,6 +10,7 @@ import attrs
 import cattrs
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from dsh_tools import (
     Accept,
@@ -49,13 +50,18 @@ from dsh_tools import (
     register_content_block,
 )
 from dsh_tools._converter import register_wire_class
-from strategies import any_public_value
+from strategies import any_public_value, public_values_by_kind
 
 # --- round trips ---------------------------------------------------------------------------
 
 
-@given(any_public_value)
-def test_every_public_value_round_trips_through_its_wire_json(value: object) -> None:
+@pytest.mark.parametrize("kind", sorted(public_values_by_kind))
+@given(data=st.data())
+def test_every_public_value_round_trips_through_its_wire_json(
+    kind: str, data: st.DataObject
+) -> None:
+    value: object = data.draw(public_values_by_kind[kind])
+
     wire = converter.unstructure(value)
 
     assert value == converter.structure(wire, type(value))
