@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
@@ -112,7 +113,9 @@ class PublicData(SphinxDirective):
         lines.extend(f"   {line}" if line else "" for line in doc)
         if kind == "alias":
             lines.extend(["", f"   Alias of ``{_alias_text(value)}``."])
-        return self.parse_text_to_nodes("\n".join(lines))
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), 0, container)
+        return list(container.children)
 
 
 def _check_api_page_covers_the_public_names(app: Sphinx) -> None:
