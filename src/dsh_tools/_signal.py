@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any, ClassVar, Final
 
 import attrs
@@ -328,26 +329,53 @@ def _check_deadline(when: float) -> float:
     return float(when)
 
 
-@contextmanager
-def linked_cancel_scope(signal: CancelSignal) -> Generator[trio.CancelScope]:
-    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is.
+class _LinkedCancelScope:
+    """The context manager behind :func:`linked_cancel_scope` (a class, not a generator: it
+    sits on the per-call hot path)."""
+
+    __slots__ = ("_key", "_scope", "_signal", "_undo_deadline")
+
+    def __init__(self, signal: CancelSignal) -> None:
+        self._signal = signal
+        self._scope = trio.CancelScope(deadline=signal.deadline)
+        self._key: int | None = None
+        self._undo_deadline: Callable[[], None] | None = None
+
+    def __enter__(self) -> trio.CancelScope:
+        signal = self._signal
+        scope = self._scope
+        if signal.cancelled:
+            scope.cancel()
+        else:
+            self._key = signal._add_callback(lambda _reason: scope.cancel())
+            self._undo_deadline = signal._on_deadline_change(
+                lambda when: setattr(scope, "deadline", when)
+            )
+        return scope.__enter__()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if self._key is not None:
+            self._signal._remove_callback(self._key)
+        if self._undo_deadline is not None:
+            self._undo_deadline()
+        return self._scope.__exit__(exc_type, exc, tb)
+
+
+def linked_cancel_scope(signal: CancelSignal) -> AbstractContextManager[trio.CancelScope]:
+    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is::
+
+        with linked_cancel_scope(signal) as scope:
+            await do_work()
+        if scope.cancelled_caught: ...
 
     The scope's deadline follows the signal's deadline, so trio cancels the block exactly when
     the deadline passes, with no timer task. On exit the link is removed. Like any cancel
     scope, it swallows only its own cancellation: check ``scope.cancelled_caught`` (or the
     signal) afterwards to know whether the block was cut short.
     """
-    scope = trio.CancelScope(deadline=signal.deadline)
-    if signal.cancelled:
-        scope.cancel()
-        with scope:
-            yield scope
-        return
-    key = signal._add_callback(lambda _reason: scope.cancel())
-    undo_deadline = signal._on_deadline_change(lambda when: setattr(scope, "deadline", when))
-    try:
-        with scope:
-            yield scope
-    finally:
-        signal._remove_callback(key)
-        undo_deadline()
+    return _LinkedCancelScope(signal)
