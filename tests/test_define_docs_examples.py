@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-EXAMPLES = Path(__file__).parent.parent / "docs" / "examples"
-
-
-def _load(name: str) -> ModuleType:
-    """Import an example as a real module (its classes' annotations resolve in its globals)."""
-    module_name = f"docs_example_{name.removesuffix('.py')}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / name)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+from docs_examples import load_example
 
 
 async def test_the_spec_form_example_answers_valid_and_invalid_calls(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await _load("defining_tools_spec.py").main()
+    await load_example("defining_tools_spec.py").main()
 
     assert capsys.readouterr().out.splitlines() == [
         "ok: searching . for 'def execute' (at most 5)",
@@ -43,7 +25,7 @@ async def test_the_spec_form_example_answers_valid_and_invalid_calls(
 async def test_the_class_form_example_shows_the_derived_schema_and_answers_calls(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await _load("defining_tools_class.py").main()
+    await load_example("defining_tools_class.py").main()
     out = capsys.readouterr().out
     schema_text, _, calls = out.rpartition("}\n")
 
@@ -77,6 +59,6 @@ async def test_the_class_form_example_shows_the_derived_schema_and_answers_calls
 
 
 def test_the_class_form_example_presents_a_call_with_the_typed_instance() -> None:
-    tool = _load("defining_tools_class.py").edit_tool
+    tool = load_example("defining_tools_class.py").edit_tool
 
     assert tool.present_call({"path": "a.py", "edits": []}).title == "Edit a.py"

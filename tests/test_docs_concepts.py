@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "docs" / "examples" / "quickstart.py"
+from docs_examples import EXAMPLES, ROOT, load_example
+
+EXAMPLE = EXAMPLES / "quickstart.py"
 
 EXPECTED_OUTPUT = [
     '{"name":"greet","description":"Greet someone.","parameters":{"type":"object","properties":'
@@ -22,15 +21,6 @@ EXPECTED_OUTPUT = [
 ]
 
 
-def _load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("quickstart_example", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _fenced_blocks(path: Path, language: str) -> list[str]:
     text = path.read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.M | re.S)
@@ -39,7 +29,7 @@ def _fenced_blocks(path: Path, language: str) -> list[str]:
 async def test_the_quickstart_prints_the_schema_a_success_and_an_argument_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await _load_example().main()
+    await load_example("quickstart.py").main()
 
     assert capsys.readouterr().out.splitlines() == EXPECTED_OUTPUT
 

@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 import trio
 import trio.testing
 
-EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "scheduling_batch.py"
-
-
-def load_example() -> ModuleType:
-    """Import the example as a real module (its classes' annotations resolve in its globals)."""
-    name = "docs_example_scheduling_batch"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from docs_examples import load_example
 
 
 def test_the_scheduling_example_prints_results_timing_and_events(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    trio.run(load_example().main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(
+        load_example("scheduling_batch.py").main, clock=trio.testing.MockClock(autojump_threshold=0)
+    )
     expected = [
         "c1: alpha",
         "c2: beta",

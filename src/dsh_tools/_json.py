@@ -374,3 +374,19 @@ def dumps_json(value: object, *, compact: bool = True) -> str:
     return json.dumps(
         value, separators=separators, ensure_ascii=False, default=_json_default, allow_nan=False
     )
+
+
+def json_kind(value: object) -> str:
+    """The JSON type of a scalar: ``"null"``, ``"boolean"``, ``"number"``, ``"string"``, or
+    ``"container"`` for anything else. ``bool`` is never a number, so comparing
+    ``(json_kind(a), a)`` pairs never treats ``True == 1``; ``1 == 1.0`` stays equal (one JSON
+    number type)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "container"

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedD
 
 import attrs
 
-from ._json import FrozenJsonObject, dumps_json, snapshot_json, thaw_json
+from ._json import FrozenJsonObject, dumps_json, json_kind, snapshot_json, thaw_json
 
 __all__ = [
     "SchemaProp",
@@ -281,7 +281,7 @@ def _compile_scalar(prop: SchemaProp, test: Callable[[object], bool], message: s
     def check_enum(value: object, path: str, out: list[str]) -> None:
         if not test(value):
             out.append(f'"{path}" {message}')
-        elif (_json_kind(value), value) not in members:
+        elif (json_kind(value), value) not in members:
             out.append(f'"{path}" {enum_message}')
 
     return check_enum
@@ -295,20 +295,8 @@ def _enum_members(raw_enum: object) -> frozenset[tuple[str, object]]:
     return frozenset(
         (kind, member)
         for member in typing.cast("Sequence[object]", raw_enum)
-        if (kind := _json_kind(member)) != "container"
+        if (kind := json_kind(member)) != "container"
     )
-
-
-def _json_kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "container"
 
 
 def _compile_object(prop: SchemaProp) -> _Check:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from ._errors import OutputSchemaError
-from ._json import dumps_json, thaw_json
+from ._json import dumps_json, json_kind, thaw_json
 
 __all__ = ["assert_supported_output_schema", "validate_structured_value"]
 
@@ -306,21 +306,9 @@ def _is_integer(value: object) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
-def _json_kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "other"
-
-
 def _json_equal(a: object, b: object) -> bool:
-    kind = _json_kind(a)
-    return kind != "other" and kind == _json_kind(b) and a == b
+    kind = json_kind(a)
+    return kind != "container" and kind == json_kind(b) and a == b
 
 
 def _render(value: object) -> str:
