@@ -152,6 +152,15 @@ def test_never_is_one_shared_signal_that_is_not_cancelled() -> None:
     )
 
 
+def test_on_cancel_of_never_keeps_no_callback() -> None:
+    never = CancelSignal.never()
+    before = dict(never._callbacks or {})
+
+    never.on_cancel(lambda _reason: None)
+
+    assert before == dict(never._callbacks or {})
+
+
 # --- fusion --------------------------------------------------------------------------------
 
 

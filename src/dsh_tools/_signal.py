@@ -154,6 +154,9 @@ class CancelSignal:
         if self.cancelled:
             callback(self._reason)
             return Disposer.noop()
+        if self is CancelSignal._never_instance:
+            # it can never fire: keeping the callback would only leak it
+            return Disposer.noop()
         key = self._add_callback(callback)
         return Disposer(lambda: self._remove_callback(key))
 
