@@ -789,6 +789,12 @@ async def test_a_signal_that_is_not_a_cancel_signal_is_a_type_error() -> None:
         await run_tool_calls(ToolRegistry(), [], signal=None)  # pyright: ignore[reportArgumentType]
 
 
+async def test_a_call_that_is_not_a_tool_call_request_is_a_type_error() -> None:
+    calls = [ToolCallRequest(call_id="c1", name="p", arguments=""), {"call_id": "c2"}]
+    with pytest.raises(TypeError, match=r"^calls\[1\] must be a ToolCallRequest, not dict$"):
+        await run_tool_calls(ToolRegistry(), calls, signal=NEVER)  # pyright: ignore[reportArgumentType]
+
+
 def test_a_call_request_refuses_parsed_arguments() -> None:
     with pytest.raises(TypeError, match="'arguments' must be <class 'str'>"):
         ToolCallRequest(call_id="c1", name="p", arguments={"a": 1})  # pyright: ignore[reportArgumentType]

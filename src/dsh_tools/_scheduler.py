@@ -143,7 +143,8 @@ async def run_tool_calls(
         The results (exactly one per call, in model order) and the batch's contexts.
 
     Raises:
-        TypeError: ``max_parallel_tool_calls`` is not an ``int`` (``bool`` is not accepted).
+        TypeError: ``max_parallel_tool_calls`` is not an ``int`` (``bool`` is not accepted), a
+            call is not a :class:`ToolCallRequest`, or ``signal`` is not a :class:`CancelSignal`.
         ValueError: ``max_parallel_tool_calls`` is less than 1.
         trio.Cancelled: the caller's own trio scope was cancelled; raised after every started
             body has unwound.
@@ -157,9 +158,13 @@ async def run_tool_calls(
     cap = _check_cap(max_parallel_tool_calls)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    requests = tuple(calls)
+    for index, call in enumerate(requests):
+        if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}")
     batch = _Batch(
         registry=registry,
-        calls=tuple(calls),
+        calls=requests,
         signal=signal,
         agent=agent,
         cap=cap,
