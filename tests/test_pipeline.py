@@ -245,6 +245,11 @@ async def test_a_base_exception_from_the_body_is_never_turned_into_a_result() ->
     assert expected == recorder.seen
 
 
+async def test_an_input_that_is_not_a_tool_execution_input_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"^execute\(\) takes a ToolExecutionInput, not dict$"):
+        await ToolRegistry().execute({"name": "x"})  # pyright: ignore[reportArgumentType]
+
+
 async def test_an_unknown_tool_is_an_error_result_that_reaches_post_execute() -> None:
     registry, _ = _registry()
     seen: list[ToolExecutionResult] = []

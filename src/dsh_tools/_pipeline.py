@@ -573,6 +573,8 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
     ``trio.Cancelled`` when the caller's trio scope is cancelled (at entry, or while a
     ``pre_execute`` listener or the approval service awaits)."""
     await trio.lowlevel.checkpoint_if_cancelled()
+    if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
     token = ToolExecutionToken._mint()
     call_id = input.call_id
     name = input.name

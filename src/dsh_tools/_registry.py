@@ -340,6 +340,10 @@ class ToolRegistry:
         ``ABORTED`` / ``ABORTED_BEFORE_DISPATCH`` result; cancelling the caller's own trio
         scope raises ``trio.Cancelled`` once a started body has unwound (a body is never
         abandoned).
+
+        Raises:
+            TypeError: ``input`` is not a :class:`ToolExecutionInput` (a programming error,
+                not a tool failure).
         """
         prepared = await prepare(self, input)
         if prepared.needs_dispatch:
