@@ -251,9 +251,16 @@ class CancelSignal:
         return f"<CancelSignal {state}{deadline}>"
 
 
-def _fuse(signals: tuple[CancelSignal, ...]) -> tuple[CancelSignal, Callable[[], None]]:
-    """Fuse ``signals`` into a fresh signal; also return the function that detaches it."""
-    deadline = min((s.deadline for s in signals), default=math.inf)
+def _fuse(
+    signals: tuple[CancelSignal, ...], deadline: float = math.inf
+) -> tuple[CancelSignal, Callable[[], None]]:
+    """Fuse ``signals`` into a fresh signal; also return the function that detaches it.
+
+    ``deadline`` is an extra deadline of the fused signal itself (what fusing with a
+    deadline-only controller would give, without the controller).
+    """
+    own_deadline = deadline
+    deadline = min(own_deadline, min((s.deadline for s in signals), default=math.inf))
     for source in signals:
         if source.cancelled:
             # fired before taking the deadline: a cancelled source's stale deadline must not
@@ -275,7 +282,7 @@ def _fuse(signals: tuple[CancelSignal, ...]) -> tuple[CancelSignal, Callable[[],
         fused._fire(reason)
 
     def on_source_deadline(_when: float) -> None:
-        fused._set_deadline(min(s.deadline for s in signals))
+        fused._set_deadline(min(own_deadline, min(s.deadline for s in signals)))
 
     for source in signals:
         if source is CancelSignal.never():

@@ -17,7 +17,7 @@ from ._errors import TOOL_TIMEOUT, ToolErrorInfo
 from ._execution import ToolDispatchExecution, ToolExecutionResult
 from ._hooks import ExecuteNext
 from ._registry import ToolRegistry
-from ._signal import CancelController, DeadlineReached, _fuse
+from ._signal import DeadlineReached, _fuse
 
 __all__ = ["TOOL_TIMEOUT_ERROR_NAME", "install_timeout_policy", "timeout_result"]
 
@@ -65,7 +65,9 @@ def install_timeout_policy(registry: ToolRegistry) -> Disposer:
             return await next()
         deadline = trio.current_time() + timeout
         upstream = execution.signal
-        signal, detach = _fuse((CancelController(deadline=deadline).signal, upstream))
+        # one fused signal carrying this wrapper's own deadline (no controller needed: only
+        # the deadline can fire it)
+        signal, detach = _fuse((upstream,), deadline)
         execution.signal = signal
         try:
             result = await next()
