@@ -1071,6 +1071,31 @@ async def test_global_and_scoped_listeners_run_in_one_registration_order() -> No
     assert expected == order
 
 
+async def test_each_agent_hears_the_global_listeners_and_its_own_as_they_change() -> None:
+    registry, _ = _registry()
+    first, second = Agent(), Agent()
+    order: list[str] = []
+
+    def listener(label: str) -> Any:
+        async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+            order.append(label)
+            return await next()
+
+        return pre
+
+    registry.scope(first).hooks.pre_execute.add(listener("first's"))
+    second_own = registry.scope(second).hooks.pre_execute.add(listener("second's"))
+    await registry.execute(_input(agent=first))
+    await registry.execute(_input(agent=second))
+    registry.hooks.pre_execute.add(listener("global"), prepend=True)
+    second_own()
+    await registry.execute(_input(agent=first))
+    await registry.execute(_input(agent=second))
+
+    expected = ["first's", "second's", "global", "first's", "global"]
+    assert expected == order
+
+
 async def test_closing_a_scope_removes_its_hooks() -> None:
     registry, _ = _registry()
     agent = Agent()

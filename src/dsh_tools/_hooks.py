@@ -84,16 +84,18 @@ class _Entry(Generic[F]):
 class HookList(Generic[F]):
     """Every listener of one hook, global and scoped, in dispatch order."""
 
-    __slots__ = ("_entries", "_global_fns", "_scoped")
+    __slots__ = ("_entries", "_global_fns", "_per_agent")
 
     _entries: tuple[_Entry[F], ...]
     _global_fns: tuple[F, ...]
-    _scoped: bool
+    # id(agent) -> the listeners a call of that agent hears, for every agent that has scoped
+    # listeners (their entries keep the agent alive, so its id cannot be reused meanwhile)
+    _per_agent: dict[int, tuple[F, ...]]
 
     def __init__(self) -> None:
         self._entries = ()
         self._global_fns = ()
-        self._scoped = False
+        self._per_agent = {}
 
     def add(self, fn: F, scope: object = None, *, prepend: bool = False) -> Disposer:
         """Add ``fn`` (heard by calls of ``scope``'s agent, or by every call when ``None``)."""
@@ -110,15 +112,20 @@ class HookList(Generic[F]):
         return Disposer(remove)
 
     def _refresh(self) -> None:
+        # rebuilt on every change (rare) so that a call's lookup is one dict probe
         entries = self._entries
-        self._scoped = any(e.scope is not None for e in entries)
         self._global_fns = tuple(e.fn for e in entries if e.scope is None)
+        agents = {id(e.scope): e.scope for e in entries if e.scope is not None}
+        self._per_agent = {
+            key: tuple(e.fn for e in entries if e.scope is None or e.scope is agent)
+            for key, agent in agents.items()
+        }
 
     def for_agent(self, agent: object) -> tuple[F, ...]:
         """The listeners that hear a call of ``agent`` (global ones and ``agent``'s own)."""
-        if agent is None or not self._scoped:
+        if agent is None or not self._per_agent:
             return self._global_fns
-        return tuple(e.fn for e in self._entries if e.scope is None or e.scope is agent)
+        return self._per_agent.get(id(agent), self._global_fns)
 
     def every(self) -> tuple[F, ...]:
         """Every listener, scoped or not (``change`` is not scope-filtered)."""
