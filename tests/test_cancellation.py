@@ -27,7 +27,6 @@ from dsh_tools import (
     TextBlock,
     ToolDefinition,
     ToolDispatchExecution,
-    ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
@@ -36,17 +35,7 @@ from dsh_tools import (
     ToolRunContext,
     UserSource,
 )
-
-ABORTED = ToolExecutionResult(
-    content=(TextBlock(text="Error: tool call aborted"),),
-    is_error=True,
-    error=ToolErrorInfo(name="AbortError", code="ABORTED"),
-)
-ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
-    content=(TextBlock(text="Error: tool call aborted before dispatch"),),
-    is_error=True,
-    error=ToolErrorInfo(name="AbortError", code="ABORTED_BEFORE_DISPATCH"),
-)
+from expected import ABORTED, ABORTED_BEFORE_DISPATCH
 
 NO_RESULTS: list[ToolExecutionResult] = []
 

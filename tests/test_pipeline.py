@@ -38,12 +38,7 @@ from dsh_tools import (
     ToolRunContext,
 )
 from dsh_tools._pipeline import aborted_before_dispatch_result
-
-ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
-    content=(TextBlock(text="Error: tool call aborted before dispatch"),),
-    is_error=True,
-    error=ToolErrorInfo(name="AbortError", code="ABORTED_BEFORE_DISPATCH"),
-)
+from expected import ABORTED_BEFORE_DISPATCH
 
 
 def _text(text: str) -> tuple[TextBlock, ...]:

@@ -233,28 +233,22 @@ async def test_results_come_in_model_order_one_per_call(
     assert texts(batch) == ["done c1", "done c2", "done c3", "done c4"]
 
 
-async def test_parallel_calls_around_a_barrier_finish_at_3s_with_a_cap_of_3(
-    autojump_clock: trio.testing.MockClock,
+@pytest.mark.parametrize(
+    ("cap", "done", "starts"),
+    [
+        (3, 3.0, {"c1": 0, "c2": 0, "c3": 0, "c4": 1, "c5": 2, "c6": 2}),
+        (2, 4.0, {"c1": 0, "c2": 0, "c3": 1, "c4": 2, "c5": 3, "c6": 3}),
+    ],
+)
+async def test_parallel_calls_around_a_barrier_finish_at_3s_with_a_cap_of_3_and_4s_with_2(
+    autojump_clock: trio.testing.MockClock, cap: int, done: float, starts: dict[str, int]
 ) -> None:
     lab = Lab()
     calls = [request(f"c{i}", "p", d=1) for i in (1, 2, 3)]
     calls += [request("c4", "x", d=1)]
     calls += [request(f"c{i}", "p", d=1) for i in (5, 6)]
-    await run_tool_calls(lab.registry(), calls, signal=NEVER, max_parallel_tool_calls=3)
-    assert trio.current_time() == 3.0
-    assert lab.times("start") == {"c1": 0, "c2": 0, "c3": 0, "c4": 1, "c5": 2, "c6": 2}
-
-
-async def test_parallel_calls_around_a_barrier_finish_at_4s_with_a_cap_of_2(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    lab = Lab()
-    calls = [request(f"c{i}", "p", d=1) for i in (1, 2, 3)]
-    calls += [request("c4", "x", d=1)]
-    calls += [request(f"c{i}", "p", d=1) for i in (5, 6)]
-    await run_tool_calls(lab.registry(), calls, signal=NEVER, max_parallel_tool_calls=2)
-    assert trio.current_time() == 4.0
-    assert lab.times("start") == {"c1": 0, "c2": 0, "c3": 1, "c4": 2, "c5": 3, "c6": 3}
+    await run_tool_calls(lab.registry(), calls, signal=NEVER, max_parallel_tool_calls=cap)
+    assert (done, starts) == (trio.current_time(), lab.times("start"))
 
 
 async def test_an_exclusive_call_runs_alone_after_the_pool_before_it_drained(

@@ -26,12 +26,8 @@ from dsh_tools import (
     install_timeout_policy,
 )
 from dsh_tools._timeout import timeout_result
+from expected import ABORTED
 
-ABORTED = ToolExecutionResult(
-    content=(TextBlock(text="Error: tool call aborted"),),
-    is_error=True,
-    error=ToolErrorInfo(name="AbortError", code="ABORTED"),
-)
 OK = ToolExecutionResult(content=(TextBlock(text="done"),), is_error=False)
 
 
