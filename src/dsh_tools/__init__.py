@@ -3,6 +3,7 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
+from ._arguments import parse_call_arguments as parse_call_arguments
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import MessageSource as MessageSource
@@ -80,6 +81,9 @@ from ._presentation import TerminalResultView as TerminalResultView
 from ._presentation import ToolCallKind as ToolCallKind
 from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
+from ._presenter import ToolPresenter as ToolPresenter
+from ._presenter import console_block as console_block
+from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
 from ._scheduler import ToolBatch as ToolBatch
@@ -185,6 +189,7 @@ __all__ = [
     "ToolHooks",
     "ToolNotFoundError",
     "ToolOutput",
+    "ToolPresenter",
     "ToolRegistry",
     "ToolResult",
     "ToolResultBlock",
@@ -196,17 +201,20 @@ __all__ = [
     "ToolScope",
     "UserSource",
     "assert_supported_output_schema",
+    "console_block",
     "converter",
     "define_tool",
     "dumps_json",
     "error_message",
     "install_timeout_policy",
     "linked_cancel_scope",
+    "parse_call_arguments",
     "register_content_block",
     "run_tool_calls",
     "schema_spec_to_json_schema",
     "snapshot_json",
     "thaw_json",
+    "tool_result_from_event",
     "validate_args",
     "validate_structured_value",
 ]
