@@ -266,8 +266,8 @@ class UserApproval:
                 )
                 outcome = ApprovalOutcome.UNAVAILABLE
         if signal.cancelled:
-            return ApprovalOutcome.CANCELLED
-        return outcome
+            return ApprovalOutcome.CANCELLED  # noqa: ASYNC910 - request() checkpointed
+        return outcome  # noqa: ASYNC910 - request() checkpointed
 
     def __repr__(self) -> str:
         return f"<UserApproval session={self._session!r}>"
