@@ -433,7 +433,9 @@ class DemoBatch:
     spans: dict[str, tuple[float, float]]
     """Per call id, when its ``execute`` chain (wrappers + body) started and ended, relative
     to the batch's start. Calls settled before dispatch have no span."""
-    views: dict[str, tuple[ToolCallView, ToolResultView]] = attrs.field(factory=dict)
+    views: dict[str, tuple[ToolCallView, ToolResultView]] = attrs.field(
+        factory=lambda: dict[str, tuple[ToolCallView, ToolResultView]]()
+    )
     """Per call id, the call and result views a UI shows (from the batch's session events)."""
 
 
