@@ -79,7 +79,7 @@ CALL = ToolCallRequest(call_id="c1", name="write", arguments="")
 
 
 def _kinds(events: list[SessionEvent]) -> list[str]:
-    names = {
+    names: dict[type, str] = {
         TurnStartEvent: "turn/start",
         TurnEndEvent: "turn/end",
         ToolCallEvent: "tool/call",

@@ -116,9 +116,10 @@ def test_one_pair_per_request_and_the_rules_decide(
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             if cancel_at is not None:
+                when = cancel_at
 
                 async def cancel() -> None:
-                    await trio.sleep(cancel_at)
+                    await trio.sleep(when)
                     controller.cancel("esc")
 
                 nursery.start_soon(cancel)

@@ -58,7 +58,7 @@ WIRE: list[tuple[SessionEvent, dict[str, object]]] = [
 def test_the_event_has_the_originals_wire_shape(
     event: SessionEvent, wire: dict[str, object]
 ) -> None:
-    assert wire == converter.unstructure(event, SessionEvent)  # pyright: ignore[reportArgumentType]
+    assert wire == converter.unstructure(event, SessionEvent)
     assert event == event_from_wire(wire)
 
 
