@@ -16,10 +16,12 @@ from dsh_tools import (
     ApprovalOutcome,
     ApprovalPolicyEvent,
     ApprovalRequest,
+    ApprovalService,
     CancelController,
     CancelSignal,
     MemorySessionLog,
     SessionEvent,
+    ToolRegistry,
     TurnEndEvent,
     TurnStartEvent,
     UserApproval,
@@ -642,3 +644,11 @@ async def test_a_request_inside_session_turn_is_answered() -> None:
 def test_session_turn_rejects_a_bad_turn_number() -> None:
     with pytest.raises(ValueError, match="turn must be a non-negative int"):
         session_turn(MemorySessionLog(), -1)
+
+
+def test_user_approval_is_an_approval_service_for_the_registry() -> None:
+    service: ApprovalService = UserApproval(MemorySessionLog())  # pyright checks the protocol
+
+    registry = ToolRegistry(approval=service)
+
+    assert service is registry._approval
