@@ -652,3 +652,21 @@ def test_user_approval_is_an_approval_service_for_the_registry() -> None:
     registry = ToolRegistry(approval=service)
 
     assert service is registry._approval
+
+
+def test_closing_a_scope_twice_is_harmless_and_reprs_say_what_they_are() -> None:
+    session = MemorySessionLog()
+    approval = UserApproval(session)
+    scope = approval.scope(AGENT)
+
+    assert "<ApprovalScope open agent=<agent>>" == repr(scope)
+    scope.close()
+    scope.close()
+    assert "<ApprovalScope closed agent=<agent>>" == repr(scope)
+    assert session is approval.session
+    assert "<UserApproval session=MemorySessionLog(_events=[])>" == repr(approval)
+
+
+def test_a_policy_event_validates_its_policy() -> None:
+    with pytest.raises(ValueError, match=r'^approval policy must be one of "ask" or "never"$'):
+        ApprovalPolicyEvent(policy="always")  # type: ignore[arg-type]
