@@ -27,6 +27,7 @@ Turn = Callable[[JsonDict], JsonDict]
 @attrs.frozen(kw_only=True)
 class ReadArgs:
     path: str
+    max_chars: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -44,17 +45,19 @@ class WaitArgs:
 class ToolLog:
     """What the tool bodies saw: (name, event, virtual time)."""
 
-    events: list[tuple[str, str, float]] = attrs.Factory(list)
+    events: list[tuple[str, str, float]] = attrs.field(factory=list[tuple[str, str, float]])
+    wait_started: trio.Event = attrs.field(factory=trio.Event)
 
 
 def build_registry(files: dict[str, str], log: ToolLog) -> ToolRegistry:
-    """``read`` (parallel, 1 s of I/O), ``add`` (exclusive), ``wait`` (parallel, sleeps)."""
+    """``read`` (parallel, 1 s of I/O, an optional ``max_chars``), ``add`` (exclusive), ``wait``
+    (parallel, sleeps)."""
 
     async def read(args: ReadArgs, context: ToolRunContext) -> str:
         log.events.append((f"read {args.path}", "start", trio.current_time()))
         await trio.sleep(1)
         log.events.append((f"read {args.path}", "end", trio.current_time()))
-        return files[args.path]
+        return files[args.path][: args.max_chars]
 
     async def add(args: AddArgs, context: ToolRunContext) -> str:
         log.events.append(("add", "start", trio.current_time()))
@@ -62,6 +65,7 @@ def build_registry(files: dict[str, str], log: ToolLog) -> ToolRegistry:
 
     async def wait(args: WaitArgs, context: ToolRunContext) -> str:
         log.events.append(("wait", "start", trio.current_time()))
+        log.wait_started.set()
         try:
             await trio.sleep(args.seconds)
         finally:
@@ -102,9 +106,9 @@ class ScriptedEndpoint:
     """
 
     turns: list[Turn]
-    requests: list[JsonDict] = attrs.Factory(list)
-    paths: list[str] = attrs.Factory(list)
-    failures: list[str] = attrs.Factory(list)
+    requests: list[JsonDict] = attrs.field(factory=list[JsonDict])
+    paths: list[str] = attrs.field(factory=list[str])
+    failures: list[str] = attrs.field(factory=list[str])
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         body: JsonDict = json.loads(request.content)

@@ -53,13 +53,14 @@ def test_frozen_parameters_come_out_as_plain_json_data() -> None:
     frozen = snapshot_json({"type": "object", "properties": {"tags": {"type": "array"}}})
     schema = ToolSchema(name="t", description="", parameters=frozen)  # pyright: ignore[reportArgumentType]
     [param] = adapter.tool_params([schema])
-    assert type(param["input_schema"]) is dict
-    assert type(param["input_schema"]["properties"]["tags"]) is dict
+    input_schema: dict[str, Any] = param["input_schema"]
+    tags: dict[str, Any] = input_schema["properties"]["tags"]
+    assert (dict, dict) == (type(input_schema), type(tags))
     assert json.loads(json.dumps(param)) == param
 
 
 def test_tool_calls_serialize_each_tool_use_input_to_json_text_in_model_order() -> None:
-    content = [
+    content: list[Any] = [
         {"type": "text", "text": "Let me look."},
         {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"query": "ünï"}},
         {"type": "tool_use", "id": "toolu_2", "name": "search", "input": {}},
@@ -89,30 +90,34 @@ def test_tool_calls_read_an_sdk_message_and_its_content_list() -> None:
     assert expected == adapter.tool_calls(message.content)
 
 
-@pytest.mark.parametrize(
-    ("content", "error", "match"),
-    [
-        ([{"type": "text", "text": "done"}], ValueError, 'the message has no "tool_use" block'),
-        ({"content": "text"}, TypeError, 'message "content" must be a list, not str'),
-        ([{"type": "tool_use", "id": "t", "name": "s"}], ValueError, r'content\[0\] has no "input"'),
-        (
-            [{"type": "tool_use", "id": "t", "name": "s", "input": "{}"}],
-            TypeError,
-            r'content\[0\]\."input" must be a JSON object, not str',
-        ),
-        (
-            [{"type": "tool_use", "id": "t", "name": "s", "input": {"x": float("nan")}}],
-            TypeError,
-            r'content\[0\]\."input" is not JSON data',
-        ),
-        (
-            [{"type": "tool_use", "name": "s", "input": {}}],
-            ValueError,
-            r'content\[0\] has no "id"',
-        ),
-        ([None], TypeError, r"expected content\[0\] as a mapping"),
-    ],
-)
+BAD_CONTENT: list[tuple[Any, type[Exception], str]] = [
+    ([{"type": "text", "text": "done"}], ValueError, 'the message has no "tool_use" block'),
+    ({"content": "text"}, TypeError, 'message "content" must be a list, not str'),
+    (
+        [{"type": "tool_use", "id": "t", "name": "s"}],
+        ValueError,
+        r'content\[0\] has no "input"',
+    ),
+    (
+        [{"type": "tool_use", "id": "t", "name": "s", "input": "{}"}],
+        TypeError,
+        r'content\[0\]\."input" must be a JSON object, not str',
+    ),
+    (
+        [{"type": "tool_use", "id": "t", "name": "s", "input": {"x": float("nan")}}],
+        TypeError,
+        r'content\[0\]\."input" is not JSON data',
+    ),
+    (
+        [{"type": "tool_use", "name": "s", "input": {}}],
+        ValueError,
+        r'content\[0\] has no "id"',
+    ),
+    ([None], TypeError, r"expected content\[0\] as a mapping"),
+]
+
+
+@pytest.mark.parametrize(("content", "error", "match"), BAD_CONTENT)
 def test_tool_calls_name_what_is_wrong_with_bad_content(
     content: object, error: type[Exception], match: str
 ) -> None:
@@ -147,7 +152,11 @@ def test_tool_messages_are_one_user_message_of_results_then_context_text() -> No
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok\n[tool-call block]"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "ok\n[tool-call block]",
+                },
                 {
                     "type": "tool_result",
                     "tool_use_id": "toolu_2",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import jsonschema
@@ -79,9 +79,9 @@ def test_frozen_parameters_come_out_as_plain_json_data() -> None:
     frozen = snapshot_json({"type": "object", "properties": {"tags": {"type": "array"}}})
     schema = ToolSchema(name="t", description="", parameters=frozen)  # pyright: ignore[reportArgumentType]
     [param] = adapter.tool_params([schema])
-    parameters = param["function"]["parameters"]
-    assert type(parameters) is dict
-    assert type(parameters["properties"]) is dict
+    parameters: dict[str, Any] = param["function"]["parameters"]
+    properties: dict[str, Any] = parameters["properties"]
+    assert (dict, dict) == (type(parameters), type(properties))
     assert json.loads(json.dumps(param)) == param
 
 
@@ -115,42 +115,40 @@ def test_tool_calls_read_an_sdk_message_object() -> None:
             ],
         }
     )
-    assert [ToolCallRequest(call_id="c1", name="a", arguments="[1")] == adapter.tool_calls(
-        message
-    )
+    assert [ToolCallRequest(call_id="c1", name="a", arguments="[1")] == adapter.tool_calls(message)
 
 
-@pytest.mark.parametrize(
-    ("message", "error", "match"),
-    [
-        ({"role": "assistant", "content": "hi"}, ValueError, "the message has no tool calls"),
-        ({"role": "assistant", "tool_calls": None}, ValueError, "the message has no tool calls"),
-        ({"role": "assistant", "tool_calls": []}, ValueError, "the message has no tool calls"),
-        ({"tool_calls": "c1"}, TypeError, 'message "tool_calls" must be a list, not str'),
-        ({"tool_calls": [3]}, TypeError, r"expected tool_calls\[0\] as a mapping"),
-        ({"tool_calls": [{"id": "c1"}]}, ValueError, r'tool_calls\[0\] has no "function"'),
-        (
-            {"tool_calls": [{"id": "c1", "type": "custom", "custom": {}}]},
-            ValueError,
-            r"tool_calls\[0\] has type 'custom': only \"function\" tool calls are supported",
-        ),
-        (
-            {"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}]},
-            ValueError,
-            r'tool_calls\[0\] has no "id"',
-        ),
-        (
-            {"tool_calls": [{"id": "c1", "function": {"name": "a", "arguments": {"x": 1}}}]},
-            TypeError,
-            r'tool_calls\[0\]\.function\."arguments" must be a string, not dict',
-        ),
-        (
-            {"tool_calls": [{"id": 7, "function": {"name": "a", "arguments": "{}"}}]},
-            TypeError,
-            r'tool_calls\[0\]\."id" must be a string, not int',
-        ),
-    ],
-)
+BAD_MESSAGES: list[tuple[Any, type[Exception], str]] = [
+    ({"role": "assistant", "content": "hi"}, ValueError, "the message has no tool calls"),
+    ({"role": "assistant", "tool_calls": None}, ValueError, "the message has no tool calls"),
+    ({"role": "assistant", "tool_calls": []}, ValueError, "the message has no tool calls"),
+    ({"tool_calls": "c1"}, TypeError, 'message "tool_calls" must be a list, not str'),
+    ({"tool_calls": [3]}, TypeError, r"expected tool_calls\[0\] as a mapping"),
+    ({"tool_calls": [{"id": "c1"}]}, ValueError, r'tool_calls\[0\] has no "function"'),
+    (
+        {"tool_calls": [{"id": "c1", "type": "custom", "custom": {}}]},
+        ValueError,
+        r"tool_calls\[0\] has type 'custom': only \"function\" tool calls are supported",
+    ),
+    (
+        {"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}]},
+        ValueError,
+        r'tool_calls\[0\] has no "id"',
+    ),
+    (
+        {"tool_calls": [{"id": "c1", "function": {"name": "a", "arguments": {"x": 1}}}]},
+        TypeError,
+        r'tool_calls\[0\]\.function\."arguments" must be a string, not dict',
+    ),
+    (
+        {"tool_calls": [{"id": 7, "function": {"name": "a", "arguments": "{}"}}]},
+        TypeError,
+        r'tool_calls\[0\]\."id" must be a string, not int',
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "error", "match"), BAD_MESSAGES)
 def test_tool_calls_name_what_is_wrong_with_a_bad_message(
     message: dict[str, object], error: type[Exception], match: str
 ) -> None:
@@ -180,9 +178,7 @@ BATCH = ToolBatch(
         ok_result(TextBlock(text="one"), ReasoningBlock(text="hidden"), TextBlock(text="two")),
         error_result("Error: invalid arguments: missing x"),
     ),
-    contexts=(
-        HookContext(content=(TextBlock(text="remember the tests"),), source=UserSource()),
-    ),
+    contexts=(HookContext(content=(TextBlock(text="remember the tests"),), source=UserSource()),),
 )
 
 
@@ -226,7 +222,7 @@ def test_tool_messages_refuse_calls_that_do_not_match_the_batch() -> None:
 
 
 def test_responses_tool_calls_pick_the_function_call_items_of_a_response() -> None:
-    items = [
+    items: list[Any] = [
         {"type": "reasoning", "id": "r1", "summary": []},
         ResponseFunctionToolCall(
             type="function_call", call_id="call_1", name="a", arguments="{}", id="fc_1"
@@ -243,7 +239,7 @@ def test_responses_tool_calls_pick_the_function_call_items_of_a_response() -> No
 
 def test_responses_tool_calls_refuse_an_output_without_function_calls() -> None:
     with pytest.raises(ValueError, match='the response has no "function_call" output item'):
-        adapter.responses_tool_calls({"output": [{"type": "message", "content": []}]})
+        adapter.responses_tool_calls({"output": [{"type": "message", "role": "assistant"}]})
     with pytest.raises(TypeError, match=r'output\[0\]\."arguments" must be a string, not dict'):
         adapter.responses_tool_calls(
             [{"type": "function_call", "call_id": "c", "name": "a", "arguments": {}}]
@@ -264,7 +260,7 @@ class FindArgs:
     query: str
     limit: int = 10
     inner: Inner | None = None
-    items: list[Inner] = attrs.Factory(list)
+    items: list[Inner] = attrs.field(factory=list[Inner])
 
 
 async def _find(args: FindArgs, context: ToolRunContext) -> str:
@@ -285,7 +281,7 @@ def walk_objects(schema: object) -> list[dict[str, Any]]:
         for value in node.values():
             found.extend(walk_objects(value))
     elif isinstance(schema, list):
-        for value in schema:  # pyright: ignore[reportUnknownVariableType]
+        for value in cast("list[object]", schema):
             found.extend(walk_objects(value))
     return found
 
@@ -384,7 +380,11 @@ def test_tool_calls_drop_nulls_for_optional_properties_at_every_level() -> None:
         ]
     }
     [call] = adapter.tool_calls(message, strict_schemas=[FIND_SCHEMA])
-    expected = {"query": "q", "inner": {"depth": 1}, "items": [{"depth": 2}, {"depth": 3, "label": "x"}]}
+    expected = {
+        "query": "q",
+        "inner": {"depth": 1},
+        "items": [{"depth": 2}, {"depth": 3, "label": "x"}],
+    }
     assert expected == json.loads(call.arguments)
     jsonschema.validate(json.loads(call.arguments), FIND_SCHEMA.parameters)
 
@@ -439,7 +439,12 @@ def test_tool_calls_leave_other_tools_and_non_object_arguments_alone() -> None:
 
 def test_responses_tool_calls_drop_optional_nulls_too() -> None:
     items = [
-        {"type": "function_call", "call_id": "c", "name": "find", "arguments": '{"query":"q","limit":null}'}
+        {
+            "type": "function_call",
+            "call_id": "c",
+            "name": "find",
+            "arguments": '{"query":"q","limit":null}',
+        }
     ]
     [call] = adapter.responses_tool_calls(items, strict_schemas=[FIND_SCHEMA])
     assert '{"query":"q"}' == call.arguments
