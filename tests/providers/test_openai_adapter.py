@@ -156,6 +156,12 @@ def test_tool_calls_name_what_is_wrong_with_a_bad_message(
         adapter.tool_calls(message)
 
 
+def test_tool_calls_point_from_a_whole_completion_to_its_message() -> None:
+    completion = {"choices": [{"message": {"tool_calls": []}}]}
+    with pytest.raises(TypeError, match=r"pass completion\.choices\[0\]\.message"):
+        adapter.tool_calls(completion)
+
+
 def test_tool_calls_reject_something_that_is_not_a_message() -> None:
     with pytest.raises(TypeError, match="expected a chat message as a mapping or an SDK object"):
         adapter.tool_calls("hello")  # pyright: ignore[reportArgumentType]

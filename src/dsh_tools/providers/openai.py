@@ -157,13 +157,17 @@ def tool_calls(
         the model's JSON text as sent (re-serialized only when a ``null`` was dropped).
 
     Raises:
-        TypeError: ``message`` is not a mapping or SDK object, or a field has the wrong type
-            (for example ``arguments`` that is not a string).
+        TypeError: ``message`` is not a mapping or SDK object (or is the whole completion), or
+            a field has the wrong type (for example ``arguments`` that is not a string).
         ValueError: the message has no tool calls (check ``message.tool_calls`` or
             ``finish_reason`` first: a message without them is the model's final answer), or a
             tool call lacks a field or is not a ``function`` call.
     """
     data = as_mapping(message, "a chat message")
+    if "choices" in data:
+        raise TypeError(
+            "expected a chat message, got a whole completion: pass completion.choices[0].message"
+        )
     raw = data.get("tool_calls")
     if raw is None or raw == []:
         raise ValueError(
