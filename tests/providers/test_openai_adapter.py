@@ -157,7 +157,7 @@ def test_tool_calls_name_what_is_wrong_with_a_bad_message(
 
 
 def test_tool_calls_point_from_a_whole_completion_to_its_message() -> None:
-    completion = {"choices": [{"message": {"tool_calls": []}}]}
+    completion: dict[str, Any] = {"choices": [{"message": {"tool_calls": []}}]}
     with pytest.raises(TypeError, match=r"pass completion\.choices\[0\]\.message"):
         adapter.tool_calls(completion)
 
