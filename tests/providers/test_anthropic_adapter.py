@@ -184,3 +184,8 @@ def test_tool_messages_refuse_calls_that_do_not_match_the_batch() -> None:
         adapter.tool_messages(CALLS[:2], BATCH)
     with pytest.raises(TypeError, match=r"calls\[1\] must be a ToolCallRequest, not str"):
         adapter.tool_messages([CALLS[0], "c", CALLS[2]], BATCH)  # pyright: ignore[reportArgumentType]
+
+
+def test_tool_params_reject_something_that_is_not_a_tool_schema() -> None:
+    with pytest.raises(TypeError, match=r"schemas\[1\] must be a ToolSchema, not str"):
+        adapter.tool_params([SEARCH, "search"])  # pyright: ignore[reportArgumentType]

@@ -454,3 +454,42 @@ def test_responses_tool_calls_drop_optional_nulls_too() -> None:
     ]
     [call] = adapter.responses_tool_calls(items, strict_schemas=[FIND_SCHEMA])
     assert '{"query":"q"}' == call.arguments
+
+
+def test_tool_calls_follow_local_refs_when_dropping_nulls() -> None:
+    schema = ToolSchema(
+        name="t",
+        description="",
+        parameters={
+            "type": "object",
+            "$defs": {"P": {"type": "object", "properties": {"x": {"type": "number"}}}},
+            "properties": {
+                "p": {"$ref": "#/$defs/P"},
+                "q": {"$ref": "#/$defs/P"},
+                "broken": {"$ref": "#/$defs/Missing"},
+                "free": {"type": "object"},
+            },
+            "required": ["q"],
+        },
+    )
+    arguments = '{"p": null, "q": {"x": null}, "broken": null, "free": {"a": null}, "extra": null}'
+    message = {"tool_calls": [{"id": "c", "function": {"name": "t", "arguments": arguments}}]}
+    [call] = adapter.tool_calls(message, strict_schemas=[schema])
+    # p's null is dropped through the ref, and q's inner x; an unresolvable ref is a schema that
+    # does not allow null (dropped too); inside an object without properties, and for a key the
+    # schema does not name, nulls are left as sent
+    expected = {"q": {}, "free": {"a": None}, "extra": None}
+    assert expected == json.loads(call.arguments)
+
+
+def test_a_block_type_the_converter_does_not_know_is_named_by_its_class() -> None:
+    @attrs.frozen
+    class ImageBlock:
+        url: str
+
+    batch = ToolBatch(
+        results=(ToolExecutionResult(content=(ImageBlock(url="u"),), is_error=False),),  # pyright: ignore[reportArgumentType]
+        contexts=(),
+    )
+    [message] = adapter.tool_messages(CALLS[:1], batch)
+    assert "[ImageBlock block]" == message["content"]
