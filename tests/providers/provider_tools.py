@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import httpx2
+import sniffio
 import trio
 
 from dsh_tools import ToolRegistry, ToolRunContext, define_tool
@@ -101,7 +102,7 @@ def build_registry(files: dict[str, str], log: ToolLog) -> ToolRegistry:
 class ScriptedEndpoint:
     """A model API that answers each request with the next scripted turn.
 
-    Every request body is recorded; a request after the script ran out fails the test (the
+    Every request body is recorded, with the async library the SDK ran it on; a request after the script ran out fails the test (the
     transport answers 500 with the reason, and the SDK raises).
     """
 
@@ -109,9 +110,11 @@ class ScriptedEndpoint:
     requests: list[JsonDict] = attrs.field(factory=list[JsonDict])
     paths: list[str] = attrs.field(factory=list[str])
     failures: list[str] = attrs.field(factory=list[str])
+    async_libraries: list[str] = attrs.field(factory=list[str])
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         body: JsonDict = json.loads(request.content)
+        self.async_libraries.append(sniffio.current_async_library())
         self.requests.append(body)
         self.paths.append(request.url.path)
         index = len(self.requests) - 1

@@ -163,6 +163,7 @@ async def test_openai_chat_loop_runs_parallel_calls_and_a_corrected_retry(
     assert [] == endpoint.failures
     assert "alpha, beta, 3" == answer
     assert ["/v1/chat/completions"] * 3 == endpoint.paths
+    assert ["trio"] * 3 == endpoint.async_libraries  # the SDK's I/O ran on trio
     starts = [name for name, event, _ in log.events if event == "start"]
     # the two reads (in either order), then only the corrected add: the invalid one never ran
     assert (["read a.txt", "read b.txt"], ["add"]) == (sorted(starts[:2]), starts[2:])
@@ -343,6 +344,7 @@ async def test_anthropic_loop_runs_parallel_calls_and_a_corrected_retry(
     assert [] == endpoint.failures
     assert "alpha, beta, 3" == answer
     assert ["/v1/messages"] * 3 == endpoint.paths
+    assert ["trio"] * 3 == endpoint.async_libraries  # the SDK's I/O ran on trio
     assert_reads_ran_in_one_pool(log)
 
 
