@@ -1,0 +1,118 @@
+"""What both adapters share: reading SDK objects, plain JSON copies, and result text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeAlias, cast
+
+from dsh_tools._content import ContentBlock, HookContext, TextBlock
+from dsh_tools._converter import converter
+from dsh_tools._execution import ToolExecutionResult
+from dsh_tools._scheduler import ToolBatch, ToolCallRequest
+
+__all__ = [
+    "JsonDict",
+    "SupportsModelDump",
+    "as_list",
+    "as_mapping",
+    "check_batch",
+    "content_text",
+    "context_texts",
+    "plain_json",
+    "require_str",
+]
+
+JsonDict: TypeAlias = dict[str, Any]
+"""A plain JSON object as a provider SDK takes and gives it (a ``dict`` of JSON data)."""
+
+
+class SupportsModelDump(Protocol):
+    """An SDK response object (a pydantic model): read through its ``model_dump()``."""
+
+    def model_dump(self) -> Mapping[str, object]: ...
+
+
+def as_mapping(value: object, what: str) -> Mapping[str, object]:
+    """``value`` itself when it is a mapping, else its ``model_dump()``; anything else is a
+    ``TypeError`` naming ``what`` was expected."""
+    if isinstance(value, Mapping):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        dumped = dump()
+        if isinstance(dumped, Mapping):
+            return dumped  # pyright: ignore[reportUnknownVariableType]
+    raise TypeError(
+        f"expected {what} as a mapping or an SDK object with model_dump(), "
+        f"not {type(value).__name__}"
+    )
+
+
+def as_list(value: object, where: str) -> list[object]:
+    """``value`` as a list when it is a list or tuple; a ``TypeError`` naming ``where`` else."""
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{where} must be a list, not {type(value).__name__}")
+    return list(cast("Sequence[object]", value))
+
+
+def require_str(container: Mapping[str, object], key: str, where: str) -> str:
+    """``container[key]`` when it is a string; a ``ValueError`` when it is missing and a
+    ``TypeError`` when it is not a string, each naming ``where``."""
+    if key not in container or container[key] is None:
+        raise ValueError(f'{where} has no "{key}"')
+    value = container[key]
+    if not isinstance(value, str):
+        raise TypeError(f'{where}."{key}" must be a string, not {type(value).__name__}')
+    return value
+
+
+def plain_json(value: object) -> Any:
+    """A deep plain copy of JSON data: every mapping (frozen or not) becomes a ``dict``, every
+    list or tuple a ``list``, so an SDK (or ``json.dumps``) takes it as it is."""
+    if isinstance(value, Mapping):
+        mapping = cast("Mapping[object, object]", value)
+        return {str(k): plain_json(v) for k, v in mapping.items()}
+    if isinstance(value, list | tuple):
+        return [plain_json(v) for v in cast("Sequence[object]", value)]
+    return value
+
+
+def _block_type(block: ContentBlock) -> str:
+    try:
+        wire: object = converter.unstructure(block)
+    except Exception:  # an unregistered block type: its class name is the best name we have
+        return type(block).__name__
+    tag = cast("Mapping[str, object]", wire).get("type") if isinstance(wire, Mapping) else None
+    return tag if isinstance(tag, str) else type(block).__name__
+
+
+def content_text(content: Sequence[ContentBlock]) -> str:
+    """The text a model reads for ``content``: text blocks as they are, every other block as
+    ``[<type> block]`` (its wire ``type`` tag), joined by newlines."""
+    return "\n".join(
+        block.text if isinstance(block, TextBlock) else f"[{_block_type(block)} block]"
+        for block in content
+    )
+
+
+def context_texts(contexts: Sequence[HookContext]) -> list[str]:
+    """Each context's text, in order."""
+    return [content_text(context.content) for context in contexts]
+
+
+def check_batch(
+    calls: Sequence[ToolCallRequest], batch: ToolBatch
+) -> list[tuple[ToolCallRequest, ToolExecutionResult]]:
+    """Pair each call with its result; a ``TypeError``/``ValueError`` when they do not match."""
+    if not isinstance(batch, ToolBatch):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"batch must be a ToolBatch, not {type(batch).__name__}")
+    calls = list(calls)
+    for index, call in enumerate(calls):
+        if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}")
+    if len(calls) != len(batch.results):
+        raise ValueError(
+            f"{len(calls)} calls but the batch has {len(batch.results)} results: "
+            "pass the calls the batch ran, in the same order"
+        )
+    return list(zip(calls, batch.results, strict=True))

@@ -1,0 +1,294 @@
+"""The OpenAI adapter: Chat Completions and the Responses API.
+
+Pure functions over plain data; the ``openai`` package is never imported (pass SDK objects as
+they are: they are read through ``model_dump()``).
+
+OpenAI's tool messages have no error flag: an error result reaches the model only through its
+text, which dsh-tools always writes as ``Error: ...`` (for example ``Error: invalid arguments:
+...`` or ``Error: tool call aborted``). ``is_error`` itself cannot be sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
+
+from dsh_tools._definition import ToolSchema
+from dsh_tools._json import dumps_json
+from dsh_tools._scheduler import ToolBatch, ToolCallRequest, parse_arguments
+
+from ._common import (
+    JsonDict,
+    SupportsModelDump,
+    as_list,
+    as_mapping,
+    check_batch,
+    content_text,
+    context_texts,
+    plain_json,
+    require_str,
+)
+from ._strict import drop_optional_nulls, strict_schema
+
+__all__ = [
+    "responses_tool_calls",
+    "responses_tool_messages",
+    "responses_tool_params",
+    "tool_calls",
+    "tool_messages",
+    "tool_params",
+]
+
+
+def _checked_schemas(schemas: Iterable[ToolSchema]) -> list[ToolSchema]:
+    checked = list(schemas)
+    for index, schema in enumerate(checked):
+        if not isinstance(schema, ToolSchema):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"schemas[{index}] must be a ToolSchema, not {type(schema).__name__}")
+    return checked
+
+
+def _parameters(schema: ToolSchema, strict: bool) -> JsonDict:
+    if strict:
+        return strict_schema(schema.parameters, schema.name)
+    return plain_json(schema.parameters)
+
+
+def tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False) -> list[JsonDict]:
+    """The Chat Completions ``tools=[...]`` entries for ``schemas``.
+
+    Each entry is ``{"type": "function", "function": {"name", "description", "parameters"}}``
+    as plain JSON data. With ``strict=True`` the function also says ``"strict": true`` and its
+    parameters are a strict-mode copy: every object lists all its properties as ``required``,
+    each originally optional property may also be ``null``, and every object says
+    ``"additionalProperties": false``. Pass the same ``schemas`` to
+    ``tool_calls(..., strict_schemas=...)`` so those ``null``\\ s read as absent again.
+
+    Args:
+        schemas: the tools to offer, usually ``registry.schemas(agent)``.
+        strict: emit strict-mode schemas.
+
+    Returns:
+        One entry per schema, in order.
+
+    Raises:
+        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`.
+        ValueError: with ``strict=True``, a schema has an object that strict mode cannot express
+            (one without ``properties``, or with ``additionalProperties`` other than ``false``).
+    """
+    params: list[JsonDict] = []
+    for schema in _checked_schemas(schemas):
+        function: JsonDict = {
+            "name": schema.name,
+            "description": schema.description,
+            "parameters": _parameters(schema, strict),
+        }
+        if strict:
+            function["strict"] = True
+        params.append({"type": "function", "function": function})
+    return params
+
+
+def responses_tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False) -> list[JsonDict]:
+    """The Responses API ``tools=[...]`` entries for ``schemas``.
+
+    Each entry is ``{"type": "function", "name", "description", "parameters", "strict"}``;
+    ``"strict"`` is always written (the Responses API makes a missing flag strict), and with
+    ``strict=True`` the parameters are the strict-mode copy described in :func:`tool_params`.
+
+    Raises:
+        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`.
+        ValueError: as :func:`tool_params`.
+    """
+    return [
+        {
+            "type": "function",
+            "name": schema.name,
+            "description": schema.description,
+            "parameters": _parameters(schema, strict),
+            "strict": strict,
+        }
+        for schema in _checked_schemas(schemas)
+    ]
+
+
+def _restore(
+    call: ToolCallRequest, strict_schemas: Mapping[str, Mapping[str, object]] | None
+) -> ToolCallRequest:
+    if strict_schemas is None or call.name not in strict_schemas:
+        return call
+    schema = strict_schemas[call.name]
+    arguments = parse_arguments(call.arguments)
+    if not isinstance(arguments, dict):
+        return call  # not an object: the tool's validation reports it as sent
+    arguments = cast("dict[str, object]", arguments)
+    restored = drop_optional_nulls(arguments, schema, schema)
+    if restored is arguments:
+        return call
+    return ToolCallRequest(call_id=call.call_id, name=call.name, arguments=dumps_json(restored))
+
+
+def _strict_map(
+    strict_schemas: Iterable[ToolSchema] | None,
+) -> dict[str, Mapping[str, object]] | None:
+    if strict_schemas is None:
+        return None
+    return {
+        schema.name: plain_json(schema.parameters) for schema in _checked_schemas(strict_schemas)
+    }
+
+
+def tool_calls(
+    message: Mapping[str, object] | SupportsModelDump,
+    *,
+    strict_schemas: Iterable[ToolSchema] | None = None,
+) -> list[ToolCallRequest]:
+    """The tool calls of a Chat Completions assistant message, in model order.
+
+    Args:
+        message: ``completion.choices[0].message``, as the SDK object or a plain ``dict``.
+        strict_schemas: the schemas that were sent with ``tool_params(..., strict=True)`` (the
+            originals, not the strict copies). For a call to one of them, a ``null`` for a
+            property its schema leaves optional (and does not itself allow to be ``null``) is
+            dropped, at every nesting level, so validation sees the property absent.
+
+    Returns:
+        One :class:`~dsh_tools.ToolCallRequest` per ``function`` tool call; ``arguments`` is
+        the model's JSON text as sent (re-serialized only when a ``null`` was dropped).
+
+    Raises:
+        TypeError: ``message`` is not a mapping or SDK object (or is the whole completion), or
+            a field has the wrong type (for example ``arguments`` that is not a string).
+        ValueError: the message has no tool calls (check ``message.tool_calls`` or
+            ``finish_reason`` first: a message without them is the model's final answer), or a
+            tool call lacks a field or is not a ``function`` call.
+    """
+    data = as_mapping(message, "a chat message")
+    if "choices" in data:
+        raise TypeError(
+            "expected a chat message, got a whole completion: pass completion.choices[0].message"
+        )
+    raw = data.get("tool_calls")
+    if raw is None or raw == []:
+        raise ValueError(
+            "the message has no tool calls (a message without them is the model's answer: "
+            "check message.tool_calls before asking for them)"
+        )
+    restore = _strict_map(strict_schemas)
+    calls: list[ToolCallRequest] = []
+    for index, item in enumerate(as_list(raw, 'message "tool_calls"')):
+        where = f"tool_calls[{index}]"
+        entry = as_mapping(item, where)
+        kind = entry.get("type", "function")
+        if kind != "function":
+            raise ValueError(f'{where} has type {kind!r}: only "function" tool calls are supported')
+        function = entry.get("function")
+        if function is None:
+            raise ValueError(f'{where} has no "function"')
+        function = as_mapping(function, f"{where}.function")
+        call = ToolCallRequest(
+            call_id=require_str(entry, "id", where),
+            name=require_str(function, "name", f"{where}.function"),
+            arguments=require_str(function, "arguments", f"{where}.function"),
+        )
+        calls.append(_restore(call, restore))
+    return calls
+
+
+def tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
+    """The Chat Completions messages that carry ``batch`` back to the model.
+
+    First one ``{"role": "tool", "tool_call_id", "content"}`` per result, in model order (append
+    them right after the assistant message that made the calls), then one
+    ``{"role": "user", "content"}`` per context of the batch, in order. ``content`` is the
+    result's text blocks joined by newlines, every other block written as ``[<type> block]``.
+
+    OpenAI has no error flag on a tool message: an error result is told apart only by its text
+    (``Error: ...``).
+
+    Args:
+        calls: the calls the batch ran, in the order given to ``run_tool_calls``.
+        batch: what ``run_tool_calls`` returned.
+
+    Raises:
+        TypeError: ``batch`` is not a :class:`~dsh_tools.ToolBatch` or a call is not a
+            :class:`~dsh_tools.ToolCallRequest`.
+        ValueError: ``calls`` and ``batch.results`` differ in length.
+    """
+    messages: list[JsonDict] = [
+        {"role": "tool", "tool_call_id": call.call_id, "content": content_text(result.content)}
+        for call, result in check_batch(calls, batch)
+    ]
+    messages.extend({"role": "user", "content": text} for text in context_texts(batch.contexts))
+    return messages
+
+
+def responses_tool_calls(
+    response: Mapping[str, object] | SupportsModelDump | Sequence[object],
+    *,
+    strict_schemas: Iterable[ToolSchema] | None = None,
+) -> list[ToolCallRequest]:
+    """The ``function_call`` items of a Responses API output, in model order.
+
+    Args:
+        response: the ``Response`` (SDK object or ``dict``) or its ``output`` list; items of
+            other types (messages, reasoning) are skipped.
+        strict_schemas: as in :func:`tool_calls`.
+
+    Returns:
+        One :class:`~dsh_tools.ToolCallRequest` per ``function_call`` item, with its
+        ``call_id`` (the id that ``function_call_output`` must answer).
+
+    Raises:
+        TypeError: the output or an item has the wrong shape or a field the wrong type.
+        ValueError: the output has no ``function_call`` item, or one lacks a field.
+    """
+    if isinstance(response, Sequence) and not isinstance(response, str | bytes):
+        output = as_list(response, "the output")
+    else:
+        output = as_list(
+            as_mapping(response, "a Responses API response").get("output"), 'response "output"'
+        )
+    restore = _strict_map(strict_schemas)
+    calls: list[ToolCallRequest] = []
+    for index, item in enumerate(output):
+        where = f"output[{index}]"
+        entry = as_mapping(item, where)
+        if entry.get("type") != "function_call":
+            continue
+        call = ToolCallRequest(
+            call_id=require_str(entry, "call_id", where),
+            name=require_str(entry, "name", where),
+            arguments=require_str(entry, "arguments", where),
+        )
+        calls.append(_restore(call, restore))
+    if not calls:
+        raise ValueError(
+            'the response has no "function_call" output item (it is the model\'s answer: '
+            "check for function calls before asking for them)"
+        )
+    return calls
+
+
+def responses_tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
+    """The Responses API input items that carry ``batch`` back to the model.
+
+    One ``{"type": "function_call_output", "call_id", "output"}`` per result, in model order,
+    then one ``{"role": "user", "content"}`` message per context. The text is built as in
+    :func:`tool_messages`; as there, an error result is told apart only by its ``Error: ...``
+    text.
+
+    Raises:
+        TypeError: as :func:`tool_messages`.
+        ValueError: as :func:`tool_messages`.
+    """
+    items: list[JsonDict] = [
+        {
+            "type": "function_call_output",
+            "call_id": call.call_id,
+            "output": content_text(result.content),
+        }
+        for call, result in check_batch(calls, batch)
+    ]
+    items.extend({"role": "user", "content": text} for text in context_texts(batch.contexts))
+    return items

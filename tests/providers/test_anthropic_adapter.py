@@ -1,0 +1,191 @@
+"""The Anthropic adapter's shapes, checked against the anthropic SDK's own request types."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from anthropic.types import Message, MessageParam, ToolParam, ToolResultBlockParam
+from pydantic import TypeAdapter
+
+from dsh_tools import (
+    HookContext,
+    TextBlock,
+    ToolBatch,
+    ToolCallBlock,
+    ToolCallRequest,
+    ToolExecutionResult,
+    ToolSchema,
+    UserSource,
+    snapshot_json,
+)
+from dsh_tools.providers import anthropic as adapter
+
+SEARCH = ToolSchema(
+    name="search",
+    description="Search the notes.",
+    parameters={
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+    },
+)
+
+
+def round_trip(adapter_type: Any, value: object) -> object:
+    """Validate with the SDK's type and dump back: equal only when every key is known and
+    well-typed (pydantic drops unknown keys)."""
+    type_adapter: TypeAdapter[Any] = TypeAdapter(adapter_type)
+    return type_adapter.dump_python(type_adapter.validate_python(value), mode="json")
+
+
+def test_tool_params_have_the_messages_api_shape_and_validate_against_tool_param() -> None:
+    expected = [
+        {"name": "search", "description": "Search the notes.", "input_schema": SEARCH.parameters}
+    ]
+    params = adapter.tool_params([SEARCH])
+    assert expected == params
+    assert params == [round_trip(ToolParam, p) for p in params]
+
+
+def test_frozen_parameters_come_out_as_plain_json_data() -> None:
+    frozen = snapshot_json({"type": "object", "properties": {"tags": {"type": "array"}}})
+    schema = ToolSchema(name="t", description="", parameters=frozen)  # pyright: ignore[reportArgumentType]
+    [param] = adapter.tool_params([schema])
+    input_schema: dict[str, Any] = param["input_schema"]
+    tags: dict[str, Any] = input_schema["properties"]["tags"]
+    assert (dict, dict) == (type(input_schema), type(tags))
+    assert json.loads(json.dumps(param)) == param
+
+
+def test_tool_calls_serialize_each_tool_use_input_to_json_text_in_model_order() -> None:
+    content: list[Any] = [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"query": "ünï"}},
+        {"type": "tool_use", "id": "toolu_2", "name": "search", "input": {}},
+    ]
+    expected = [
+        ToolCallRequest(call_id="toolu_1", name="search", arguments='{"query":"ünï"}'),
+        ToolCallRequest(call_id="toolu_2", name="search", arguments="{}"),
+    ]
+    assert expected == adapter.tool_calls(content)
+
+
+def test_tool_calls_read_an_sdk_message_and_its_content_list() -> None:
+    message = Message.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "s", "input": {"a": [1]}}],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    )
+    expected = [ToolCallRequest(call_id="toolu_1", name="s", arguments='{"a":[1]}')]
+    assert expected == adapter.tool_calls(message)
+    assert expected == adapter.tool_calls(message.content)
+
+
+BAD_CONTENT: list[tuple[Any, type[Exception], str]] = [
+    ([{"type": "text", "text": "done"}], ValueError, 'the message has no "tool_use" block'),
+    ({"content": "text"}, TypeError, 'message "content" must be a list, not str'),
+    (
+        [{"type": "tool_use", "id": "t", "name": "s"}],
+        ValueError,
+        r'content\[0\] has no "input"',
+    ),
+    (
+        [{"type": "tool_use", "id": "t", "name": "s", "input": "{}"}],
+        TypeError,
+        r'content\[0\]\."input" must be a JSON object, not str',
+    ),
+    (
+        [{"type": "tool_use", "id": "t", "name": "s", "input": {"x": float("nan")}}],
+        TypeError,
+        r'content\[0\]\."input" is not JSON data',
+    ),
+    (
+        [{"type": "tool_use", "name": "s", "input": {}}],
+        ValueError,
+        r'content\[0\] has no "id"',
+    ),
+    ([None], TypeError, r"expected content\[0\] as a mapping"),
+]
+
+
+@pytest.mark.parametrize(("content", "error", "match"), BAD_CONTENT)
+def test_tool_calls_name_what_is_wrong_with_bad_content(
+    content: object, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        adapter.tool_calls(content)  # pyright: ignore[reportArgumentType]
+
+
+CALLS = [
+    ToolCallRequest(call_id="toolu_1", name="a", arguments="{}"),
+    ToolCallRequest(call_id="toolu_2", name="b", arguments="{}"),
+    ToolCallRequest(call_id="toolu_3", name="c", arguments="{}"),
+]
+BATCH = ToolBatch(
+    results=(
+        ToolExecutionResult(
+            content=(TextBlock(text="ok"), ToolCallBlock(id="x", name="y", arguments="{}")),
+            is_error=False,
+        ),
+        ToolExecutionResult(content=(TextBlock(text="Error: tool call aborted"),), is_error=True),
+        ToolExecutionResult(content=(), is_error=False),
+    ),
+    contexts=(
+        HookContext(content=(TextBlock(text="note one"),), source=UserSource()),
+        HookContext(content=(), source=UserSource()),
+        HookContext(content=(TextBlock(text="note two"),), source=UserSource()),
+    ),
+)
+
+
+def test_tool_messages_are_one_user_message_of_results_then_context_text() -> None:
+    expected = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "ok\n[tool-call block]",
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "Error: tool call aborted",
+                    "is_error": True,
+                },
+                {"type": "tool_result", "tool_use_id": "toolu_3"},
+                {"type": "text", "text": "note one"},
+                {"type": "text", "text": "note two"},
+            ],
+        }
+    ]
+    assert expected == adapter.tool_messages(CALLS, BATCH)
+
+
+def test_tool_messages_validate_against_the_sdk_types() -> None:
+    [message] = adapter.tool_messages(CALLS, BATCH)
+    assert message == round_trip(MessageParam, message)
+    results = [block for block in message["content"] if block["type"] == "tool_result"]
+    assert results == [round_trip(ToolResultBlockParam, block) for block in results]
+
+
+def test_tool_messages_refuse_calls_that_do_not_match_the_batch() -> None:
+    with pytest.raises(ValueError, match="2 calls but the batch has 3 results"):
+        adapter.tool_messages(CALLS[:2], BATCH)
+    with pytest.raises(TypeError, match=r"calls\[1\] must be a ToolCallRequest, not str"):
+        adapter.tool_messages([CALLS[0], "c", CALLS[2]], BATCH)  # pyright: ignore[reportArgumentType]
+
+
+def test_tool_params_reject_something_that_is_not_a_tool_schema() -> None:
+    with pytest.raises(TypeError, match=r"schemas\[1\] must be a ToolSchema, not str"):
+        adapter.tool_params([SEARCH, "search"])  # pyright: ignore[reportArgumentType]

@@ -1,0 +1,117 @@
+"""The provider examples run: the docs page's example prints what the page shows, and the two
+agent scripts under ``examples/`` complete a conversation with the scripted endpoint."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+import pytest
+import trio
+from provider_tools import (
+    JsonDict,
+    ScriptedEndpoint,
+    anthropic_answer,
+    anthropic_tool_uses,
+    chat_answer,
+    chat_tool_calls,
+    load_script,
+)
+
+
+def test_the_connecting_a_model_example_prints_both_providers_shapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trio.run(load_script("docs/examples/connecting_a_model.py").main)
+    invalid = 'Error: invalid arguments: \\"query\\" must be a string'
+    hits = "trio.run, trio.sleep, trio.open_nursery"
+    expected = [
+        '{"type": "object", "properties": {"query": {"type": "string"}, '
+        '"limit": {"type": ["integer", "null"]}}, "required": ["query", "limit"], '
+        '"additionalProperties": false}',
+        """['{"query":"trio"}', '{"query": 42, "limit": 1}']""",
+        f'{{"role": "tool", "tool_call_id": "call_1", "content": "{hits}"}}',
+        f'{{"role": "tool", "tool_call_id": "call_2", "content": "{invalid}"}}',
+        f'[{{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "call_1", '
+        f'"content": "{hits}"}}, {{"type": "tool_result", "tool_use_id": "call_2", '
+        f'"content": "{invalid}", "is_error": true}}]}}]',
+    ]
+    assert expected == capsys.readouterr().out.splitlines()
+
+
+async def test_the_openai_example_completes_a_conversation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_MODEL", "scripted-gpt")
+    example = load_script("examples/openai_agent.py")
+
+    def turn1(body: JsonDict) -> JsonDict:
+        assert "scripted-gpt" == body["model"]
+        assert ["add", "multiply"] == [t["function"]["name"] for t in body["tools"]]
+        return chat_tool_calls(("c1", "add", '{"a": 17, "b": 25}'))
+
+    def turn2(body: JsonDict) -> JsonDict:
+        assert {"role": "tool", "tool_call_id": "c1", "content": "42"} == body["messages"][-1]
+        return chat_tool_calls(("c2", "multiply", '{"a": 42, "b": 3}'))
+
+    def turn3(body: JsonDict) -> JsonDict:
+        assert {"role": "tool", "tool_call_id": "c2", "content": "126"} == body["messages"][-1]
+        return chat_answer("It is 126.")
+
+    endpoint = ScriptedEndpoint([turn1, turn2, turn3])
+    client = openai.AsyncOpenAI(
+        api_key="k", base_url="http://model.test/v1", http_client=endpoint.http_client()
+    )
+    assert "It is 126." == await example.main(client=client)
+    assert [] == endpoint.failures
+    expected = [
+        '  add({"a": 17, "b": 25}) -> 42',
+        '  multiply({"a": 42, "b": 3}) -> 126',
+        "It is 126.",
+    ]
+    assert expected == capsys.readouterr().out.splitlines()
+
+
+async def test_the_anthropic_example_completes_a_conversation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_MODEL", "scripted-claude")
+    example = load_script("examples/anthropic_agent.py")
+
+    def turn1(body: JsonDict) -> JsonDict:
+        assert "scripted-claude" == body["model"]
+        assert example.SYSTEM == body["system"]
+        return anthropic_tool_uses(
+            ("t1", "add", {"a": 17, "b": 25}), ("t2", "multiply", {"a": 2, "b": "x"})
+        )
+
+    def turn2(body: JsonDict) -> JsonDict:
+        [first, second] = body["messages"][-1]["content"]
+        assert {"type": "tool_result", "tool_use_id": "t1", "content": "42"} == first
+        assert second["is_error"] is True
+        return anthropic_answer("It is 42.")
+
+    endpoint = ScriptedEndpoint([turn1, turn2])
+    client = anthropic.AsyncAnthropic(
+        api_key="k", base_url="http://model.test", http_client=endpoint.http_client()
+    )
+    assert "It is 42." == await example.main(client=client)
+    assert [] == endpoint.failures
+    expected = [
+        '  add({"a":17,"b":25}) -> 42',
+        '  multiply({"a":2,"b":"x"}) -> Error: invalid arguments: "b" must be a number',
+        "It is 42.",
+    ]
+    assert expected == capsys.readouterr().out.splitlines()
+
+
+def test_the_examples_take_their_server_and_key_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://local.test:8080/v1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ak-env")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://claude.test")
+    oai = load_script("examples/openai_agent.py").client_from_env()
+    ant = load_script("examples/anthropic_agent.py").client_from_env()
+    assert ("sk-env", "http://local.test:8080/v1/") == (oai.api_key, str(oai.base_url))
+    assert ("ak-env", "http://claude.test") == (ant.api_key, str(ant.base_url))
