@@ -100,6 +100,7 @@ from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
+from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
@@ -116,6 +117,7 @@ __all__ = [
     "Block",
     "CancelController",
     "CancelSignal",
+    "CancelSignalStatistics",
     "ChangeListener",
     "ContentBlock",
     "ContextMessageEvent",
