@@ -3,6 +3,24 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
+# Layer map (imports point down this list only; nothing imports a module above it):
+#
+#   values       _json _errors _disposer _content _signal _execution _presentation
+#   schema       _schema _structured (the output-schema subset)
+#   definitions  _definition _converter (cattrs, for the values) _define (define_tool)
+#   hooks        _hooks
+#   one call     _pipeline (the stages of a call)
+#   registry     _registry
+#   policies     _timeout
+#   session      _session
+#   batches      _scheduler
+#   demo, CLI    _demo __main__
+#
+# Integrations (subpackages behind optional extras) sit above all of these and are never
+# imported from here.
+
+__version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
+
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import MessageSource as MessageSource
