@@ -218,6 +218,10 @@ def expected_result(chain: Chain) -> Expected:
     def replace_if_cancelled(result: Expected) -> Expected:
         return replacement if cancelled and not result.is_error else result
 
+    # a dispatched success is replaced before post_execute sees it (a pre-dispatch outcome is
+    # an error already)
+    outcome = replace_if_cancelled(outcome)
+
     if not chain.post:  # stage 8 with no listener: the default accept
         return replace_if_cancelled(outcome)
     for action in chain.post:
