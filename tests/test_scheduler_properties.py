@@ -146,12 +146,43 @@ def test_contexts_come_only_after_every_result(
 ) -> None:
     outcome = run_batch(calls, cap, interrupt_at)
     events = outcome.events
-    kinds = [type(e).__name__ for e in events]
-    contexts = [e for e in events if isinstance(e, ContextMessageEvent)]
-    first_context = kinds.index("ContextMessageEvent") if contexts else len(events)
-    assert all(not isinstance(e, ContextMessageEvent) for e in events[:first_context])
-    assert all(isinstance(e, ContextMessageEvent) for e in events[first_context:])
-    assert len(outcome.batch.contexts) == len(contexts)
+    tool_events = events[: 2 * len(calls)]
+    context_events = events[2 * len(calls) :]
+
+    assert [] == [e for e in tool_events if isinstance(e, ContextMessageEvent)]
+    assert [(c.content, c.source, c.meta) for c in outcome.batch.contexts] == [
+        (e.content, e.source, e.meta) for e in context_events if isinstance(e, ContextMessageEvent)
+    ]
+    assert len(context_events) == len(outcome.batch.contexts)
+
+
+@examples
+@given(calls=calls_strategy, cap=st.integers(1, 4), interrupt_at=interrupts)
+def test_the_batch_contexts_are_the_results_contexts_in_model_order(
+    calls: list[Call], cap: int, interrupt_at: float | None
+) -> None:
+    batch = run_batch(calls, cap, interrupt_at).batch
+
+    expected = [context for result in batch.results for context in result.additional_contexts]
+    assert expected == list(batch.contexts)
+
+
+@examples
+@given(calls=calls_strategy, cap=st.integers(1, 4))
+def test_without_an_interrupt_every_started_body_s_context_reaches_the_batch(
+    calls: list[Call], cap: int
+) -> None:
+    batch = run_batch(calls, cap, None).batch
+
+    expected = [
+        f"context {index}" for index, call in enumerate(calls) if call.context and not call.denied
+    ]
+    assert expected == [
+        block.text
+        for context in batch.contexts
+        for block in context.content
+        if isinstance(block, TextBlock)
+    ]
 
 
 @examples

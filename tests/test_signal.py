@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from typing import cast
+from typing import Final, cast
 
 import attrs
 import pytest
@@ -14,7 +14,15 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tools import CancelController, CancelSignal, DeadlineReached, linked_cancel_scope
+from dsh_tools import (
+    CancelController,
+    CancelSignal,
+    CancelSignalStatistics,
+    DeadlineReached,
+    linked_cancel_scope,
+)
+
+_IDLE: Final = CancelSignalStatistics(cancel_callbacks=0, deadline_listeners=0)
 
 # --- controller and signal basics ----------------------------------------------------------
 
@@ -154,11 +162,67 @@ def test_never_is_one_shared_signal_that_is_not_cancelled() -> None:
 
 def test_on_cancel_of_never_keeps_no_callback() -> None:
     never = CancelSignal.never()
-    before = dict(never._callbacks or {})
 
     never.on_cancel(lambda _reason: None)
 
-    assert before == dict(never._callbacks or {})
+    assert _IDLE == never.statistics()
+
+
+# --- statistics ----------------------------------------------------------------------------
+
+
+def test_a_fresh_signal_holds_no_callbacks() -> None:
+    assert _IDLE == CancelController().signal.statistics()
+
+
+def test_statistics_count_on_cancel_registrations_until_disposed() -> None:
+    signal = CancelController().signal
+    first = signal.on_cancel(lambda _reason: None)
+    signal.on_cancel(lambda _reason: None)
+    registered = signal.statistics()
+
+    first()
+
+    assert (2, 1) == (registered.cancel_callbacks, signal.statistics().cancel_callbacks)
+
+
+def test_a_fused_signal_holds_one_callback_and_one_deadline_watcher_per_source() -> None:
+    a, b = CancelController(), CancelController()
+
+    CancelSignal.any(a.signal, b.signal)
+
+    expected = CancelSignalStatistics(cancel_callbacks=1, deadline_listeners=1)
+    assert (expected, expected) == (a.signal.statistics(), b.signal.statistics())
+
+
+async def test_a_linked_scope_holds_a_callback_and_a_deadline_watcher_while_open() -> None:
+    signal = CancelController().signal
+
+    with linked_cancel_scope(signal):
+        inside = signal.statistics()
+
+    assert CancelSignalStatistics(cancel_callbacks=1, deadline_listeners=1) == inside
+
+
+def test_a_signal_that_fired_holds_no_callbacks() -> None:
+    controller = CancelController()
+    controller.signal.on_cancel(lambda _reason: None)
+    CancelSignal.any(controller.signal)
+
+    controller.cancel()
+
+    assert _IDLE == controller.signal.statistics()
+
+
+def test_statistics_are_a_frozen_snapshot() -> None:
+    signal = CancelController().signal
+    snapshot = signal.statistics()
+
+    signal.on_cancel(lambda _reason: None)
+
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        snapshot.cancel_callbacks = 5  # type: ignore[misc]
+    assert _IDLE == snapshot
 
 
 # --- fusion --------------------------------------------------------------------------------
@@ -206,7 +270,7 @@ def test_a_fused_signal_detaches_from_its_sources_once_it_fires() -> None:
 
     a.cancel()
 
-    assert (b.signal._callbacks, b.signal._deadline_callbacks) == ({}, {})
+    assert _IDLE == b.signal.statistics()
 
 
 def test_fusing_nothing_gives_a_signal_that_never_fires() -> None:
@@ -221,7 +285,7 @@ def test_fusing_with_never_ignores_it() -> None:
 
     a.cancel("a")
 
-    assert (fused.reason, CancelSignal.never()._callbacks) == ("a", None)
+    assert ("a", _IDLE) == (fused.reason, CancelSignal.never().statistics())
 
 
 def test_a_fused_signal_keeps_the_earliest_deadline() -> None:
@@ -541,11 +605,7 @@ async def test_a_linked_scope_unlinks_on_exit() -> None:
         await trio.lowlevel.checkpoint()
     controller.cancel()
 
-    assert (
-        scope.cancel_called,
-        controller.signal._callbacks,
-        controller.signal._deadline_callbacks,
-    ) == (False, None, None)
+    assert (False, _IDLE) == (scope.cancel_called, controller.signal.statistics())
 
 
 async def test_a_linked_scope_does_not_hide_an_outer_cancellation() -> None:

@@ -3,6 +3,25 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
+# Layer map (imports point down this list only; nothing imports a module above it):
+#
+#   values       _json _errors _disposer _content _signal _execution _presentation _arguments
+#   schema       _schema _structured (the output-schema subset)
+#   definitions  _definition _converter (cattrs, for the values) _define (define_tool)
+#   hooks        _hooks
+#   one call     _pipeline (the stages of a call)
+#   registry     _registry
+#   policies     _timeout
+#   session      _session
+#   batches      _scheduler
+#   seed         _presenter (views for events) _approval (the user-approval service)
+#   demo, CLI    _demo __main__
+#
+# Integrations (subpackages behind optional extras) sit above all of these and are never
+# imported from here.
+
+__version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
+
 from ._approval import ApprovalAnswerer as ApprovalAnswerer
 from ._approval import ApprovalNext as ApprovalNext
 from ._approval import ApprovalPolicy as ApprovalPolicy
@@ -116,6 +135,7 @@ from ._session import TurnEndEvent as TurnEndEvent
 from ._session import TurnStartEvent as TurnStartEvent
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
+from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
@@ -139,6 +159,7 @@ __all__ = [
     "Block",
     "CancelController",
     "CancelSignal",
+    "CancelSignalStatistics",
     "ChangeListener",
     "ContentBlock",
     "ContextMessageEvent",

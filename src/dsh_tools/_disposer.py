@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
+import attrs
+
 __all__ = ["Disposer"]
 
 
@@ -12,6 +14,7 @@ def _nothing() -> None:
     return None
 
 
+@attrs.define(eq=False, repr=False)
 class Disposer:
     """Undoes one registration. Idempotent: only the first call does anything.
 
@@ -24,12 +27,7 @@ class Disposer:
     disposed and the error propagates to the first caller.
     """
 
-    __slots__ = ("_undo",)
-
     _undo: Callable[[], object] | None
-
-    def __init__(self, undo: Callable[[], object]) -> None:
-        self._undo = undo
 
     @classmethod
     def noop(cls) -> Disposer:

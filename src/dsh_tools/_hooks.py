@@ -5,14 +5,20 @@ One :class:`HookList` per hook kind holds every listener, global and scoped, in 
 through ``registry.scope(agent).hooks`` carries that agent as its scope and hears only calls
 whose ``agent`` is that very object; a global listener hears every call.
 
-The list is an immutable tuple replaced on every change, so dispatch snapshots it for free:
-listeners added or removed while a call runs apply from the next call.
+The list is an immutable tuple replaced on every change, so each dispatch snapshots it for
+free when it starts (upstream §2.2: "the listener list is snapshotted at dispatch time"). A
+call dispatches its hooks one after another (``pre_execute``, ``execute``, ``post_execute``,
+``result``), each reading the list afresh: a listener added or removed while a call runs
+changes the hooks of that call that have not started yet (a ``post_execute`` or ``result``
+listener added by the body is heard by the same call), never a dispatch already running.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeAlias, TypeVar
+
+import attrs
 
 from ._disposer import Disposer
 from ._execution import (
@@ -132,6 +138,7 @@ class HookList(Generic[F]):
         return tuple(e.fn for e in self._entries)
 
 
+@attrs.define(eq=False)
 class HookPoint(Generic[F]):
     """The registration face of one hook: ``add(fn, *, prepend=False) -> Disposer``.
 
@@ -140,17 +147,10 @@ class HookPoint(Generic[F]):
     the scope closes).
     """
 
-    __slots__ = ("_list", "_owner", "_scope")
-
-    def __init__(
-        self,
-        hook_list: HookList[F],
-        scope: object = None,
-        owner: Callable[[Disposer], Disposer] | None = None,
-    ) -> None:
-        self._list = hook_list
-        self._scope = scope
-        self._owner = owner
+    _list: HookList[F]
+    _scope: object = None
+    # a scope's registrations are owned by the scope (disposed when it closes)
+    _owner: Callable[[Disposer], Disposer] | None = None
 
     def add(self, fn: F, *, prepend: bool = False) -> Disposer:
         """Register ``fn``.
@@ -167,6 +167,7 @@ class HookPoint(Generic[F]):
         return disposer if self._owner is None else self._owner(disposer)
 
 
+@attrs.define(eq=False, init=False)
 class ToolHooks:
     """The registry's hooks (``registry.hooks`` or a scope's ``scope.hooks``).
 
@@ -181,8 +182,6 @@ class ToolHooks:
             scope-filtered).
     """
 
-    __slots__ = ("change", "execute", "post_execute", "pre_execute", "result")
-
     pre_execute: HookPoint[PreExecuteHook]
     execute: HookPoint[ExecuteHook]
     post_execute: HookPoint[PostExecuteHook]
@@ -195,6 +194,7 @@ class ToolHooks:
         scope: object = None,
         owner: Callable[[Disposer], Disposer] | None = None,
     ) -> None:
+        # built from the registry's lists: the fields are not constructor arguments
         self.pre_execute = HookPoint(lists.pre_execute, scope, owner)
         self.execute = HookPoint(lists.execute, scope, owner)
         self.post_execute = HookPoint(lists.post_execute, scope, owner)
@@ -202,12 +202,10 @@ class ToolHooks:
         self.change = HookPoint(lists.change, scope, owner)
 
 
+@attrs.define(eq=False)
 class _HookLists:
-    __slots__ = ("change", "execute", "post_execute", "pre_execute", "result")
-
-    def __init__(self) -> None:
-        self.pre_execute = HookList[PreExecuteHook]()
-        self.execute = HookList[ExecuteHook]()
-        self.post_execute = HookList[PostExecuteHook]()
-        self.result = HookList[ResultObserver]()
-        self.change = HookList[ChangeListener]()
+    pre_execute: HookList[PreExecuteHook] = attrs.field(factory=HookList[PreExecuteHook])
+    execute: HookList[ExecuteHook] = attrs.field(factory=HookList[ExecuteHook])
+    post_execute: HookList[PostExecuteHook] = attrs.field(factory=HookList[PostExecuteHook])
+    result: HookList[ResultObserver] = attrs.field(factory=HookList[ResultObserver])
+    change: HookList[ChangeListener] = attrs.field(factory=HookList[ChangeListener])

@@ -35,6 +35,7 @@ from ._disposer import Disposer
 __all__ = [
     "CancelController",
     "CancelSignal",
+    "CancelSignalStatistics",
     "DeadlineReached",
     "linked_cancel_scope",
 ]
@@ -51,6 +52,20 @@ class DeadlineReached:
 
     deadline: float
     """The deadline, in trio clock time."""
+
+
+@attrs.frozen(kw_only=True)
+class CancelSignalStatistics:
+    """What :meth:`CancelSignal.statistics` reports (trio's ``statistics()`` convention): a
+    frozen snapshot for tests and debugging, not a live view."""
+
+    cancel_callbacks: int
+    """Callbacks waiting for the signal to fire: ``on_cancel`` registrations, linked cancel
+    scopes and fused signals that are still attached. ``0`` once it has fired."""
+
+    deadline_listeners: int
+    """Watchers of the signal's deadline (linked cancel scopes, fused signals, ``wait()``
+    calls) that follow it when it moves. ``0`` once it has fired."""
 
 
 def _now() -> float:
@@ -159,6 +174,17 @@ class CancelSignal:
             return Disposer.noop()
         key = self._add_callback(callback)
         return Disposer(lambda: self._remove_callback(key))
+
+    def statistics(self) -> CancelSignalStatistics:
+        """How many callbacks and deadline watchers the signal holds right now.
+
+        Not a checkpoint; does not observe the deadline (a signal whose deadline has passed
+        unobserved still reports its watchers).
+        """
+        return CancelSignalStatistics(
+            cancel_callbacks=len(self._callbacks or ()),
+            deadline_listeners=len(self._deadline_callbacks or ()),
+        )
 
     # --- construction helpers ------------------------------------------------------------
 
@@ -297,6 +323,7 @@ def _nothing() -> None:
     return None
 
 
+@attrs.define(eq=False, init=False, repr=False)
 class CancelController:
     """Owns a :class:`CancelSignal` and cancels it.
 
@@ -304,11 +331,10 @@ class CancelController:
         deadline: optional trio clock time at which the signal cancels itself.
     """
 
-    __slots__ = ("_signal",)
-
     _signal: CancelSignal
 
     def __init__(self, *, deadline: float | None = None) -> None:
+        # the deadline is the signal's, not the controller's: it is not a field
         self._signal = CancelSignal._create(
             math.inf if deadline is None else _check_deadline(deadline)
         )

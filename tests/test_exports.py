@@ -1,0 +1,114 @@
+"""Every private module's ``__all__`` is re-exported from ``dsh_tools`` or deliberately internal.
+
+Modelled on trio's ``test_exports``: a name a private module exports either belongs to the
+public namespace (re-exported flat, from exactly one private module) or is listed below as
+internal with the reason it is shared between modules only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import tomllib
+import types
+from pathlib import Path
+from typing import Final
+
+import dsh_tools
+
+# (module, name) pairs that private modules share among themselves but never publish.
+INTERNAL: Final = frozenset(
+    {
+        # the converter's hook for the package's own wire classes (the public face is
+        # register_content_block)
+        ("_converter", "register_wire_class"),
+        # the bundled demo behind ``python -m dsh_tools``
+        ("_demo", "DemoBatch"),
+        ("_demo", "build_registry"),
+        ("_demo", "main_demo"),
+        ("_demo", "run_demo"),
+        # the registry's listener storage; users reach it through HookPoint
+        ("_hooks", "HookList"),
+        # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
+        ("_json", "MAX_SAFE_INTEGER"),
+        # the stages of one call, driven by the registry and the scheduler
+        ("_pipeline", "PreparedCall"),
+        ("_pipeline", "aborted_before_dispatch_result"),
+        ("_pipeline", "prepare"),
+        # the scheduler's parsing of a call's raw argument text (pinned by its own tests)
+        ("_scheduler", "parse_arguments"),
+        # the timeout policy's canonical result (issue 10 moves it to _results)
+        ("_timeout", "TOOL_TIMEOUT_ERROR_NAME"),
+        ("_timeout", "timeout_result"),
+    }
+)
+
+
+def _private_modules() -> dict[str, types.ModuleType]:
+    return {
+        info.name: importlib.import_module(f"dsh_tools.{info.name}")
+        for info in pkgutil.iter_modules(dsh_tools.__path__)
+        if info.name.startswith("_") and not info.name.startswith("__")
+    }
+
+
+def _module_exports() -> set[tuple[str, str]]:
+    return {
+        (module_name, name)
+        for module_name, module in _private_modules().items()
+        for name in getattr(module, "__all__", ())
+    }
+
+
+def test_every_private_module_declares_all() -> None:
+    assert [] == sorted(
+        name for name, module in _private_modules().items() if not hasattr(module, "__all__")
+    )
+
+
+def test_every_name_a_private_module_exports_is_public_or_deliberately_internal() -> None:
+    public = set(dsh_tools.__all__)
+
+    undeclared = {(module, name) for module, name in _module_exports() if name not in public}
+
+    assert set() == undeclared - INTERNAL
+
+
+def test_every_public_name_comes_from_exactly_one_private_module() -> None:
+    sources: dict[str, list[str]] = {}
+    for module, name in _module_exports():
+        if name in dsh_tools.__all__:
+            sources.setdefault(name, []).append(module)
+
+    assert dict.fromkeys(dsh_tools.__all__, 1) == {
+        name: len(sources.get(name, [])) for name in dsh_tools.__all__
+    }
+
+
+def test_every_public_name_is_the_very_object_its_private_module_exports() -> None:
+    modules = _private_modules()
+    mismatched = [
+        name
+        for module, name in _module_exports()
+        if name in dsh_tools.__all__
+        and getattr(dsh_tools, name) is not getattr(modules[module], name)
+    ]
+
+    assert [] == mismatched
+
+
+def test_the_internal_list_names_only_internal_exports() -> None:
+    # a stale entry (renamed, removed or made public) would hide nothing and must go
+    exports = _module_exports()
+
+    assert set() == {
+        entry for entry in INTERNAL if entry not in exports or entry[1] in dsh_tools.__all__
+    }
+
+
+def test_the_version_is_the_distribution_version_of_pyproject() -> None:
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+
+    expected = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+
+    assert expected == dsh_tools.__version__
