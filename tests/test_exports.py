@@ -23,8 +23,10 @@ INTERNAL: Final = frozenset(
         # register_content_block)
         ("_converter", "register_wire_class"),
         # the bundled demo behind ``python -m dsh_tools``
+        ("_demo", "DemoAgent"),
         ("_demo", "DemoBatch"),
         ("_demo", "build_registry"),
+        ("_demo", "hunks"),
         ("_demo", "main_demo"),
         ("_demo", "run_demo"),
         # the registry's listener storage; users reach it through HookPoint
