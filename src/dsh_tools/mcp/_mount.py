@@ -22,7 +22,7 @@ import jsonschema.validators
 import mcp
 import mcp.types
 import trio
-from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 
 from dsh_tools import (
     ContentBlock,
@@ -270,21 +270,22 @@ class MountedServer:
             tools = await _list_tools(self._client)
             self._syncs += 1
             listed = {self.prefix + tool.name: tool for tool in tools}
-            for name in [name for name in self._mounted if name not in listed]:
-                dispose = self._mounted.pop(name)[1]
-                dispose()
-            ordered: dict[str, tuple[str, Disposer]] = {}
+            mounted = self._mounted
+            for name in [name for name in mounted if name not in listed]:
+                mounted.pop(name)[1]()
             for name, tool in listed.items():
                 fingerprint = _fingerprint(tool)
-                current = self._mounted.get(name)
-                if current is not None and current[0] == fingerprint:
-                    ordered[name] = current
-                    continue
+                current = mounted.get(name)
                 if current is not None:
-                    current[1]()
-                definition = _definition(self._client, tool, name)
-                ordered[name] = (fingerprint, self._target.register(definition))
-            self._mounted = ordered
+                    if current[0] == fingerprint:
+                        continue
+                    mounted.pop(name)[1]()
+                # recorded at once, so a later failure still leaves every registration known
+                mounted[name] = (
+                    fingerprint,
+                    self._target.register(_definition(self._client, tool, name)),
+                )
+            self._mounted = {name: mounted[name] for name in listed if name in mounted}
 
     def _unmount(self) -> None:
         mounted, self._mounted = self._mounted, {}
@@ -309,13 +310,26 @@ async def _follow_changes(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    started = False
     try:
         async with client.listen(tools_list_changed=True) as subscription:
             task_status.started()
+            started = True
             async for _event in subscription:
-                await mounted.sync()
+                try:
+                    await mounted.sync()
+                except mcp.MCPError:
+                    raise
+                except Exception as exc:
+                    # e.g. a new server tool whose name is taken in the target
+                    logger.warning("MCP tools/list_changed re-sync failed: %s", exc)
     except ListenNotSupportedError:
         # a connection older than 2026-07-28 cannot subscribe: call mounted.sync() instead
+        pass
+    except (SubscriptionLost, mcp.MCPError) as exc:
+        # the connection is gone: the mounted tools stay, and their calls report it
+        logger.warning("MCP tools/list_changed subscription ended: %s", exc)
+    if not started:
         task_status.started()
 
 
