@@ -7,6 +7,7 @@ These tests talk to a real process, so they run on trio's real clock; every wait
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -66,7 +67,7 @@ async def http_server(marker: Path) -> AsyncGenerator[str]:
     """Start the test server over streamable HTTP in a subprocess; yield its URL; always
     terminate it."""
     port = free_port()
-    env = {"DSH_MCP_MARKER": str(marker), "PATH": "", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DSH_MCP_MARKER": str(marker)}
     process = await trio.lowlevel.open_process(
         [sys.executable, str(SERVER), "--http", str(port)],
         env=env,
