@@ -104,3 +104,57 @@ async def test_sync_follows_a_server_that_cannot_send_change_events() -> None:
     # 2 mounted, 1 removed + 1 added, 2 replaced (remove + add each), 2 unmounted
     assert 2 + 2 + 4 + 2 == len(changes)
     assert [] == registry.schemas()
+
+
+async def test_enum_const_type_lists_and_other_keywords_are_worded_with_their_path() -> None:
+    listed[:] = [
+        tool(
+            "strict",
+            {
+                "type": "object",
+                "properties": {
+                    "mode": {"enum": ["a", "b"]},
+                    "v": {"const": 1},
+                    "n": {"type": ["integer", "null"], "minimum": 0},
+                },
+                "additionalProperties": False,
+            },
+        )
+    ]
+    registry = ToolRegistry()
+    async with mcp.Client(server) as client, mount_mcp(registry, client):
+        batch = await run(
+            registry,
+            [
+                ToolCallRequest(
+                    call_id="1",
+                    name="strict",
+                    arguments='{"mode": "c", "v": 2, "n": -1, "extra": true}',
+                ),
+                ToolCallRequest(call_id="2", name="strict", arguments='{"n": "x"}'),
+            ],
+            signal=CancelSignal.never(),
+        )
+    assert [
+        (
+            TextBlock(
+                text='Error: invalid arguments: "mode" must be one of ["a","b"]; '
+                '"v" must be 1; "n" -1 is less than the minimum of 0; '
+                "\"arguments\" Additional properties are not allowed ('extra' was unexpected)"
+            ),
+        ),
+        (TextBlock(text='Error: invalid arguments: "n" must be an integer or null'),),
+    ] == [result.content for result in batch.results]
+
+
+async def test_a_legacy_connection_mounts_and_follows_changes_through_sync() -> None:
+    listed[:] = [tool("one")]
+    registry = ToolRegistry()
+    async with (
+        mcp.Client(server, mode="legacy") as client,
+        mount_mcp(registry, client) as mounted,
+    ):
+        assert "2026-07-28" != client.protocol_version
+        listed[:] = [tool("one"), tool("two")]
+        await mounted.sync()
+        assert ("one", "two") == mounted.tool_names

@@ -176,3 +176,25 @@ async def test_a_server_that_dies_mid_call_gives_an_error_result_not_a_hung_batc
     assert result.is_error
     assert ToolErrorInfo(name="McpConnectionError", code="MCP_CONNECTION") == result.error
     assert text_of(result).startswith('Error: MCP tool "die" failed: ')
+
+
+async def test_an_http_server_that_dies_mid_call_ends_the_client_block_without_a_hang(
+    tmp_path: Path,
+) -> None:
+    # mcp 2.3's streamable HTTP client lets the broken POST's RemoteProtocolError escape its
+    # own task group (python-sdk issue 3522): the whole `async with Client` block ends with
+    # it, so no result is returned; this pins that nothing hangs meanwhile
+    registry = ToolRegistry()
+    returned: list[object] = []
+    with trio.fail_after(BOUND), pytest.raises(BaseExceptionGroup) as raised:
+        async with connected("http", tmp_path / "marker") as client, mount_mcp(registry, client):
+            returned.append(
+                await run_tool_calls(
+                    registry,
+                    [ToolCallRequest(call_id="d", name="die", arguments="{}")],
+                    signal=CancelSignal.never(),
+                )
+            )
+    assert raised.group_contains(Exception, match="Server disconnected without sending a response")
+    assert [] == returned
+    assert [] == registry.schemas()

@@ -15,8 +15,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 from dsh_tools import (
     CancelController,
     CancelSignal,
+    ExecuteNext,
     ToolCallRequest,
     ToolDefinition,
+    ToolDispatchExecution,
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
@@ -269,3 +271,25 @@ async def test_disposing_the_tracing_stops_the_spans(
     assert ["1"] == [
         (span.attributes or {})["gen_ai.tool.call.id"] for span in exporter.get_finished_spans()
     ]
+
+
+async def test_a_raising_inner_wrapper_is_recorded_on_the_span_it_escapes(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    registry = ToolRegistry()
+    registry.register(sleeper("a", 0))
+    install_tracing(registry, tracer_provider=provider)
+
+    async def broken(_execution: ToolDispatchExecution, _next: ExecuteNext) -> ToolExecutionResult:
+        raise RuntimeError("wrapper bug")
+
+    registry.hooks.execute.add(broken)
+    batch = await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+    assert batch.results[0].is_error
+    (span,) = exporter.get_finished_spans()
+    (event,) = span.events
+    assert ("RuntimeError", "RuntimeError", "wrapper bug") == (
+        (span.attributes or {})["error.type"],
+        (event.attributes or {})["exception.type"],
+        (event.attributes or {})["exception.message"],
+    )

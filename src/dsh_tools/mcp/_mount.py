@@ -159,29 +159,24 @@ class _ArgsChecker:
 # --- result mapping ------------------------------------------------------------------------
 
 
-def _render(block: mcp.types.ContentBlock) -> str:
-    """A text rendering of a non-text content block that names its type."""
+def _text(block: mcp.types.ContentBlock) -> str:
+    """The text of a text block; for any other block, a rendering that names its type."""
+    if isinstance(block, mcp.types.TextContent):
+        return block.text
     if isinstance(block, mcp.types.ImageContent):
         return f"[image content: {block.mime_type}, {len(block.data)} base64 characters]"
     if isinstance(block, mcp.types.AudioContent):
         return f"[audio content: {block.mime_type}, {len(block.data)} base64 characters]"
     if isinstance(block, mcp.types.ResourceLink):
         return f"[resource link: {block.uri}]"
-    if isinstance(block, mcp.types.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, mcp.types.TextResourceContents):
-            return f"[embedded resource: {resource.uri}]\n{resource.text}"
-        return f"[embedded resource: {resource.uri}, {resource.mime_type or 'binary'}]"
-    return f"[{block.type} content]"
+    resource = block.resource  # the last kind: an embedded resource
+    if isinstance(resource, mcp.types.TextResourceContents):
+        return f"[embedded resource: {resource.uri}]\n{resource.text}"
+    return f"[embedded resource: {resource.uri}, {resource.mime_type or 'binary'}]"
 
 
 def _content(blocks: Sequence[mcp.types.ContentBlock]) -> list[ContentBlock]:
-    return [
-        TextBlock(text=block.text)
-        if isinstance(block, mcp.types.TextContent)
-        else TextBlock(text=_render(block))
-        for block in blocks
-    ]
+    return [TextBlock(text=_text(block)) for block in blocks]
 
 
 def _output(result: mcp.types.CallToolResult) -> ToolOutput:
@@ -211,10 +206,6 @@ def _definition(client: mcp.Client, tool: mcp.types.Tool, name: str) -> ToolDefi
             result = await client.call_tool(remote, cast("dict[str, Any]", plain))
         except mcp.MCPError as exc:
             raise McpConnectionError(f'MCP tool "{remote}" failed: {exc}') from exc
-        except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
-            raise McpConnectionError(
-                f'MCP tool "{remote}" failed: the connection to the server was lost'
-            ) from exc
         return _output(result)
 
     read_only = tool.annotations is not None and tool.annotations.read_only_hint is True
