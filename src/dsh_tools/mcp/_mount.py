@@ -315,11 +315,13 @@ async def _follow_changes(
                     # e.g. a new server tool whose name is taken in the target
                     logger.warning("MCP tools/list_changed re-sync failed: %s", exc)
     except ListenNotSupportedError:
-        # a connection older than 2026-07-28 cannot subscribe: call mounted.sync() instead
-        pass
+        # a connection older than 2026-07-28 cannot subscribe (refused before any I/O): the
+        # user calls mounted.sync() instead
+        await trio.lowlevel.checkpoint()
     except (SubscriptionLost, mcp.MCPError) as exc:
         # the connection is gone: the mounted tools stay, and their calls report it
         logger.warning("MCP tools/list_changed subscription ended: %s", exc)
+        await trio.lowlevel.checkpoint()
     if not started:
         task_status.started()
 
