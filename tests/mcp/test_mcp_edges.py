@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mcp
 import mcp.types as types
+import pytest
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
@@ -158,3 +159,14 @@ async def test_a_legacy_connection_mounts_and_follows_changes_through_sync() -> 
         listed[:] = [tool("one"), tool("two")]
         await mounted.sync()
         assert ("one", "two") == mounted.tool_names
+
+
+async def test_sync_after_the_block_ended_refuses_instead_of_registering_again() -> None:
+    listed[:] = [tool("one")]
+    registry = ToolRegistry()
+    async with mcp.Client(server) as client:
+        async with mount_mcp(registry, client) as mounted:
+            pass
+        with pytest.raises(RuntimeError, match="this MCP mount has ended"):
+            await mounted.sync()
+    assert [] == registry.schemas()

@@ -238,6 +238,7 @@ class MountedServer:
     )
     _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _syncs: int = attrs.field(init=False, default=0)
+    _closed: bool = attrs.field(init=False, default=False)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -256,9 +257,15 @@ class MountedServer:
         ``mount_mcp`` calls this on entry and on every ``tools/list_changed`` event; call it
         yourself for a server that cannot send those events (an MCP connection older than
         2026-07-28). A checkpoint; cancellation leaves the previous registrations in place.
+
+        Raises:
+            RuntimeError: the ``mount_mcp`` block has ended.
+            mcp.MCPError: listing the tools failed.
         """
         async with self._lock:
             tools = await _list_tools(self._client)
+            if self._closed:
+                raise RuntimeError("this MCP mount has ended: its tools are unregistered")
             self._syncs += 1
             listed = {self.prefix + tool.name: tool for tool in tools}
             mounted = self._mounted
@@ -279,6 +286,7 @@ class MountedServer:
             self._mounted = {name: mounted[name] for name in listed if name in mounted}
 
     def _unmount(self) -> None:
+        self._closed = True
         mounted, self._mounted = self._mounted, {}
         for _fingerprint, dispose in reversed(mounted.values()):
             dispose()
