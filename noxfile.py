@@ -16,7 +16,7 @@ nox.options.error_on_missing_interpreters = False
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest + pytest-trio + Hypothesis) with branch coverage."""
-    session.install("-e", ".[test,openai,anthropic]")
+    session.install("-e", ".[test,openai,anthropic,mcp,otel]")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
     session.run("coverage", "report", "--fail-under=85")
 
@@ -47,5 +47,5 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ and print one JSON document."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,mcp]")
     session.run("python", "-m", "benchmarks", *session.posargs)

@@ -1,0 +1,381 @@
+"""Mount the tools of a connected MCP server into a registry or a scope.
+
+Each server tool becomes a raw :class:`~dsh_tools.ToolDefinition` whose body validates the
+arguments against the server's input schema with ``jsonschema``, calls the tool through the
+client, and maps the MCP result onto a tool result. ``mount_mcp`` owns one background task (the
+``tools/list_changed`` listener) in its own nursery, so nothing outlives the ``async with``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final, TypeAlias, cast
+
+import attrs
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.protocols
+import jsonschema.validators
+import mcp
+import mcp.types
+import trio
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+
+from dsh_tools import (
+    ContentBlock,
+    Disposer,
+    HarnessError,
+    JsonValue,
+    TextBlock,
+    ToolArgsError,
+    ToolDefinition,
+    ToolOutput,
+    ToolRegistry,
+    ToolRunContext,
+    ToolScope,
+    thaw_json,
+)
+
+__all__ = [
+    "MCP_TOOL_ERROR",
+    "McpConnectionError",
+    "McpToolError",
+    "MountTarget",
+    "MountedServer",
+    "mount_mcp",
+]
+
+logger: Final = logging.getLogger("dsh_tools")
+
+MCP_TOOL_ERROR: Final = "MCP_TOOL_ERROR"
+"""The error code of a result the MCP server itself marked ``isError``."""
+
+MountTarget: TypeAlias = ToolRegistry | ToolScope
+"""Where ``mount_mcp`` registers the server's tools."""
+
+
+class McpToolError(HarnessError):
+    """The server answered the call with ``isError: true``; its text is the message
+    (code :data:`MCP_TOOL_ERROR`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, MCP_TOOL_ERROR)
+
+
+class McpConnectionError(HarnessError):
+    """The call could not complete: the server failed the request or the connection broke
+    (code ``MCP_CONNECTION``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "MCP_CONNECTION")
+
+
+# --- argument validation -----------------------------------------------------------------
+
+
+def _path_text(path: Iterable[str | int]) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
+_TYPE_NOUNS: Final = {
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "an array",
+    "null": "null",
+}
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _violation(error: jsonschema.exceptions.ValidationError) -> str:
+    """One jsonschema error in the DSL's wording: ``"servers[1].host" must be a string``,
+    ``missing required property "servers[1].port"``; other keywords keep jsonschema's text."""
+    path = list(error.absolute_path)
+    where = _path_text(path) or "arguments"
+    validator = error.validator
+    expected = cast(object, error.validator_value)
+    instance = cast(object, error.instance)
+    if validator == "required" and isinstance(expected, list) and isinstance(instance, dict):
+        # jsonschema reports the object; name the missing property as the DSL does
+        present = cast("dict[str, object]", instance)
+        for name in cast("list[object]", expected):
+            if isinstance(name, str) and name not in present:
+                return f'missing required property "{_path_text([*path, name])}"'
+    if validator == "type":
+        kinds = cast("list[object]", expected) if isinstance(expected, list) else [expected]
+        nouns = [
+            _TYPE_NOUNS.get(kind, kind) if isinstance(kind, str) else repr(kind) for kind in kinds
+        ]
+        return f'"{where}" must be {" or ".join(nouns)}'
+    if validator == "enum":
+        return f'"{where}" must be one of {_compact(cast(object, error.validator_value))}'
+    if validator == "const":
+        return f'"{where}" must be {_compact(cast(object, error.validator_value))}'
+    return f'"{where}" {error.message}'
+
+
+@attrs.frozen
+class _ArgsChecker:
+    validator: jsonschema.protocols.Validator | None
+    schema_error: str | None
+
+    @classmethod
+    def for_schema(cls, name: str, schema: Mapping[str, Any]) -> _ArgsChecker:
+        try:
+            validator_class = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            )
+            validator_class.check_schema(dict(schema))
+        except jsonschema.exceptions.SchemaError as exc:
+            logger.warning('MCP tool "%s" has an invalid input schema: %s', name, exc.message)
+            return cls(None, f'tool "{name}" has an invalid input schema: {exc.message}')
+        return cls(validator_class(schema), None)
+
+    def check(self, arguments: object) -> None:
+        if self.validator is None:
+            raise HarnessError(self.schema_error or "invalid input schema", "UNSUPPORTED_SCHEMA")
+        # jsonschema reports in the schema's own keyword and property order: deterministic
+        violations = dict.fromkeys(
+            _violation(error) for error in self.validator.iter_errors(cast(Any, arguments))
+        )
+        if violations:
+            raise ToolArgsError(violations)
+
+
+# --- result mapping ------------------------------------------------------------------------
+
+
+def _text(block: mcp.types.ContentBlock) -> str:
+    """The text of a text block; for any other block, a rendering that names its type."""
+    if isinstance(block, mcp.types.TextContent):
+        return block.text
+    if isinstance(block, mcp.types.ImageContent):
+        return f"[image content: {block.mime_type}, {len(block.data)} base64 characters]"
+    if isinstance(block, mcp.types.AudioContent):
+        return f"[audio content: {block.mime_type}, {len(block.data)} base64 characters]"
+    if isinstance(block, mcp.types.ResourceLink):
+        return f"[resource link: {block.uri}]"
+    resource = block.resource  # the last kind: an embedded resource
+    if isinstance(resource, mcp.types.TextResourceContents):
+        return f"[embedded resource: {resource.uri}]\n{resource.text}"
+    return f"[embedded resource: {resource.uri}, {resource.mime_type or 'binary'}]"
+
+
+def _content(blocks: Sequence[mcp.types.ContentBlock]) -> list[ContentBlock]:
+    return [TextBlock(text=_text(block)) for block in blocks]
+
+
+def _output(result: mcp.types.CallToolResult) -> ToolOutput:
+    content = _content(result.content)
+    if result.is_error:
+        text = "\n".join(block.text for block in content if isinstance(block, TextBlock))
+        raise McpToolError(text or "the MCP tool reported an error")
+    structured: JsonValue = result.structured_content
+    return ToolOutput(content=content, meta=structured)
+
+
+# --- the mounted tools ---------------------------------------------------------------------
+
+
+def _read_only(_arguments: object) -> bool:
+    return True
+
+
+def _definition(client: mcp.Client, tool: mcp.types.Tool, name: str) -> ToolDefinition:
+    checker = _ArgsChecker.for_schema(name, tool.input_schema)
+    remote = tool.name
+
+    async def call(arguments: JsonValue, context: ToolRunContext) -> ToolOutput:
+        plain = thaw_json(arguments)
+        checker.check(plain)
+        try:
+            result = await client.call_tool(remote, cast("dict[str, Any]", plain))
+        except mcp.MCPError as exc:
+            raise McpConnectionError(f'MCP tool "{remote}" failed: {exc}') from exc
+        return _output(result)
+
+    read_only = tool.annotations is not None and tool.annotations.read_only_hint is True
+    return ToolDefinition(
+        name=name,
+        description=tool.description or "",
+        parameters=tool.input_schema,
+        execute=call,
+        is_concurrency_safe=_read_only if read_only else None,
+    )
+
+
+def _fingerprint(tool: mcp.types.Tool) -> str:
+    return tool.model_dump_json(by_alias=True, exclude_none=True)
+
+
+@attrs.define(eq=False)
+class MountedServer:
+    """The tools ``mount_mcp`` registered for one connected client.
+
+    Attributes:
+        prefix: prepended to every server tool name.
+    """
+
+    _target: MountTarget = attrs.field(alias="target")
+    _client: mcp.Client = attrs.field(alias="client")
+    prefix: str
+    _mounted: dict[str, tuple[str, Disposer]] = attrs.field(
+        init=False, factory=lambda: dict[str, tuple[str, Disposer]]()
+    )
+    _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
+    _syncs: int = attrs.field(init=False, default=0)
+    _closed: bool = attrs.field(init=False, default=False)
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The registered names (with the prefix), in the server's order."""
+        return tuple(self._mounted)
+
+    @property
+    def sync_count(self) -> int:
+        """How many times the tool list was fetched (the first mount counts)."""
+        return self._syncs
+
+    async def sync(self) -> None:
+        """Fetch the server's tool list and bring the registrations in line with it: new tools
+        are registered, removed ones unregistered, changed ones replaced.
+
+        ``mount_mcp`` calls this on entry and on every ``tools/list_changed`` event; call it
+        yourself for a server that cannot send those events (an MCP connection older than
+        2026-07-28). A checkpoint; cancellation leaves the previous registrations in place.
+
+        Raises:
+            RuntimeError: the ``mount_mcp`` block has ended.
+            mcp.MCPError: listing the tools failed.
+        """
+        async with self._lock:
+            tools = await _list_tools(self._client)
+            if self._closed:
+                raise RuntimeError("this MCP mount has ended: its tools are unregistered")
+            self._syncs += 1
+            listed = {self.prefix + tool.name: tool for tool in tools}
+            mounted = self._mounted
+            for name in [name for name in mounted if name not in listed]:
+                mounted.pop(name)[1]()
+            for name, tool in listed.items():
+                fingerprint = _fingerprint(tool)
+                current = mounted.get(name)
+                if current is not None:
+                    if current[0] == fingerprint:
+                        continue
+                    mounted.pop(name)[1]()
+                # recorded at once, so a later failure still leaves every registration known
+                mounted[name] = (
+                    fingerprint,
+                    self._target.register(_definition(self._client, tool, name)),
+                )
+            self._mounted = {name: mounted[name] for name in listed if name in mounted}
+
+    def _unmount(self) -> None:
+        self._closed = True
+        mounted, self._mounted = self._mounted, {}
+        for _fingerprint, dispose in reversed(mounted.values()):
+            dispose()
+
+
+async def _list_tools(client: mcp.Client) -> list[mcp.types.Tool]:
+    tools: list[mcp.types.Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+
+
+async def _follow_changes(
+    mounted: MountedServer,
+    client: mcp.Client,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    started = False
+    try:
+        async with client.listen(tools_list_changed=True) as subscription:
+            task_status.started()
+            started = True
+            async for _event in subscription:
+                try:
+                    await mounted.sync()
+                except mcp.MCPError:
+                    raise
+                except Exception as exc:
+                    # e.g. a new server tool whose name is taken in the target
+                    logger.warning("MCP tools/list_changed re-sync failed: %s", exc)
+    except ListenNotSupportedError:
+        # a connection older than 2026-07-28 cannot subscribe (refused before any I/O): the
+        # user calls mounted.sync() instead
+        await trio.lowlevel.checkpoint()
+    except (SubscriptionLost, mcp.MCPError) as exc:
+        # the connection is gone: the mounted tools stay, and their calls report it
+        logger.warning("MCP tools/list_changed subscription ended: %s", exc)
+        await trio.lowlevel.checkpoint()
+    if not started:
+        task_status.started()
+
+
+@asynccontextmanager
+async def mount_mcp(
+    target: ToolRegistry | ToolScope,
+    client: mcp.Client,
+    *,
+    prefix: str = "",
+) -> AsyncGenerator[MountedServer]:
+    """Register every tool of a connected MCP server into ``target`` for the ``async with``.
+
+    Each tool's ``parameters`` is the server's input schema as given. Before a call, the
+    arguments are validated against it with ``jsonschema`` (violations become an
+    ``INVALID_ARGS`` result with path messages such as ``"servers[1].host" must be a string``).
+    A tool annotated ``readOnlyHint: true`` may run in parallel pools. Cancelling the call
+    (through its signal) cancels the request, and the SDK sends MCP's cancel notification.
+    Text content becomes :class:`~dsh_tools.TextBlock`; other content a text rendering naming
+    its type; structured content becomes the result's ``meta``; ``isError`` an error result
+    (code :data:`MCP_TOOL_ERROR`); a failed request or a lost connection an error result
+    (code ``MCP_CONNECTION``).
+
+    While the block runs, the tool list follows the server's ``tools/list_changed`` events
+    (2026-07-28 connections). On exit every registration is removed.
+
+    Args:
+        target: a :class:`~dsh_tools.ToolRegistry` or a :class:`~dsh_tools.ToolScope`.
+        client: an entered ``mcp.Client``.
+        prefix: prepended to every tool name (e.g. ``"files_"``), to keep servers apart.
+
+    Raises:
+        ValueError: a tool name is already registered in ``target``.
+        mcp.MCPError: listing the tools failed.
+
+    A checkpoint on entry and exit; cancellation while listing the tools leaves nothing
+    registered.
+    """
+    mounted = MountedServer(target=target, client=client, prefix=prefix)
+    try:
+        await mounted.sync()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(_follow_changes, mounted, client)
+            try:
+                yield mounted
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        mounted._unmount()

@@ -1,0 +1,52 @@
+"""The "Tools from MCP servers" page's example runs and prints what the page shows, both
+in-process and over stdio (the example launches itself as the server)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import mcp
+import pytest
+import trio
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mcp_tools.py"
+
+
+def load_example() -> ModuleType:
+    name = "docs_example_mcp_tools"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+PRINTED = [
+    "['notes_read_note', 'notes_append_note']",
+    "buy milk, call Ada",
+    'Error: invalid arguments: "name" must be a string',
+    "todo now has 28 characters",
+]
+
+
+async def test_the_example_agent_step_runs_against_the_server_in_process() -> None:
+    example = load_example()
+    example.notes["todo"] = "buy milk, call Ada"
+    async with mcp.Client(example.server) as client:
+        lines = await example.agent_step(client)
+    assert PRINTED[1:] == lines
+
+
+async def test_the_example_launches_itself_over_stdio_and_prints_what_the_page_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with trio.fail_after(30):
+        await load_example().main()
+    assert PRINTED == capsys.readouterr().out.splitlines()
