@@ -694,7 +694,9 @@ class PreparedCall:
             detail = str(invalid)
             bad = self._bad_return
             if bad is not _MISSING and detail.startswith("content[0] "):
-                detail = f"a body returned {_kind(bad)} where str, content blocks or ToolOutput belong"
+                detail = (
+                    f"a body returned {_kind(bad)}, where str, content blocks or ToolOutput belong"
+                )
             _log_invalid(self.execution, detail)
             final = _INVALID_RESULT
         self._notify(final)
