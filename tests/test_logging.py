@@ -9,7 +9,7 @@ The model-facing texts stay the original's.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -169,7 +169,7 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
         (None, "a body returned None, a NoneType, where str, content blocks or ToolOutput belong"),
         (["x"], 'content[0] is "x", a str, not a content block'),
         (
-            ToolOutput(content=(), meta={"callback": print}),
+            ToolOutput(content=(), meta=cast(Any, {"callback": print})),
             "meta: $.callback: a value of type builtin_function_or_method is not JSON data",
         ),
     ],

@@ -27,7 +27,8 @@ from dsh_tools import (
     register_content_block,
     snapshot_json,
 )
-from dsh_tools._pipeline import _materialize, aborted_result
+from dsh_tools._pipeline import aborted_result
+from dsh_tools._pipeline import materialize as _materialize
 
 INVALID = ToolExecutionResult(
     content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
