@@ -69,6 +69,7 @@ VALID = [
     _result(meta={"a": [1, 2]}),
 ]
 
+
 def snapshot_metas(result: ToolExecutionResult) -> ToolExecutionResult:
     contexts = tuple(
         attrs.evolve(c, meta=None if c.meta is None else snapshot_json(c.meta))

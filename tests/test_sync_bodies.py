@@ -45,7 +45,9 @@ ABANDONED = ToolExecutionResult(
 )
 
 
-def _input(name: str, signal: CancelSignal | None = None, arguments: object = None) -> ToolExecutionInput:
+def _input(
+    name: str, signal: CancelSignal | None = None, arguments: object = None
+) -> ToolExecutionInput:
     return ToolExecutionInput(
         call_id=f"{name}-1",
         name=name,
@@ -195,7 +197,11 @@ async def test_a_sync_body_returning_a_coroutine_is_told_to_be_async_def() -> No
         'Error: tool "t": its body is a plain function that returned an awaitable '
         "(coroutine); declare it `async def`"
     )
-    assert (expected, True, []) == (_text(result), result.is_error, [str(w.message) for w in caught])
+    assert (expected, True, []) == (
+        _text(result),
+        result.is_error,
+        [str(w.message) for w in caught],
+    )
 
 
 async def test_a_cancelled_sync_body_is_reported_only_after_its_thread_returns() -> None:
@@ -249,9 +255,7 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_slot_never_started() 
     first, second = Gate(), Gate()
     registry = ToolRegistry(thread_limit=1)
     registry.register(ToolDefinition(name="a", description="d", parameters={}, execute=first.body))
-    registry.register(
-        ToolDefinition(name="b", description="d", parameters={}, execute=second.body)
-    )
+    registry.register(ToolDefinition(name="b", description="d", parameters={}, execute=second.body))
     controller = CancelController()
     results: dict[str, ToolExecutionResult] = {}
 

@@ -434,12 +434,12 @@ class PreparedCall:
     """
 
     __slots__ = (
+        "_bad_return",
         "_caller",
         "_deferred",
         "_dispatched",
         "_final",
         "_invoked",
-        "_bad_return",
         "_outcome",
         "_registry",
         "execution",
