@@ -4,6 +4,7 @@ presenters and classifier, the timeout check, and the attrs-class derivation."""
 from __future__ import annotations
 
 import enum
+import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -48,7 +49,15 @@ def _context(arguments: JsonValue = None) -> ToolRunContext:
 
 
 async def _run(definition: ToolDefinition, arguments: object) -> ToolReturn:
-    return await definition.execute(arguments, _context())
+    return await _call(definition, arguments, _context())
+
+
+async def _call(
+    definition: ToolDefinition, arguments: object, context: ToolRunContext
+) -> ToolReturn:
+    returned = definition.execute(arguments, context)
+    assert inspect.isawaitable(returned), "an async body gives an async execute"
+    return await returned
 
 
 RESULT = ToolResult(content=[TextBlock(text="ok")], is_error=False)
@@ -192,7 +201,7 @@ async def test_the_body_receives_the_context() -> None:
 
     definition = define_tool(name="t", description="d", parameters={}, execute=body)
     context = _context()
-    await definition.execute(snapshot_json({}), context)
+    await _call(definition, snapshot_json({}), context)
 
     assert seen == [context]
 
@@ -276,12 +285,23 @@ def test_a_positive_finite_timeout_is_kept(timeout: float) -> None:
     assert definition.timeout == timeout
 
 
-@pytest.mark.parametrize("timeout", [0, -1, -0.5, math.inf, math.nan, True, "5"])
-def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(timeout: object) -> None:
-    with pytest.raises(
-        ValueError,
-        match=r"^define_tool\(slow\): timeout must be a positive finite number of seconds$",
-    ):
+@pytest.mark.parametrize(
+    ("timeout", "shown"),
+    [
+        (0, "0"),
+        (-1, "-1"),
+        (-0.5, "-0.5"),
+        (math.inf, "Infinity"),
+        (math.nan, "NaN"),
+        (True, "True"),
+        ("5", "'5'"),
+        (-3.0, "-3"),
+    ],
+)
+def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(
+    timeout: object, shown: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
         define_tool(
             name="slow",
             description="d",
@@ -289,6 +309,9 @@ def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(timeout: obj
             execute=Recorder().body,
             timeout=cast(float, timeout),
         )
+
+    expected = f'tool "slow": timeout must be a positive finite number of seconds (got {shown})'
+    assert expected == str(caught.value)
 
 
 def test_the_timeout_is_checked_before_the_parameters() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from dsh_tools import (
     CancelSignal,
+    FrozenJsonObject,
     HookContext,
     PluginSource,
     ReasoningBlock,
@@ -18,14 +19,17 @@ from dsh_tools import (
     ToolErrorInfo,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolOutput,
     ToolRegistry,
     ToolResultBlock,
     ToolReturn,
     ToolRunContext,
     UserSource,
     register_content_block,
+    snapshot_json,
 )
-from dsh_tools._pipeline import _materialize, aborted_result
+from dsh_tools._pipeline import aborted_result
+from dsh_tools._pipeline import materialize as _materialize
 
 INVALID = ToolExecutionResult(
     content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
@@ -65,6 +69,16 @@ VALID = [
     _result(meta={"a": [1, 2]}),
 ]
 
+
+def snapshot_metas(result: ToolExecutionResult) -> ToolExecutionResult:
+    contexts = tuple(
+        attrs.evolve(c, meta=None if c.meta is None else snapshot_json(c.meta))
+        for c in result.additional_contexts
+    )
+    meta = None if result.meta is None else snapshot_json(result.meta)
+    return attrs.evolve(result, additional_contexts=contexts, meta=meta)
+
+
 INVALID_RESULTS = [
     "not a result",
     _result(content=[TextBlock(text="a list")]),
@@ -83,11 +97,32 @@ INVALID_RESULTS = [
 ]
 
 
-@pytest.mark.parametrize("result", VALID)
-def test_a_complete_result_passes_the_final_snapshot_unchanged(
+@pytest.mark.parametrize("result", [snapshot_metas(result) for result in VALID])
+def test_a_complete_frozen_result_passes_the_final_snapshot_unchanged(
     result: ToolExecutionResult,
 ) -> None:
     assert _materialize(result) is result
+
+
+@pytest.mark.parametrize("result", VALID)
+def test_a_complete_result_materializes_as_an_equal_result_with_frozen_metas(
+    result: ToolExecutionResult,
+) -> None:
+    materialized = _materialize(result)
+    metas = [materialized.meta, *(context.meta for context in materialized.additional_contexts)]
+
+    assert (snapshot_metas(result), [True] * len(metas)) == (
+        materialized,
+        [meta is None or type(meta) is FrozenJsonObject for meta in metas],
+    )
+
+
+def test_a_result_with_plain_meta_is_copied_and_the_caller_s_meta_stays_mutable() -> None:
+    meta = {"a": [1]}
+    materialized = _materialize(_result(meta=meta))
+    meta["a"].append(2)
+
+    assert ({"a": [1, 2]}, {"a": (1,)}) == (meta, materialized.meta)
 
 
 @pytest.mark.parametrize("result", INVALID_RESULTS)
@@ -216,3 +251,31 @@ def test_an_unregistered_block_type_is_an_invalid_result() -> None:
 
     expected = INVALID
     assert expected == _materialize(result)
+
+
+@pytest.mark.parametrize("where", ["output meta", "context meta"])
+async def test_meta_that_is_not_json_is_refused_only_at_stage_9_with_the_exact_text(
+    where: str,
+) -> None:
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        context.defer_context(
+            HookContext(
+                content=(),
+                source=UserSource(),
+                meta={"callback": print} if where == "context meta" else None,
+            )
+        )
+        # neither constructor checks meta: the body gets this far
+        return ToolOutput(
+            content=(TextBlock(text="ok"),),
+            meta={"callback": print} if where == "output meta" else None,
+        )
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
+
+    result = await registry.execute(
+        ToolExecutionInput(call_id="c", name="t", arguments={}, signal=CancelSignal.never())
+    )
+
+    assert INVALID == result

@@ -6,11 +6,18 @@ tag, absent optionals omitted) is owned by :data:`dsh_tools.converter`.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 import attrs
 
-from ._json import JsonValue, snapshot_json
+from ._json import JsonValue
+
+
+def unchecked_meta(value: object) -> JsonValue:
+    """Accept any ``meta`` as given (plain ``dict`` / ``list`` data included); the pipeline
+    checks and freezes it once, at final materialization."""
+    return cast(JsonValue, value)
+
 
 __all__ = [
     "ContentBlock",
@@ -23,10 +30,6 @@ __all__ = [
     "ToolResultBlock",
     "UserSource",
 ]
-
-
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -89,9 +92,14 @@ class HookContext:
     """A context message for the model, attached to a tool result.
 
     ``content`` reaches the model verbatim as a user-role message; ``meta`` is persisted with
-    the session but hidden from the model (snapshotted as lossless JSON on construction).
+    the session but hidden from the model. ``meta`` is not checked on construction: the
+    pipeline checks it once, when the result carrying the context is materialized (or when
+    :func:`~dsh_tools.inject_context` accepts it), and stores a frozen copy.
+
+    ``meta=None`` means "no meta": JSON ``null`` cannot be carried as a meta value (a
+    deviation from the original, where ``meta: null`` and an absent ``meta`` differ).
     """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     source: MessageSource
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
