@@ -139,11 +139,6 @@ async def test_a_body_exception_without_a_code_is_recorded_as_other(
     assert ["boom"] == [(event.attributes or {})["exception.message"] for event in span.events]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the pipeline to log a raising body with exc_info (DESIGN §2 logging rule; "
-    "on the pipeline branch): remove this marker once it is merged",
-)
 async def test_a_raising_body_records_its_own_exception_with_type_and_stack_trace(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
