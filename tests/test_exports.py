@@ -31,10 +31,18 @@ INTERNAL: Final = frozenset(
         ("_demo", "run_demo"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
+        # the one timeout rule and the body-kind test, shared by define_tool and the registry
+        ("_definition", "check_timeout"),
+        ("_definition", "is_async_body"),
+        # JavaScript's number printing for model-facing texts
+        ("_errors", "format_js_json"),
+        ("_errors", "format_js_number"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "PreparedCall"),
+        ("_pipeline", "freeze_context"),
+        ("_pipeline", "materialize"),
         ("_pipeline", "aborted_before_dispatch_result"),
         ("_pipeline", "prepare"),
         # the scheduler's parsing of a call's raw argument text (pinned by its own tests)

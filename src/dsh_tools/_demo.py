@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import logging
 import os
 import shlex
 import sys
@@ -677,7 +678,18 @@ def main_demo(
         file=stream,
         flush=True,
     )
-    batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
+    # The demo prints every outcome itself; the failures it scripts would otherwise repeat on
+    # stderr through logging's last-resort handler (the library logs every raising body).
+    library_log = logging.getLogger("dsh_tools")
+    propagate = library_log.propagate
+    library_log.propagate = False
+    quiet = logging.NullHandler()
+    library_log.addHandler(quiet)
+    try:
+        batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
+    finally:
+        library_log.removeHandler(quiet)
+        library_log.propagate = propagate
     for demo in batches:
         print("", file=stream)
         print(render_batch(demo), file=stream)
