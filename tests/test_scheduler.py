@@ -38,6 +38,7 @@ from dsh_tools._session import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from expected import ABORTED_BEFORE_DISPATCH
 
 # --- the laboratory -----------------------------------------------------------------------
 
@@ -215,6 +216,47 @@ async def test_an_empty_batch_has_no_results_and_no_events() -> None:
     batch = await run_tool_calls(ToolRegistry(), [], signal=NEVER, session=session)
     assert ToolBatch(results=(), contexts=()) == batch
     assert session.events() == []
+
+
+async def test_an_empty_batch_is_a_checkpoint() -> None:
+    with trio.testing.assert_checkpoints():
+        batch = await run_tool_calls(ToolRegistry(), [], signal=NEVER)
+    assert ToolBatch(results=(), contexts=()) == batch
+
+
+async def test_a_pre_cancelled_batch_is_a_checkpoint_and_starts_nothing() -> None:
+    lab = Lab()
+    controller = CancelController()
+    controller.cancel()
+
+    with trio.testing.assert_checkpoints():
+        batch = await run_tool_calls(
+            lab.registry(), [request("c1", "p"), request("c2", "x")], signal=controller.signal
+        )
+
+    expected = ((ABORTED_BEFORE_DISPATCH, ABORTED_BEFORE_DISPATCH), [])
+    assert expected == (batch.results, lab.order("start"))
+
+
+async def test_a_long_batch_of_calls_that_never_await_still_lets_other_tasks_run() -> None:
+    # the lane yields once per group of commits, so a batch of calls settled before dispatch
+    # (here: all denied) does not starve a sibling task for its whole length
+    registry = Lab().registry()
+    registry.guard(lambda _execution: "no")
+    ticks: list[int] = []
+    done = trio.Event()
+
+    async def sibling() -> None:
+        while not done.is_set():
+            ticks.append(0)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sibling)
+        await run_tool_calls(registry, [request(f"c{i}", "p") for i in range(1000)], signal=NEVER)
+        done.set()
+
+    assert len(ticks) >= 10
 
 
 # --- results and grouping -----------------------------------------------------------------

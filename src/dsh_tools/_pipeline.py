@@ -22,8 +22,8 @@ holds one call between the stages. Nothing here raises for a tool or policy fail
 
 The stages are deliberately not checkpoints each (``# noqa: ASYNC910``): ``ToolRegistry.execute``
 and the scheduler are, and a schedule point per stage would multiply the per-call cost.
-``prepare`` is a cancel point at entry and ``complete`` ends with a schedule point, so every path
-through ``execute`` checkpoints.
+``prepare`` is a cancel point at entry; ``ToolRegistry.execute`` ends with a schedule point and the
+scheduler yields once per group of commits, so every path through either checkpoints.
 """
 
 from __future__ import annotations
@@ -681,9 +681,9 @@ class PreparedCall:
         cancellation replacement, the final snapshot, the ``result`` observers.
 
         Returns the frozen final result, the very object the observers saw. Never raises for a
-        tool or policy failure. Ends with a schedule point that cannot be cancelled (the
-        outcome is already decided); cancelling the caller's trio scope while ``post_execute``
-        awaits raises ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
+        tool or policy failure. Not a checkpoint by itself (the caller yields once per group of
+        commits); cancelling the caller's trio scope while ``post_execute`` awaits raises
+        ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
         never ran, the outcome is ``ABORTED_BEFORE_DISPATCH``.
         """
         final = self._final
@@ -707,8 +707,7 @@ class PreparedCall:
             _log_invalid(self.execution, detail)
             final = _INVALID_RESULT
         self._notify(final)
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return final
+        return final  # noqa: ASYNC910
 
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
         execution = self.execution

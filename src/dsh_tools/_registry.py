@@ -353,7 +353,10 @@ class ToolRegistry:
         prepared = await prepare(self, input)
         if prepared.needs_dispatch:
             await prepared.dispatch()
-        return await prepared.complete()
+        result = await prepared.complete()
+        # the outcome is decided: a schedule point that cannot be cancelled
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return result
 
 
 class ToolScope:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import math
+from collections import deque
 from collections.abc import Iterable
 from typing import Final
 
@@ -195,14 +195,15 @@ async def run_tool_calls(
     return await batch.run()
 
 
-_WAITING: Final = 0
 _READY: Final = 1
+# the most commits the lane makes between two schedule points
+_COMMITS_PER_CHECKPOINT: Final = 64
 
 
 @attrs.define(eq=False, slots=True)
 class _Batch:
     """The lane's state for one batch. Everything here is touched only by the lane task;
-    dispatch tasks report back through a memory channel."""
+    dispatch tasks report back through ``settled`` and ``lot``."""
 
     registry: ToolRegistry
     calls: tuple[ToolCallRequest, ...]
@@ -226,6 +227,10 @@ class _Batch:
     pool_closed: bool = False
     active: bool = True
     append_failed: bool = False
+    since_checkpoint: int = 0
+    # the pool's settled calls (appended by body tasks) and where the lane waits for them
+    settled: deque[int] = attrs.field(init=False, factory=lambda: deque[int]())
+    lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
@@ -374,6 +379,12 @@ class _Batch:
         self.prepared[index] = None
         self.contexts.extend(result.additional_contexts)
         self.committed = index + 1
+        # the lane yields once per commit group, not per commit: a group is whatever committed
+        # since the lane last waited, capped so it never runs unboundedly
+        self.since_checkpoint += 1
+        if self.since_checkpoint >= _COMMITS_PER_CHECKPOINT:
+            self.since_checkpoint = 0
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _run_barrier(self) -> None:
         index = self.started
@@ -385,29 +396,35 @@ class _Batch:
             await self._commit_next()
 
     async def _run_pool(self) -> None:
-        send, receive = trio.open_memory_channel[int](math.inf)
+        # bodies append their index to ``settled`` and unpark the lane, which parks only when
+        # nothing is settled
+        settled = self.settled
         failure: Exception | None = None
         self.pool_closed = False
-        with send, receive:
-            async with trio.open_nursery() as nursery:
-                try:
-                    # the group's first call starts without re-classification
-                    await self._start_in_pool(nursery, send)
-                    while True:
-                        while self._may_refill():
-                            await self._start_in_pool(nursery, send)
-                        if not self.in_flight:
-                            break
-                        index = await receive.receive()
+        async with trio.open_nursery() as nursery:
+            try:
+                # the group's first call starts without re-classification
+                await self._start_in_pool(nursery)
+                while True:
+                    while self._may_refill():
+                        await self._start_in_pool(nursery)
+                    if not self.in_flight:
+                        break
+                    if not settled:
+                        await self.lot.park()
+                        self.since_checkpoint = 0
+                    # every result that is ready, then one commit group
+                    while settled:
                         self.in_flight -= 1
-                        self.ready[index] = _READY
-                        while self._may_commit():
-                            await self._commit_next()
-                except Exception as exc:
-                    # the scheduler itself failed: cancel and await every started body before
-                    # the error leaves, and raise it as itself rather than in an ExceptionGroup
-                    failure = exc
-                    nursery.cancel_scope.cancel()
+                        self.ready[settled.popleft()] = _READY
+                    while self._may_commit():
+                        await self._commit_next()
+            except Exception as exc:
+                # the scheduler itself failed: cancel and await every started body before
+                # the error leaves, and raise it as itself rather than in an ExceptionGroup
+                failure = exc
+                nursery.cancel_scope.cancel()
+        settled.clear()
         if failure is not None:
             raise failure
 
@@ -426,14 +443,12 @@ class _Batch:
             return False
         return True
 
-    async def _start_in_pool(
-        self, nursery: trio.Nursery, send: trio.MemorySendChannel[int]
-    ) -> None:
+    async def _start_in_pool(self, nursery: trio.Nursery) -> None:
         index = self.started
         prepared = await self._start(index)
         if prepared.needs_dispatch:
             self.in_flight += 1
-            nursery.start_soon(_dispatch, prepared, index, send)
+            nursery.start_soon(_dispatch, prepared, index, self.settled, self.lot)
         else:
             self.ready[index] = _READY
         while self._may_commit():
@@ -474,9 +489,12 @@ class _Batch:
         self.started = self.committed = len(self.calls)
 
 
-async def _dispatch(prepared: PreparedCall, index: int, send: trio.MemorySendChannel[int]) -> None:
+async def _dispatch(
+    prepared: PreparedCall, index: int, settled: deque[int], lot: trio.lowlevel.ParkingLot
+) -> None:
     await prepared.dispatch()
-    send.send_nowait(index)
+    settled.append(index)
+    lot.unpark()
 
 
 _ACTIVE_BATCH: Final = contextvars.ContextVar[_Batch | None]("dsh_tools_active_batch", default=None)
