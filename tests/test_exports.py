@@ -46,7 +46,6 @@ INTERNAL: Final = frozenset(
         ("_pipeline", "aborted_before_dispatch_result"),
         ("_pipeline", "prepare"),
         # the scheduler's parsing of a call's raw argument text (pinned by its own tests)
-        ("_scheduler", "parse_arguments"),
         # the timeout policy's canonical result (issue 10 moves it to _results)
         ("_timeout", "TOOL_TIMEOUT_ERROR_NAME"),
         ("_timeout", "timeout_result"),

@@ -31,7 +31,7 @@ from dsh_tools import (
 )
 from dsh_tools._hooks import PostExecuteNext, PreExecuteNext
 from dsh_tools._registry import ToolRegistry
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest, parse_arguments, run_tool_calls
+from dsh_tools._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
 from dsh_tools._session import (
     MemorySessionLog,
     SessionEvent,
@@ -169,22 +169,6 @@ def record_hooks(registry: ToolRegistry, lab: Lab) -> None:
 # --- arguments ----------------------------------------------------------------------------
 
 
-def test_empty_argument_text_parses_to_an_empty_object() -> None:
-    assert parse_arguments("") == {}
-
-
-def test_invalid_argument_json_is_passed_on_as_the_raw_text() -> None:
-    assert parse_arguments('{"a": ') == '{"a": '
-
-
-def test_nan_is_not_json_so_its_text_is_passed_on() -> None:
-    assert parse_arguments('{"a": NaN}') == '{"a": NaN}'
-
-
-def test_valid_argument_json_is_parsed() -> None:
-    assert parse_arguments('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
-
-
 async def test_the_body_receives_the_parsed_arguments_of_each_call() -> None:
     lab = Lab()
     calls = [
@@ -194,6 +178,35 @@ async def test_the_body_receives_the_parsed_arguments_of_each_call() -> None:
     ]
     await run_tool_calls(lab.registry(), calls, signal=NEVER)
     assert lab.received == {"c1": {}, "c2": "not json", "c3": {"k": "v"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ('{"a": 9007199254740992}', "$.a: integer 9007199254740992 is outside"),
+        ('{"a": 1e400}', "$.a: inf is not a finite number"),
+        ('{"a": "\\ud800"}', "$.a: "),
+    ],
+)
+async def test_json_text_the_lossless_boundary_refuses_reaches_the_pipeline_and_is_logged(
+    text: str, detail: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    lab = Lab()
+    call = ToolCallRequest(call_id="c1", name="p", arguments=text)
+
+    batch = await run_tool_calls(lab.registry(), [call], signal=NEVER)
+
+    expected: tuple[list[str], dict[str, object], bool] = (
+        ["Error: tool execution arguments must be losslessly JSON-serializable"],
+        {},
+        True,
+    )
+    logged = [r.getMessage() for r in caplog.records]
+    assert expected == (
+        texts(batch),
+        lab.received,
+        any("arguments rejected at the JSON boundary: " + detail in m for m in logged),
+    )
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -234,7 +247,10 @@ async def test_a_pre_cancelled_batch_is_a_checkpoint_and_starts_nothing() -> Non
             lab.registry(), [request("c1", "p"), request("c2", "x")], signal=controller.signal
         )
 
-    expected = ((ABORTED_BEFORE_DISPATCH, ABORTED_BEFORE_DISPATCH), [])
+    expected: tuple[tuple[ToolExecutionResult, ...], list[str]] = (
+        (ABORTED_BEFORE_DISPATCH, ABORTED_BEFORE_DISPATCH),
+        [],
+    )
     assert expected == (batch.results, lab.order("start"))
 
 

@@ -35,7 +35,7 @@ import attrs
 from ._arguments import parse_call_arguments
 from ._errors import error_message
 from ._execution import ToolResult
-from ._json import JsonSnapshotError, JsonValue
+from ._json import JsonSnapshotError, JsonValue, snapshot_json
 from ._presentation import (
     DiffCallView,
     DiffResultView,
@@ -151,7 +151,12 @@ class ToolPresenter:
         :func:`~dsh_tools.parse_call_arguments`, exactly as the scheduler parsed them.
         """
         name = event.name
-        arguments = parse_call_arguments(event.arguments)
+        parsed = parse_call_arguments(event.arguments)
+        try:
+            arguments = snapshot_json(parsed)
+        except JsonSnapshotError:
+            # JSON the pipeline refuses at its boundary: show the text as the model sent it
+            arguments = event.arguments
         card = self._call_view(event.call_id, name, arguments)
         self._pending[event.call_id] = _Pending(name, arguments, card)
         return card

@@ -27,7 +27,6 @@ after every body has unwound.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 from collections import deque
 from collections.abc import Iterable
@@ -36,6 +35,7 @@ from typing import Final
 import attrs
 import trio
 
+from ._arguments import parse_call_arguments
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
 from ._pipeline import (
@@ -48,7 +48,7 @@ from ._registry import ToolRegistry
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal
 
-__all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "parse_arguments", "run_tool_calls"]
+__all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "run_tool_calls"]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
@@ -68,8 +68,9 @@ def _model_text(_instance: object, _attribute: object, value: object) -> None:
 class ToolCallRequest:
     """One tool call as the model emitted it.
 
-    ``arguments`` is the raw JSON text; the scheduler parses it (``""`` means ``{}``, text that
-    is not valid JSON is passed on as the string itself, so the tool's validation reports it).
+    ``arguments`` is the raw JSON text; the scheduler parses it once with
+    :func:`~dsh_tools.parse_call_arguments` (``""`` means ``{}``, text that is not valid JSON is
+    passed on as the string itself, so the tool's validation reports it).
 
     Raises:
         TypeError: a field is not a ``str``; for parsed arguments:
@@ -93,29 +94,6 @@ class ToolBatch:
 
     results: tuple[ToolExecutionResult, ...]
     contexts: tuple[HookContext, ...]
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-# one decoder for every call: ``json.loads`` with a keyword builds a new decoder each time
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def parse_arguments(text: str) -> object:
-    """Parse a call's raw argument text the way the original loop does.
-
-    ``""`` gives ``{}``; text that is not strict JSON (including ``NaN`` / ``Infinity``, which
-    Python's ``json`` would otherwise accept, and nesting too deep for the parser) gives the
-    text itself.
-    """
-    if text == "":
-        return {}
-    try:
-        return _DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return text
 
 
 def _check_cap(value: object) -> int:
@@ -334,7 +312,7 @@ class _Batch:
             built = self.inputs[index] = ToolExecutionInput(
                 call_id=call.call_id,
                 name=call.name,
-                arguments=parse_arguments(call.arguments),
+                arguments=parse_call_arguments(call.arguments),
                 signal=self.signal,
                 agent=self.agent,
             )

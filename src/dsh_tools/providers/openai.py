@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
+from dsh_tools._arguments import parse_call_arguments
 from dsh_tools._definition import ToolSchema
-from dsh_tools._json import dumps_json
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest, parse_arguments
+from dsh_tools._json import FrozenJsonObject, dumps_json, thaw_json
+from dsh_tools._scheduler import ToolBatch, ToolCallRequest
 
 from ._common import (
     JsonDict,
@@ -118,10 +119,11 @@ def _restore(
     if strict_schemas is None or call.name not in strict_schemas:
         return call
     schema = strict_schemas[call.name]
-    arguments = parse_arguments(call.arguments)
-    if not isinstance(arguments, dict):
-        return call  # not an object: the tool's validation reports it as sent
-    arguments = cast("dict[str, object]", arguments)
+    parsed = parse_call_arguments(call.arguments)
+    if not isinstance(parsed, FrozenJsonObject):
+        # not an object, or not lossless JSON: the pipeline reports it as sent
+        return call
+    arguments = cast("dict[str, object]", thaw_json(parsed))
     restored = drop_optional_nulls(arguments, schema, schema)
     if restored is arguments:
         return call
