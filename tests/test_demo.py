@@ -11,10 +11,10 @@ import trio
 import trio.testing
 
 from dsh_tools import (
-    JsonlSessionLog,
     MemorySessionLog,
     ToolCallEvent,
     ToolResultEvent,
+    read_session_log,
 )
 from dsh_tools.__main__ import main
 from dsh_tools._demo import DemoBatch, outcome, run_demo
@@ -114,7 +114,7 @@ def test_the_demo_runs_as_a_command_and_names_every_outcome(tmp_path: Path) -> N
         "Error: tool call aborted before dispatch",
     ):
         assert label in done.stdout
-    assert len(JsonlSessionLog(log).events()) == 25
+    assert len(read_session_log(log)) == 25
 
 
 def test_the_command_line_requires_a_command(capsys: pytest.CaptureFixture[str]) -> None:

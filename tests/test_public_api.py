@@ -95,3 +95,9 @@ def test_the_public_names_of_the_core_are_exported() -> None:
     }
 
     assert set() == core - set(dsh_tools.__all__)
+
+
+def test_the_session_log_names_are_exported() -> None:
+    session = {"SessionLogLockedError", "read_session_log", "session_event_from_json"}
+
+    assert set() == session - set(dsh_tools.__all__)

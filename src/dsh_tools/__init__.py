@@ -96,8 +96,11 @@ from ._session import MemorySessionLog as MemorySessionLog
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionLog as SessionLog
 from ._session import SessionLogCorruptError as SessionLogCorruptError
+from ._session import SessionLogLockedError as SessionLogLockedError
 from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
+from ._session import read_session_log as read_session_log
+from ._session import session_event_from_json as session_event_from_json
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import DeadlineReached as DeadlineReached
@@ -159,6 +162,7 @@ __all__ = [
     "SessionEvent",
     "SessionLog",
     "SessionLogCorruptError",
+    "SessionLogLockedError",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
@@ -202,9 +206,11 @@ __all__ = [
     "error_message",
     "install_timeout_policy",
     "linked_cancel_scope",
+    "read_session_log",
     "register_content_block",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "session_event_from_json",
     "snapshot_json",
     "thaw_json",
     "validate_args",

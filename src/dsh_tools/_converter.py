@@ -231,6 +231,38 @@ def _camel(name: str) -> str:
     return _CAMEL.sub(lambda match: match.group(1).upper(), name)
 
 
+def wire_error_messages(exc: BaseException, path: str = "$") -> list[str]:
+    """Like :func:`cattrs.transform_error`, but a path names the wire keys (``$.callId``), not
+    the Python fields (``$.call_id``)."""
+    if isinstance(exc, IterableValidationError):
+        with_notes, without = exc.group_exceptions()
+        return [
+            *(
+                message
+                for sub, note in with_notes
+                for message in _note_messages(sub, f"{path}[{note.index!r}]", note.type)
+            ),
+            *(f"{cattrs.v.format_exception(sub, None)} @ {path}" for sub in without),
+        ]
+    if isinstance(exc, cattrs.ClassValidationError):
+        with_notes, without = exc.group_exceptions()
+        return [
+            *(
+                message
+                for sub, note in with_notes
+                for message in _note_messages(sub, f"{path}.{_camel(note.name)}", note.type)
+            ),
+            *(f"{cattrs.v.format_exception(sub, None)} @ {path}" for sub in without),
+        ]
+    return [f"{cattrs.v.format_exception(exc, None)} @ {path}"]
+
+
+def _note_messages(exc: BaseException, path: str, tp: Any) -> list[str]:
+    if isinstance(exc, cattrs.ClassValidationError | IterableValidationError):
+        return wire_error_messages(exc, path)
+    return [f"{cattrs.v.format_exception(exc, tp)} @ {path}"]
+
+
 @attrs.define(eq=False)
 class _TaggedUnion:
     """The members of one union alias, keyed by the value of their tag."""

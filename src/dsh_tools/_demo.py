@@ -377,10 +377,11 @@ def main_demo(*, log: Path | None, real_time: bool, out: TextIO | None = None) -
     """Run the demo and print it; return the process exit code."""
     stream = out if out is not None else sys.stdout
     path = log if log is not None else _default_log_path()
-    session = JsonlSessionLog(path)
-    first_seq = len(session.events())
     clock = None if real_time else trio.testing.MockClock(autojump_threshold=0)
-    batches = trio.run(run_demo, session, clock=clock)
+    with JsonlSessionLog(path) as session:
+        first_seq = len(session.events())
+        batches = trio.run(run_demo, session, clock=clock)
+        written = len(session.events()) - first_seq
     print(
         "dsh-tools demo: a scripted agent turn through the registry, pipeline, timeout policy "
         f"and scheduler ({'real time' if real_time else 'virtual time'})",
@@ -389,7 +390,6 @@ def main_demo(*, log: Path | None, real_time: bool, out: TextIO | None = None) -
     for demo in batches:
         print("", file=stream)
         print(render_batch(demo), file=stream)
-    written = len(session.events()) - first_seq
     print("", file=stream)
     print(f"session log ({written} events): {path}", file=stream)
     return 0
