@@ -8,14 +8,19 @@ import enum
 import json
 import pickle
 import types
+import typing
 from collections.abc import Callable
 from typing import Any, cast
 
 import attrs
+import httpx
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
+from docs_examples import ROOT, load_example
 from dsh_tools import (
     MAX_DEPTH,
     FrozenJsonObject,
@@ -23,6 +28,8 @@ from dsh_tools import (
     JsonTypeError,
     JsonValue,
     JsonValueError,
+    ToolRunContext,
+    define_tool,
     dumps_json,
     snapshot_json,
     thaw_json,
@@ -422,9 +429,9 @@ def test_no_object_in_a_snapshot_accepts_item_assignment(value: object) -> None:
     for obj in _containers(snapshot_json(value)):
         if isinstance(obj, FrozenJsonObject):
             with pytest.raises(TypeError):
-                obj["new"] = 1  # type: ignore[index]
+                obj["new"] = 1
             with pytest.raises(TypeError):
-                del obj["new"]  # type: ignore[attr-defined]
+                del obj["new"]
 
 
 @given(json_values(tuples=True))
@@ -432,7 +439,7 @@ def test_no_object_in_a_snapshot_accepts_attribute_assignment(value: object) -> 
     for obj in _containers(snapshot_json(value)):
         if isinstance(obj, FrozenJsonObject):
             with pytest.raises(AttributeError, match="FrozenJsonObject is immutable"):
-                obj._data = {}
+                obj._depth = 0
             with pytest.raises(AttributeError, match="FrozenJsonObject is immutable"):
                 del obj._hash
 
@@ -539,7 +546,7 @@ def test_a_shallow_copy_of_a_frozen_object_is_the_object_itself() -> None:
 
 def test_a_deep_copy_of_a_frozen_object_is_plain_mutable_data() -> None:
     snapshot = snapshot_json({"a": [1, {"b": [2]}]})
-    copied = copy.deepcopy(snapshot)
+    copied: Any = copy.deepcopy(snapshot)
     copied["a"][1]["b"].append(3)
 
     assert ({"a": [1, {"b": [2, 3]}]}, dict, dict) == (copied, type(copied), type(copied["a"][1]))
@@ -631,3 +638,101 @@ def test_thaw_json_returns_plain_mutable_data(value: object) -> None:
 
     assert _as_lists(value) == thawed
     assert json.dumps(_as_lists(value)) == json.dumps(thawed)
+
+
+# --- interop: a frozen value is JSON to every Python JSON serializer --------------------------
+
+_ARGS = {"path": "a.txt", "tags": ["x", "y"], "nested": {"n": 1, "f": 1.5, "none": None}}
+
+
+def _tool_parameters() -> object:
+    async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        return "ok"
+
+    return define_tool(
+        name="t",
+        description="d",
+        parameters={"path": {"type": "string", "required": True}},
+        execute=body,
+    ).parameters
+
+
+def test_json_dumps_accepts_frozen_arguments_as_they_are() -> None:
+    assert json.dumps(_ARGS) == json.dumps(snapshot_json(_ARGS))
+
+
+def test_orjson_accepts_frozen_arguments_as_they_are() -> None:
+    assert orjson.dumps(_ARGS) == orjson.dumps(snapshot_json(_ARGS))
+
+
+def test_httpx_accepts_frozen_arguments_as_a_json_body() -> None:
+    request = httpx.Request("POST", "https://example.invalid/api", json=snapshot_json(_ARGS))
+    assert _ARGS == json.loads(request.content)
+
+
+def test_every_serializer_accepts_a_tool_s_parameters_as_they_are() -> None:
+    parameters = _tool_parameters()
+    expected = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    }
+    request = httpx.Request("POST", "https://example.invalid/api", json={"parameters": parameters})
+
+    assert (expected, expected, {"parameters": expected}) == (
+        json.loads(json.dumps(parameters)),
+        json.loads(orjson.dumps(parameters)),
+        json.loads(request.content),
+    )
+
+
+def test_jsonschema_validates_the_thawed_value() -> None:
+    schema = {"type": "object", "properties": {"tags": {"type": "array"}}}
+    frozen = snapshot_json(_ARGS)
+
+    assert (True, False) == (
+        Draft202012Validator(schema).is_valid(thaw_json(frozen)),  # pyright: ignore[reportUnknownMemberType]
+        Draft202012Validator(schema).is_valid(frozen),  # pyright: ignore[reportUnknownMemberType]
+    )
+
+
+def test_json_value_is_a_real_type_alias_at_run_time() -> None:
+    members = typing.get_args(JsonValue)
+    assert not isinstance(JsonValue, str)
+    assert {bool, int, float, str, FrozenJsonObject, type(None)} <= set(members)
+
+
+@given(json_values())
+def test_json_values_generates_only_what_json_loads_gives(value: object) -> None:
+    # a generated tuple would be excluded by every test comparing with jsonschema or json.loads
+    assert _as_lists(value) == value
+    assert json.loads(json.dumps(value)) == value
+    assert _no_tuples(value)
+
+
+def _no_tuples(value: object) -> bool:
+    if isinstance(value, tuple):
+        return False
+    if isinstance(value, dict):
+        return all(_no_tuples(v) for v in value.values())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if isinstance(value, list):
+        return all(_no_tuples(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return True
+
+
+# --- the interop example in docs/defining-tools.md ----------------------------------------------
+
+INTEROP_OUTPUT = 'POST /api/tickets {"title": "Crash on start", "labels": ["bug", "p1"]}\n'
+
+
+async def test_the_interop_example_posts_and_validates_frozen_arguments(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await load_example("defining_tools_interop.py").main()
+
+    assert INTEROP_OUTPUT == capsys.readouterr().out
+
+
+def test_the_defining_tools_page_shows_the_interop_example_s_real_output() -> None:
+    page = (ROOT / "docs" / "defining-tools.md").read_text(encoding="utf-8")
+    assert f"```text\n{INTEROP_OUTPUT}```" in page

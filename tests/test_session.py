@@ -418,9 +418,14 @@ def test_a_log_garbage_collected_while_open_is_closed_with_a_resource_warning(
     path = tmp_path / "log.jsonl"
     log = JsonlSessionLog(path)
     log.append(CALL)
-    with pytest.warns(ResourceWarning, match="unclosed JsonlSessionLog"):
+
+    def drop() -> None:
+        nonlocal log
         del log
         gc.collect()
+
+    with pytest.warns(ResourceWarning, match="unclosed JsonlSessionLog"):
+        drop()
     with JsonlSessionLog(path) as again:  # the lock was released
         assert again.events() == [CALL]
 

@@ -73,7 +73,8 @@ def test_a_reader_process_never_loses_events_of_a_live_writer_process(tmp_path: 
             )
         )
         stack.callback(writer.kill)
-        assert writer.stdin is not None and writer.stdout is not None
+        assert writer.stdin is not None
+        assert writer.stdout is not None
         assert "open\n" == writer.stdout.readline()  # the writer holds the lock now
         reader = stack.enter_context(
             subprocess.Popen(

@@ -91,15 +91,12 @@ anything it would otherwise have to drop or guess. Union aliases work as targets
 def _resolve_types(cls: type) -> None:
     """Resolve the string annotations of attrs class ``cls`` into real types, in place.
 
-    ``JsonValue`` is a string alias (it is recursive), so annotations that use it are evaluated
-    with the JSON names added to the defining module's globals. Called before ``dsh_tools``
-    renames ``__module__`` of its public classes, which would point the evaluation at the wrong
-    namespace.
+    The library's modules use ``from __future__ import annotations``, so annotations are
+    strings evaluated in the defining module's globals. Called before ``dsh_tools`` renames
+    ``__module__`` of its public classes, which would point the evaluation at the wrong
+    namespace (the public one, which lacks the private names some annotations use).
     """
-    namespace = dict(vars(sys.modules[cls.__module__]))
-    namespace.setdefault("FrozenJsonObject", FrozenJsonObject)
-    namespace.setdefault("JsonValue", JsonValue)
-    attrs.resolve_types(cls, globalns=namespace)
+    attrs.resolve_types(cls, globalns=vars(sys.modules[cls.__module__]))
 
 
 def _union_members(tp: object) -> tuple[object, ...]:

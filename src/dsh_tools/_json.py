@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable
 from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast
 
 __all__ = [
@@ -95,14 +95,14 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     def _immutable(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("FrozenJsonObject is immutable")
 
-    __setitem__ = _immutable  # pyright: ignore[reportAssignmentType]
-    __delitem__ = _immutable  # pyright: ignore[reportAssignmentType]
+    __setitem__ = _immutable
+    __delitem__ = _immutable
     update = _immutable  # pyright: ignore[reportAssignmentType]
-    pop = _immutable  # pyright: ignore[reportAssignmentType]
-    popitem = _immutable  # pyright: ignore[reportAssignmentType]
-    clear = _immutable  # pyright: ignore[reportAssignmentType]
+    pop = _immutable
+    popitem = _immutable
+    clear = _immutable
     setdefault = _immutable  # pyright: ignore[reportAssignmentType]
-    __ior__ = _immutable  # pyright: ignore[reportAssignmentType]
+    __ior__ = _immutable
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("FrozenJsonObject is immutable")
@@ -111,7 +111,7 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
         raise AttributeError("FrozenJsonObject is immutable")
 
     def __repr__(self) -> str:
-        return f"FrozenJsonObject({dict.__repr__(self)})"
+        return f"FrozenJsonObject({super().__repr__()})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a fresh plain dict (its values are immutable); unpickling validates it again
@@ -138,7 +138,10 @@ JsonValue: TypeAlias = bool | int | float | str | FrozenJsonObject | tuple["Json
 # slots set through the base class and the slot descriptors, bypassing the methods that make
 # instances immutable.
 _new_object: Final = dict.__new__
-_fill: Final = dict.update
+_fill: Final = cast(
+    "Callable[[dict[str, JsonValue], dict[str, JsonValue]], None]",
+    dict.update,  # pyright: ignore[reportUnknownMemberType]
+)
 _set_depth: Final = FrozenJsonObject.__dict__["_depth"].__set__
 _set_hash: Final = FrozenJsonObject.__dict__["_hash"].__set__
 
@@ -300,8 +303,8 @@ def _snap_object(value: dict[object, object], depth: int, walk: _Walk) -> Frozen
         for key, item in value.items():
             if type(key) is not str:
                 raise _Invalid(JsonTypeError, f"object key {key!r} is not a str", at_container=True)
-            if not key.isascii():  # type: ignore[attr-defined]
-                _check_key(key)  # type: ignore[arg-type]
+            if not key.isascii():
+                _check_key(key)
             cls = type(item)
             if cls is str:
                 if not item.isascii():  # type: ignore[union-attr]
@@ -331,7 +334,7 @@ def _snap_object(value: dict[object, object], depth: int, walk: _Walk) -> Frozen
     _set_depth(frozen, deepest - depth + 1)
     if outer_deepest > deepest:
         walk.deepest = outer_deepest
-    return frozen  # type: ignore[return-value]
+    return frozen
 
 
 def _snap_array(
