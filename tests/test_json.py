@@ -16,7 +16,7 @@ import attrs
 import httpx
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -736,3 +736,18 @@ async def test_the_interop_example_posts_and_validates_frozen_arguments(
 def test_the_defining_tools_page_shows_the_interop_example_s_real_output() -> None:
     page = (ROOT / "docs" / "defining-tools.md").read_text(encoding="utf-8")
     assert f"```text\n{INTEROP_OUTPUT}```" in page
+
+
+def test_the_ci_profile_cannot_fail_by_chance() -> None:
+    ci = settings.get_profile("ci")
+    assert (True, None, None, True) == (
+        ci.derandomize,
+        ci.database,
+        ci.deadline,
+        HealthCheck.too_slow in ci.suppress_health_check,
+    )
+
+
+def test_the_thorough_profile_runs_many_random_examples() -> None:
+    thorough = settings.get_profile("thorough")
+    assert (False, True) == (thorough.derandomize, thorough.max_examples >= 5_000)
