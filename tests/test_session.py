@@ -102,6 +102,21 @@ def test_tool_result_event_wire_carries_error_and_meta() -> None:
     assert expected == event_to_wire(FAILED)
 
 
+def test_a_replacement_result_carries_its_surface_op_on_the_wire() -> None:
+    pruned = ToolResultEvent(
+        turn=0, step=1, call_id="c1", content=(), is_error=False, surface_op="replace"
+    )
+
+    wire = event_to_wire(pruned)
+
+    assert ("replace", pruned) == (wire["surfaceOp"], session_event_from_json(wire))
+
+
+def test_a_surface_op_must_be_a_string() -> None:
+    with pytest.raises(TypeError, match="surface_op"):
+        ToolResultEvent(turn=0, step=1, call_id="c1", content=(), is_error=False, surface_op=1)  # type: ignore[arg-type]
+
+
 def test_context_message_event_wire_names_its_source() -> None:
     expected = {
         "type": "context/message",

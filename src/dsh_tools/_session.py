@@ -82,7 +82,10 @@ class ToolResultEvent:
     """A call committed (wire ``tool/result``): the final result the model receives.
 
     ``source_event_seqs`` holds the sequence number of the call's ``tool/call`` event.
-    Contexts are not part of it: they follow as ``context/message`` events.
+    Contexts are not part of it: they follow as ``context/message`` events. ``surface_op``
+    (wire ``surfaceOp``) says how a UI applies the event: absent (``None``) means ``"append"``, a
+    new result; any other value (e.g. a replacement written by pruning) rewrites an earlier
+    result and is not a new result for a UI (the ACP bridge sends no update for it).
     """
 
     turn: int
@@ -93,6 +96,9 @@ class ToolResultEvent:
     error: ToolErrorInfo | None = None
     meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
     source_event_seqs: tuple[int, ...] = attrs.field(default=(), converter=_seqs)
+    surface_op: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
 
 
 @attrs.frozen(kw_only=True)
