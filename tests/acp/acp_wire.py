@@ -9,7 +9,7 @@ the model knows, with a value of the field's type, and nothing was salvaged or d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, cast
 
 import acp.schema as schema
 import pydantic
@@ -48,7 +48,7 @@ def assert_valid_agent_message(message: object, methods: Mapping[object, str]) -
     checked against that method's result model.
     """
     assert isinstance(message, dict)
-    wire: dict[str, object] = {str(key): value for key, value in message.items()}  # pyright: ignore[reportUnknownVariableType]
+    wire = dict(cast("dict[str, object]", message))
     assert "2.0" == wire.pop("jsonrpc")
     if "method" in wire:
         method = wire["method"]
