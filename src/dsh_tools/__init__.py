@@ -3,6 +3,13 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
+from ._approval import ApprovalAnswerer as ApprovalAnswerer
+from ._approval import ApprovalNext as ApprovalNext
+from ._approval import ApprovalPolicy as ApprovalPolicy
+from ._approval import ApprovalScope as ApprovalScope
+from ._approval import UserApproval as UserApproval
+from ._approval import console_answerer as console_answerer
+from ._approval import session_turn as session_turn
 from ._arguments import parse_call_arguments as parse_call_arguments
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
@@ -94,6 +101,9 @@ from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
 from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
+from ._session import ApprovalAskedEvent as ApprovalAskedEvent
+from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
+from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
 from ._session import ContextMessageEvent as ContextMessageEvent
 from ._session import JsonlSessionLog as JsonlSessionLog
 from ._session import MemorySessionLog as MemorySessionLog
@@ -102,6 +112,8 @@ from ._session import SessionLog as SessionLog
 from ._session import SessionLogCorruptError as SessionLogCorruptError
 from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
+from ._session import TurnEndEvent as TurnEndEvent
+from ._session import TurnStartEvent as TurnStartEvent
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import DeadlineReached as DeadlineReached
@@ -113,8 +125,15 @@ from ._timeout import install_timeout_policy as install_timeout_policy
 __all__ = [
     "Accept",
     "Allow",
+    "ApprovalAnswerer",
+    "ApprovalAskedEvent",
+    "ApprovalDecidedEvent",
+    "ApprovalNext",
     "ApprovalOutcome",
+    "ApprovalPolicy",
+    "ApprovalPolicyEvent",
     "ApprovalRequest",
+    "ApprovalScope",
     "ApprovalService",
     "Ask",
     "Block",
@@ -199,8 +218,12 @@ __all__ = [
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "UserApproval",
     "UserSource",
     "assert_supported_output_schema",
+    "console_answerer",
     "console_block",
     "converter",
     "define_tool",
@@ -212,6 +235,7 @@ __all__ = [
     "register_content_block",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "session_turn",
     "snapshot_json",
     "thaw_json",
     "tool_result_from_event",

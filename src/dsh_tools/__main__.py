@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sleep for real (about 3 s) instead of on trio's virtual clock",
     )
+    demo.add_argument(
+        "--ask",
+        action="store_true",
+        help="ask on the terminal (y/n) before each write or command, and run two commands",
+    )
     return parser
 
 
@@ -44,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 
-        return main_demo(log=args.log, real_time=args.real_time)
+        return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects the rest
 
 

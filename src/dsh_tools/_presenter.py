@@ -69,10 +69,15 @@ _BACKTICKS: Final = re.compile(r"`+")
 def console_block(output: str) -> str:
     """The fenced ``console`` block a UI without terminals shows for a command's output.
 
-    Trailing newlines of ``output`` are stripped: ``console_block("ok\\n")`` is
-    ``"```console\\nok\\n```"``. When the output itself contains a run of three or more
-    backticks, the fence is one backtick longer than the longest run, so the output cannot close
-    the block early (CommonMark's rule).
+    Trailing newlines of ``output`` are stripped; ``console_block("ok\\n")`` gives::
+
+        ```console
+        ok
+        ```
+
+    When the output itself contains a run of three or more backticks, the fence is one
+    backtick longer than the longest run, so the output cannot close the block early
+    (CommonMark's rule).
     """
     longest = max((len(run) for run in _BACKTICKS.findall(output)), default=0)
     fence = "`" * max(3, longest + 1)
