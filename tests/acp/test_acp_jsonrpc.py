@@ -22,8 +22,6 @@ from dsh_tools.acp import (
     _jsonrpc,
 )
 
-pytestmark = pytest.mark.usefixtures("autojump_clock")
-
 
 class Handler:
     """Answers ``echo`` and ``sleep``; ``bad`` has bad params, ``boom`` fails unexpectedly."""
@@ -31,6 +29,7 @@ class Handler:
     def __init__(self) -> None:
         self.notifications: list[tuple[str, object]] = []
         self.sleepers_cancelled = 0
+        self.closed_at: float | None = None
 
     async def handle_request(self, method: str, params: object) -> object:
         await trio.lowlevel.checkpoint()
@@ -51,6 +50,9 @@ class Handler:
         if method == "explode":
             raise RuntimeError("notification handler failed")
         self.notifications.append((method, params))
+
+    def handle_close(self) -> None:
+        self.closed_at = trio.current_time()
 
 
 class Peer:
@@ -100,7 +102,9 @@ def _error(request_id: object, code: int, message: str, data: object = None) -> 
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-async def test_a_request_gets_its_result_under_its_own_id() -> None:
+async def test_a_request_gets_its_result_under_its_own_id(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         await peer.send({"jsonrpc": "2.0", "id": "a-1", "method": "echo", "params": {"x": [1]}})
@@ -108,7 +112,9 @@ async def test_a_request_gets_its_result_under_its_own_id() -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_line_that_is_not_json_is_a_parse_error_and_the_connection_goes_on() -> None:
+async def test_a_line_that_is_not_json_is_a_parse_error_and_the_connection_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         await peer.send_raw(b"{not json\n")
@@ -127,7 +133,9 @@ async def test_a_line_that_is_not_json_is_a_parse_error_and_the_connection_goes_
     [b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": NaN}', b"\xff\xfe{}"],
     ids=["nan-is-not-json", "not-utf8"],
 )
-async def test_json_extensions_and_bytes_that_are_not_utf8_are_parse_errors(line: bytes) -> None:
+async def test_json_extensions_and_bytes_that_are_not_utf8_are_parse_errors(
+    autojump_clock: trio.testing.MockClock, line: bytes
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         await peer.send_raw(line + b"\n")
@@ -158,7 +166,7 @@ async def test_json_extensions_and_bytes_that_are_not_utf8_are_parse_errors(line
     ids=["batch", "not-an-object", "no-jsonrpc", "bool-id", "method-not-a-string", "scalar-params"],
 )
 async def test_messages_that_are_not_requests_get_invalid_request_errors(
-    message: object, expected: tuple[object, str | None]
+    autojump_clock: trio.testing.MockClock, message: object, expected: tuple[object, str | None]
 ) -> None:
     request_id, detail = expected
     async with trio.open_nursery() as nursery:
@@ -170,7 +178,9 @@ async def test_messages_that_are_not_requests_get_invalid_request_errors(
         nursery.cancel_scope.cancel()
 
 
-async def test_an_unknown_method_is_method_not_found() -> None:
+async def test_an_unknown_method_is_method_not_found(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         await peer.send({"jsonrpc": "2.0", "id": 1, "method": "nope"})
@@ -178,7 +188,9 @@ async def test_an_unknown_method_is_method_not_found() -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_handler_rejecting_params_answers_with_its_error_object() -> None:
+async def test_a_handler_rejecting_params_answers_with_its_error_object(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         await peer.send({"jsonrpc": "2.0", "id": 1, "method": "bad", "params": {}})
@@ -188,6 +200,7 @@ async def test_a_handler_rejecting_params_answers_with_its_error_object() -> Non
 
 
 async def test_a_handler_that_fails_unexpectedly_is_an_internal_error_and_is_logged(
+    autojump_clock: trio.testing.MockClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with trio.open_nursery() as nursery:
@@ -200,9 +213,9 @@ async def test_a_handler_that_fails_unexpectedly_is_an_internal_error_and_is_log
     assert ["the handler of request boom failed"] == [r.getMessage() for r in caplog.records]
 
 
-async def test_notifications_are_handed_over_and_never_answered_even_when_the_handler_fails() -> (
-    None
-):
+async def test_notifications_are_handed_over_and_never_answered_even_when_the_handler_fails(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     handler = Handler()
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery, handler)
@@ -215,7 +228,9 @@ async def test_notifications_are_handed_over_and_never_answered_even_when_the_ha
     assert [("note", {"n": 1})] == handler.notifications
 
 
-async def test_messages_split_across_chunks_or_sharing_one_are_all_read() -> None:
+async def test_messages_split_across_chunks_or_sharing_one_are_all_read(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         first = b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": [1]}\n'
@@ -229,6 +244,7 @@ async def test_messages_split_across_chunks_or_sharing_one_are_all_read() -> Non
 
 
 async def test_a_line_longer_than_the_limit_is_a_parse_error_and_skipped(
+    autojump_clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_jsonrpc, "MAX_LINE_BYTES", 64)
@@ -247,7 +263,9 @@ async def test_a_line_longer_than_the_limit_is_a_parse_error_and_skipped(
 # --- requests to the peer -----------------------------------------------------------------
 
 
-async def test_requests_to_the_peer_are_correlated_by_id_whatever_the_answer_order() -> None:
+async def test_requests_to_the_peer_are_correlated_by_id_whatever_the_answer_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     results: dict[str, object] = {}
     async with trio.open_nursery() as nursery:
         peer, connection, _done = await _open(nursery)
@@ -273,7 +291,9 @@ async def test_requests_to_the_peer_are_correlated_by_id_whatever_the_answer_ord
     assert {"first": "to first", "second": "to second"} == results
 
 
-async def test_an_error_answer_raises_the_peers_error_object() -> None:
+async def test_an_error_answer_raises_the_peers_error_object(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, connection, _done = await _open(nursery)
 
@@ -293,6 +313,7 @@ async def test_an_error_answer_raises_the_peers_error_object() -> None:
 
 
 async def test_an_answer_to_no_pending_request_is_ignored_and_logged(
+    autojump_clock: trio.testing.MockClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with trio.open_nursery() as nursery:
@@ -306,7 +327,9 @@ async def test_an_answer_to_no_pending_request_is_ignored_and_logged(
     ]
 
 
-async def test_a_cancelled_request_forgets_its_id_and_a_late_answer_is_ignored() -> None:
+async def test_a_cancelled_request_forgets_its_id_and_a_late_answer_is_ignored(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, connection, _done = await _open(nursery)
         with trio.move_on_after(1):
@@ -321,9 +344,9 @@ async def test_a_cancelled_request_forgets_its_id_and_a_late_answer_is_ignored()
 # --- the end of the connection ------------------------------------------------------------
 
 
-async def test_the_end_of_input_cancels_running_handlers_fails_pending_requests_and_returns() -> (
-    None
-):
+async def test_the_end_of_input_fails_pending_requests_tells_the_handler_and_gives_running_ones_a_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     handler = Handler()
     outcome: list[str] = []
     async with trio.open_nursery() as nursery:
@@ -333,18 +356,36 @@ async def test_the_end_of_input_cancels_running_handlers_fails_pending_requests_
             try:
                 await connection.request("ask")
             except ConnectionClosedError:
-                outcome.append("closed")
+                outcome.append(f"closed at {trio.current_time():g}")
 
         nursery.start_soon(ask)
         await peer.send({"jsonrpc": "2.0", "id": 1, "method": "sleep"})
         await trio.testing.wait_all_tasks_blocked()
+        closed = trio.current_time()
         await peer.stream.send_stream.aclose()
         await done.wait()
-    assert ["closed"] == outcome
+        ended = trio.current_time()
+    assert [f"closed at {closed:g}"] == outcome
+    assert closed == handler.closed_at
     assert 1 == handler.sleepers_cancelled
+    assert _jsonrpc.CLOSE_GRACE == ended - closed
 
 
-async def test_messages_queued_before_the_input_ends_are_written_before_serve_returns() -> None:
+async def test_a_request_read_just_before_the_input_ends_is_still_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        peer, _connection, done = await _open(nursery)
+        await peer.send_raw(b'{"jsonrpc": "2.0", "id": 5, "method": "echo", "params": [5]}')
+        await peer.stream.send_stream.aclose()
+        answer = await peer.receive()
+        await done.wait()
+    assert {"jsonrpc": "2.0", "id": 5, "result": [5]} == answer
+
+
+async def test_messages_queued_before_the_input_ends_are_written_before_serve_returns(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     # lockstep: the writer cannot write until the peer reads, so both wait in the queue
     client, agent = trio.testing.lockstep_stream_pair()
     connection = JsonRpcConnection(agent, agent)
@@ -371,7 +412,9 @@ async def test_messages_queued_before_the_input_ends_are_written_before_serve_re
     assert expected == received
 
 
-async def test_a_request_after_the_connection_closed_fails_at_once() -> None:
+async def test_a_request_after_the_connection_closed_fails_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     async with trio.open_nursery() as nursery:
         peer, connection, done = await _open(nursery)
         await peer.stream.send_stream.aclose()
@@ -380,7 +423,7 @@ async def test_a_request_after_the_connection_closed_fails_at_once() -> None:
         await connection.request("ask")
 
 
-async def test_a_broken_output_ends_the_connection() -> None:
+async def test_a_broken_output_ends_the_connection(autojump_clock: trio.testing.MockClock) -> None:
     handler = Handler()
     async with trio.open_nursery() as nursery:
         peer, _connection, done = await _open(nursery, handler)

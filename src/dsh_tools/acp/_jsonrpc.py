@@ -15,7 +15,7 @@ Nothing the peer sends crashes the connection: a line that is not JSON gets a ``
 a message that is not a JSON-RPC request a ``-32600``, an unknown method ``-32601``, bad params
 ``-32602`` (the handler raises :class:`JsonRpcError`), and a handler that fails unexpectedly
 ``-32603`` (logged with its traceback). When the input ends (or the output breaks), the
-connection cancels every task it started and :meth:`JsonRpcConnection.serve` returns.
+connection winds its tasks down (:meth:`JsonRpcConnection.serve`) and returns.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from typing import Final, Protocol, TypeAlias
+from typing import Final, Protocol, TypeAlias, cast
 
 import attrs
 import trio
@@ -99,6 +99,11 @@ class JsonRpcHandler(Protocol):
         """Take one notification (never answered); unknown methods should be ignored."""
         ...
 
+    def handle_close(self) -> None:
+        """The input ended: make long-running requests wind down (they may still answer;
+        whatever still runs after :data:`CLOSE_GRACE` seconds is cancelled)."""
+        ...
+
 
 @attrs.define(eq=False)
 class _Pending:
@@ -136,9 +141,11 @@ class JsonRpcConnection:
     ) -> None:
         """Read and dispatch messages until the input ends or the output breaks.
 
-        Returns once every task the connection started (request handlers, the writer) has
-        ended; requests still waiting for the peer fail with :class:`ConnectionClosedError`.
-        Messages queued before the input ended are written first. Cancelling the caller's scope
+        When the input ends, ``handler.handle_close()`` is called and running requests get
+        :data:`CLOSE_GRACE` seconds to finish (then they are cancelled); their answers and
+        every message queued before are written (for at most 5 more seconds). Requests still
+        waiting for the peer fail with :class:`ConnectionClosedError`. Returns once every task
+        the connection started has ended. Cancelling the caller's scope
         cancels everything and propagates as usual.
         """
         try:
@@ -148,10 +155,12 @@ class JsonRpcConnection:
                 async with trio.open_nursery() as handlers:
                     task_status.started()
                     await self._read_all(handler, handlers)
-                    # the input ended: nobody is left to answer or to read an answer
-                    handlers.cancel_scope.cancel()
-                self._closed = True
-                self._fail_pending()
+                    # the input ended: nobody will answer our requests; let running requests
+                    # wind down and answer, briefly
+                    self._closed = True
+                    self._fail_pending()
+                    handler.handle_close()
+                    handlers.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
                 self._outgoing.close()
                 with trio.move_on_after(_FLUSH_TIMEOUT):
                     await writer_done.wait()
@@ -295,10 +304,11 @@ class JsonRpcConnection:
         if not isinstance(method, str):
             self._invalid(request_id, "method must be a string")
             return
-        params: object = message.get("params")
+        params = message.get("params")
         if params is not None and not isinstance(params, dict | list):
             self._invalid(request_id, "params must be an object or an array")
             return
+        params = cast(object, params)
         if not has_id:
             try:
                 handler.handle_notification(method, params)
@@ -352,6 +362,9 @@ class JsonRpcConnection:
                 pending.error = ConnectionClosedError("the connection closed before the answer")
                 pending.done.set()
 
+
+CLOSE_GRACE: Final = 5.0
+"""Seconds running requests get to wind down once the input has ended."""
 
 _FLUSH_TIMEOUT: Final = 5.0
 """How long a closing connection waits for its queued messages to be written."""

@@ -67,7 +67,8 @@ class AcpPermissionAnswerer:
         A checkpoint on every path. Cancellation propagates (the request's pending RPC is
         abandoned; a late answer is discarded by the connection).
         """
-        call_id: str | None = request.call_id
+        # DESIGN §5: callers other than the registry may leave call_id out
+        call_id = cast("str | None", request.call_id)
         session_id = self.session_id_for(request.agent)
         if session_id is None or call_id is None:
             return await next()
