@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 from acp_wire import assert_valid_update
 
@@ -476,3 +477,44 @@ def test_without_a_session_cwd_titles_stay_as_given() -> None:
     )
     bridge = _bridge(lambda _args: view, session_cwd=None)
     assert "Read /home/u/proj/a" == _update_for(bridge, _call())["title"]
+
+
+# --- surface ops (DESIGN §5: ``surface_op`` absent means ``append``) ------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _SurfacedResult(ToolResultEvent):
+    surface_op: str | None = None
+
+
+def _surfaced(surface_op: str | None) -> ToolResultEvent:
+    return _SurfacedResult(
+        turn=0,
+        step=0,
+        call_id="c1",
+        content=[TextBlock(text="pruned")],
+        is_error=False,
+        surface_op=surface_op,
+    )
+
+
+def test_a_result_that_replaces_an_earlier_one_gives_no_update_and_keeps_the_call_pending() -> None:
+    seen: list[str] = []
+
+    def present_result(_args: object, result: ToolResult) -> ToolResultView:
+        seen.append("presented")
+        return GenericResultView(title="from the tool")
+
+    bridge = _bridge(present_result=present_result)
+    bridge.update_for(_call())
+    assert bridge.update_for(_surfaced("replace")) is None
+    assert [] == seen
+    # the append that follows is still presented by the tool (its call was not forgotten)
+    assert "from the tool" == _update_for(bridge, _result("x"))["title"]
+
+
+@pytest.mark.parametrize("surface_op", ["append", None])
+def test_an_append_surface_op_is_a_result_update(surface_op: str | None) -> None:
+    bridge = _bridge()
+    bridge.update_for(_call())
+    assert [_text("pruned")] == _update_for(bridge, _surfaced(surface_op))["content"]
