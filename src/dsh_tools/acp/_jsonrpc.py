@@ -226,6 +226,7 @@ class JsonRpcConnection:
         self._queue({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
 
     async def _write_all(self, everything: trio.CancelScope, done: trio.Event) -> None:
+        await trio.lowlevel.checkpoint()
         try:
             async for line in self._outgoing_receive:
                 await self._send_stream.send_all(line)
@@ -239,6 +240,7 @@ class JsonRpcConnection:
     # --- input --------------------------------------------------------------------------
 
     async def _read_all(self, handler: JsonRpcHandler, nursery: trio.Nursery) -> None:
+        await trio.lowlevel.checkpoint()
         buffer = bytearray()
         skipping = False
         while True:
@@ -323,6 +325,7 @@ class JsonRpcConnection:
     async def _answer(
         self, handler: JsonRpcHandler, request_id: RequestId, method: str, params: object
     ) -> None:
+        await trio.lowlevel.checkpoint()
         try:
             result = await handler.handle_request(method, params)
         except JsonRpcError as exc:

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, TypeAlias, cast
 
+import trio
+
 from dsh_tools._errors import error_message
 from dsh_tools._execution import ApprovalOutcome, ApprovalRequest
 
@@ -83,6 +85,7 @@ class AcpPermissionAnswerer:
             logger.warning(
                 "session/request_permission for call %r failed: %s", call_id, error_message(exc)
             )
+            await trio.lowlevel.checkpoint()  # it may have failed before checkpointing
             return ApprovalOutcome.UNAVAILABLE
         outcome = _outcome(result)
         if outcome is None:
