@@ -117,7 +117,7 @@ async def test_an_unsupported_method_is_method_not_found(
     assert METHOD_NOT_FOUND == response["error"]["code"]
 
 
-async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_and_ends_the_turn(
+async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_and_the_command(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with trio.open_nursery() as nursery:
@@ -139,22 +139,24 @@ async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_
     for call_id in calls:
         assert order.index(("tool_call", call_id)) < order.index(("tool_call_update", call_id))
     assert editor.received[-1] is response
-    permission = [m for m in editor.received if m.get("method") == "session/request_permission"]
+    permissions = [m for m in editor.received if m.get("method") == "session/request_permission"]
+    options = [
+        {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+    ]
     assert [
-        {
-            "sessionId": session_id,
-            "toolCall": {"toolCallId": "t0-c5"},
-            "options": [
-                {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-                {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-            ],
-        }
-    ] == [m["params"] for m in permission]
-    assert editor.received.index(permission[0]) > next(
-        i
-        for i, m in enumerate(editor.received)
-        if m.get("params", {}).get("update", {}).get("toolCallId") == "t0-c5"
-    )
+        {"sessionId": session_id, "toolCall": {"toolCallId": call_id}, "options": options}
+        for call_id in ("t0-c5", "t0-c9")
+    ] == [m["params"] for m in permissions]
+    # each question comes after the card it is about
+    for permission in permissions:
+        call_id = permission["params"]["toolCall"]["toolCallId"]
+        card = next(
+            i
+            for i, m in enumerate(editor.received)
+            if m.get("params", {}).get("update", {}).get("toolCallId") == call_id
+        )
+        assert card < editor.received.index(permission)
     statuses = {call_id: u["status"] for call_id, u in editor.final_updates().items()}
     expected = {
         "t0-c1": "completed",
@@ -165,6 +167,7 @@ async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_
         "t0-c6": "completed",
         "t0-c7": "completed",
         "t0-c8": "failed",
+        "t0-c9": "completed",
     }
     assert expected == statuses
     assert "Error: tool call timed out after 1000ms" == _text(editor.final_updates()["t0-c4"])
@@ -264,7 +267,7 @@ async def test_cancel_interrupts_the_batch_in_flight_calls_abort_and_the_prompt_
             final[call_id]["status"],
             _text(final[call_id]),
         )
-    for call_id in ("t0-c5", "t0-c6", "t0-c7", "t0-c8"):
+    for call_id in ("t0-c5", "t0-c6", "t0-c7", "t0-c8", "t0-c9"):
         assert "Error: tool call aborted before dispatch" == _text(final[call_id])
     assert [] == [m for m in editor.received if m.get("method") == "session/request_permission"]
 
@@ -374,3 +377,64 @@ async def test_the_end_of_input_mid_prompt_cancels_it_and_the_agent_ends_with_no
     # the batch drained at once: the prompt still answered, its calls all settled
     assert {"stopReason": "cancelled"} == answer["result"]
     assert {call.call_id for call in prompt_script(0)} == set(editor.final_updates())
+
+
+GREP_OUTPUT = (
+    "NOTES.md:TODO: error handling in src/app.py\n"
+    "docs/design.md:TODO: write the scheduler page.\n"
+    "src/app.py:    # TODO: handle errors\n"
+)
+
+
+@pytest.mark.parametrize(
+    "capabilities",
+    [{"terminal": True}, {"_meta": {"terminal_output": True}}],
+    ids=["terminal-methods", "zed-terminal-output-meta"],
+)
+async def test_a_client_with_the_terminal_capability_gets_the_command_as_a_live_terminal(
+    autojump_clock: trio.testing.MockClock, capabilities: dict[str, object]
+) -> None:
+    async with trio.open_nursery() as nursery:
+        editor, _done = await _start(nursery)
+        await editor.request(
+            "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities}
+        )
+        session = await editor.request("session/new", {"cwd": CWD, "mcpServers": []})
+        session_id = session["result"]["sessionId"]
+        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
+        nursery.cancel_scope.cancel()
+    (call,) = [u for u in editor.updates("tool_call") if u["toolCallId"] == "t0-c9"]
+    expected_call = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "t0-c9",
+        "status": "in_progress",
+        "title": "grep TODO",
+        "kind": "execute",
+        "rawInput": "grep TODO",
+        "content": [{"type": "terminal", "terminalId": "t0-c9"}],
+        "_meta": {"terminal_info": {"terminal_id": "t0-c9", "cwd": "/workspace"}},
+    }
+    assert expected_call == call
+    expected_result = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "t0-c9",
+        "status": "completed",
+        "_meta": {
+            "terminal_output": {"terminal_id": "t0-c9", "data": GREP_OUTPUT},
+            "terminal_exit": {"terminal_id": "t0-c9", "exit_code": 0},
+        },
+    }
+    assert expected_result == editor.final_updates()["t0-c9"]
+
+
+async def test_a_client_without_the_terminal_capability_gets_the_output_as_a_console_block(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        editor, _done = await _start(nursery)
+        session_id = await editor.new_session()
+        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
+        nursery.cancel_scope.cancel()
+    result = editor.final_updates()["t0-c9"]
+    assert "_meta" not in result
+    assert f"```console\n{GREP_OUTPUT.rstrip()}\n```" == _text(result)

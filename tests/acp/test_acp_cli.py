@@ -63,3 +63,14 @@ def test_over_real_stdio_bad_input_gets_error_objects_and_a_closed_stdin_exits_c
     errors = {m["id"]: m["error"]["code"] for m in messages if "error" in m}
     assert {None: -32700, 2: -32601, 3: -32602} == errors
     assert [1] == [m["id"] for m in messages if "result" in m]
+
+
+def test_python_m_dsh_tools_acp_is_the_same_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_tools.acp", "--help"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (0, b"") == (done.returncode, done.stderr)
+    assert done.stdout.startswith(b"usage: dsh-tools acp [-h]")

@@ -31,7 +31,7 @@ TIMEOUT = 30.0
 
 
 class Editor:
-    """The client side: records every update, allows the write once."""
+    """The client side: records every update, allows each asked call once."""
 
     def __init__(self) -> None:
         self.updates: list[tuple[str, Any]] = []
@@ -94,7 +94,7 @@ async def _drive(stderr_path: Path) -> tuple[Editor, list[str], int | None]:
             init = await asyncio.wait_for(
                 connection.initialize(
                     protocol_version=PROTOCOL_VERSION,
-                    client_capabilities=ClientCapabilities(terminal=False),
+                    client_capabilities=ClientCapabilities(terminal=True),
                 ),
                 TIMEOUT,
             )
@@ -130,18 +130,26 @@ def test_an_editor_prompts_dsh_tools_acp_allows_the_write_then_cancels_a_second_
     session_id = editor.updates[0][0]
 
     assert ["end_turn", "cancelled"] == stop_reasons
-    # the first prompt: every call announced in model order, the write asked about once
-    assert [f"t0-c{n}" for n in range(1, 9)] == editor.calls(session_id)[:8]
-    assert [(session_id, "t0-c5", ["allow-once", "reject-once"])] == editor.permissions
+    # the first prompt: every call announced in model order, the write and the command asked
+    # about once each
+    assert [f"t0-c{n}" for n in range(1, 10)] == editor.calls(session_id)[:9]
+    assert [
+        (session_id, "t0-c5", ["allow-once", "reject-once"]),
+        (session_id, "t0-c9", ["allow-once", "reject-once"]),
+    ] == editor.permissions
     assert "completed" == editor.final("t0-c5").status
     assert "TODO: error handling in src/app.py\n" == _text(editor.final("t0-c6"))
+    # the command ran in the editor's terminal widget: its output and exit code in _meta
+    command = editor.final("t0-c9")
+    assert command.content is None
+    assert {"terminal_id": "t0-c9", "exit_code": 0} == (command.field_meta or {})["terminal_exit"]
     # the second prompt: cancelled while the fetch ran; the calls after it never started
-    assert [f"t1-c{n}" for n in range(1, 9)] == editor.calls(session_id)[8:]
+    assert [f"t1-c{n}" for n in range(1, 10)] == editor.calls(session_id)[9:]
     assert ("failed", "Error: tool call aborted") == (
         editor.final("t1-c4").status,
         _text(editor.final("t1-c4")),
     )
-    for n in range(5, 9):
+    for n in range(5, 10):
         assert "Error: tool call aborted before dispatch" == _text(editor.final(f"t1-c{n}"))
     # closing its stdin ended the agent cleanly
     assert 0 == returncode

@@ -2,7 +2,7 @@
 
 There is no model: every ``session/prompt`` runs one scripted batch of the demo's tools
 (:mod:`dsh_tools._demo`) through a real :class:`~dsh_tools.ToolRegistry` with the timeout
-policy, a guard and a ``pre_execute`` listener that asks before every write, the real
+policy, a guard and a ``pre_execute`` listener that asks before every write and command, the real
 scheduler, a :class:`~dsh_tools.ToolPresenter` and a :class:`~dsh_tools.UserApproval` whose
 answerer is an :class:`AcpPermissionAnswerer`. The tools sleep on the real clock (a fraction of
 a second to a second and a half), so an editor can watch the pool fill and drain and cancel a
@@ -59,7 +59,7 @@ def prompt_script(turn: int) -> tuple[ToolCallRequest, ...]:
 
     A rolling pool of reads, a search and a fetch that times out; a write that asks for
     permission (an exclusive barrier); then a read of what it wrote, a slow read (long enough
-    to cancel) and a call with invalid arguments.
+    to cancel), a call with invalid arguments, and a command (a terminal card) that asks too.
     """
     prefix = f"t{turn}-"
 
@@ -79,6 +79,7 @@ def prompt_script(turn: int) -> tuple[ToolCallRequest, ...]:
         call(6, "read_file", '{"path": "NOTES.md"}'),
         call(7, "read_file", '{"path": "logs/build.log"}'),
         call(8, "read_file", '{"path": 42}'),
+        call(9, "run_command", '{"command": "grep TODO"}'),
     )
 
 
@@ -270,8 +271,8 @@ class DemoAcpAgent:
             self._say(
                 session,
                 "No model here: running the scripted batch of the dsh-tools demo tools (reads in "
-                "a rolling pool, a fetch that times out, a write that asks for your permission, "
-                "a slow read you can cancel).\n",
+                "a rolling pool, a fetch that times out, a write and a command that ask for your "
+                "permission, a slow read you can cancel).\n",
             )
             async with session_turn(session.log, turn):
                 batch = await run_tool_calls(
