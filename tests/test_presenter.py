@@ -418,3 +418,21 @@ def test_the_diff_call_card_is_kept_as_the_tool_made_it() -> None:
     presenter = _presenter(_tool("write", present_call=lambda args: diff))
 
     assert diff == presenter.present_call(_call(name="write"))
+
+
+def test_without_on_error_a_raising_presenter_is_logged_and_falls_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def raises(args: object) -> ToolCallView:
+        raise RuntimeError("boom")
+
+    registry = ToolRegistry()
+    registry.register(_tool(present_call=raises))
+    presenter = ToolPresenter(registry)
+
+    with caplog.at_level(logging.WARNING, logger="dsh_tools"):
+        view = presenter.present_call(_call())
+
+    assert "bash" == view.title
+    assert ["tool 'bash' call 'c1': present_call failed: boom"] == caplog.messages
+    assert "<ToolPresenter agent=None pending=1>" == repr(presenter)

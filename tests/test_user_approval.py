@@ -16,10 +16,12 @@ from dsh_tools import (
     ApprovalOutcome,
     ApprovalPolicyEvent,
     ApprovalRequest,
+    ApprovalService,
     CancelController,
     CancelSignal,
     MemorySessionLog,
     SessionEvent,
+    ToolRegistry,
     TurnEndEvent,
     TurnStartEvent,
     UserApproval,
@@ -642,3 +644,29 @@ async def test_a_request_inside_session_turn_is_answered() -> None:
 def test_session_turn_rejects_a_bad_turn_number() -> None:
     with pytest.raises(ValueError, match="turn must be a non-negative int"):
         session_turn(MemorySessionLog(), -1)
+
+
+def test_user_approval_is_an_approval_service_for_the_registry() -> None:
+    service: ApprovalService = UserApproval(MemorySessionLog())  # pyright checks the protocol
+
+    registry = ToolRegistry(approval=service)
+
+    assert service is registry._approval
+
+
+def test_closing_a_scope_twice_is_harmless_and_reprs_say_what_they_are() -> None:
+    session = MemorySessionLog()
+    approval = UserApproval(session)
+    scope = approval.scope(AGENT)
+
+    assert "<ApprovalScope open agent=<agent>>" == repr(scope)
+    scope.close()
+    scope.close()
+    assert "<ApprovalScope closed agent=<agent>>" == repr(scope)
+    assert session is approval.session
+    assert "<UserApproval session=MemorySessionLog(_events=[])>" == repr(approval)
+
+
+def test_a_policy_event_validates_its_policy() -> None:
+    with pytest.raises(ValueError, match=r'^approval policy must be one of "ask" or "never"$'):
+        ApprovalPolicyEvent(policy="always")  # type: ignore[arg-type]
