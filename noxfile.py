@@ -1,10 +1,14 @@
 """The one entry point for every check.
 
 ``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s bench`` runs the
-benchmarks and prints one JSON document.
+benchmarks and prints one JSON document; ``nox -s thorough`` runs the property tests with many
+more examples and random seeds. With ``CI`` set, ``nox -s tests`` uses the derandomized
+Hypothesis profile ``ci``.
 """
 
 from __future__ import annotations
+
+import os
 
 import nox
 
@@ -16,9 +20,18 @@ nox.options.error_on_missing_interpreters = False
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest + pytest-trio + Hypothesis) with branch coverage."""
-    session.install("-e", ".[test,openai,anthropic,mcp,otel]")
-    session.run("coverage", "run", "-m", "pytest", *session.posargs)
+    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp]")
+    # CI gets the derandomized Hypothesis profile (tests/conftest.py): it never fails by chance
+    profile = ["--hypothesis-profile=ci"] if os.environ.get("CI") else []
+    session.run("coverage", "run", "-m", "pytest", *profile, *session.posargs)
     session.run("coverage", "report", "--fail-under=85")
+
+
+@nox.session
+def thorough(session: nox.Session) -> None:
+    """The property tests with >= 5,000 examples each and random seeds (not in the default set)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "--hypothesis-profile=thorough", "-q", *session.posargs)
 
 
 @nox.session

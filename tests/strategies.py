@@ -1,7 +1,7 @@
 """Hypothesis strategies for the library's values, shared by the test modules.
 
-``json_values()`` generates plain JSON data (``dict`` / ``list`` / scalars) that
-``snapshot_json`` accepts; the other strategies generate the public value types, with every
+``json_values()`` generates plain JSON data (``dict`` / ``list`` / scalars, as ``json.loads``
+gives; ``tuples=True`` adds tuple arrays) that ``snapshot_json`` accepts; the other strategies generate the public value types, with every
 optional field sometimes absent, so converter round trips cover the omitted-key paths.
 """
 
@@ -99,22 +99,28 @@ json_scalars: st.SearchStrategy[bool | int | float | str | None] = st.one_of(
 """Every kind of JSON scalar ``snapshot_json`` accepts, including the range limits."""
 
 
-def json_values(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
-    """Plain, mutable JSON data (``dict`` with ``str`` keys, ``list``, ``tuple``, scalars)."""
-    return st.recursive(
-        json_scalars,
-        lambda children: st.one_of(
-            st.lists(children, max_size=5),
-            st.lists(children, max_size=5).map(tuple),
-            st.dictionaries(json_keys, children, max_size=5),
-        ),
-        max_leaves=max_leaves,
-    )
+def json_values(*, max_leaves: int = 25, tuples: bool = False) -> st.SearchStrategy[Any]:
+    """Plain, mutable JSON data: what ``json.loads`` gives (``dict`` with ``str`` keys, ``list``,
+    scalars).
+
+    Args:
+        max_leaves: the size bound passed to ``st.recursive``.
+        tuples: also generate ``tuple`` arrays (``snapshot_json`` accepts them; ``jsonschema``
+            and ``json.loads`` comparisons do not), for tests of the snapshot itself.
+    """
+
+    def containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        arrays = st.lists(children, max_size=5)
+        if tuples:
+            arrays = arrays | arrays.map(tuple)
+        return arrays | st.dictionaries(json_keys, children, max_size=5)
+
+    return st.recursive(json_scalars, containers, max_leaves=max_leaves)
 
 
 def snapshotted_json(*, max_leaves: int = 10) -> st.SearchStrategy[JsonValue]:
     """Values already through ``snapshot_json`` (frozen objects, tuples)."""
-    return json_values(max_leaves=max_leaves).map(snapshot_json)
+    return json_values(max_leaves=max_leaves, tuples=True).map(snapshot_json)
 
 
 def _optional(strategy: st.SearchStrategy[T]) -> st.SearchStrategy[T | None]:

@@ -24,7 +24,6 @@ from dsh_tools import (
     FileLocation,
     GenericCallView,
     GenericResultView,
-    JsonlSessionLog,
     MemorySessionLog,
     TerminalCallView,
     TerminalResultView,
@@ -37,6 +36,7 @@ from dsh_tools import (
     ToolResultView,
     TurnEndEvent,
     TurnStartEvent,
+    read_session_log,
     run_tool_calls,
 )
 from dsh_tools.__main__ import main
@@ -137,7 +137,7 @@ def test_the_demo_runs_as_a_command_and_names_every_outcome(tmp_path: Path) -> N
         "Error: tool call aborted before dispatch",
     ):
         assert label in done.stdout
-    assert len(JsonlSessionLog(log).events()) == 25
+    assert len(read_session_log(log)) == 25
 
 
 def test_the_command_line_requires_a_command(capsys: pytest.CaptureFixture[str]) -> None:

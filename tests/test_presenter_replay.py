@@ -35,6 +35,7 @@ from dsh_tools import (
     ToolResultView,
     ToolRunContext,
     define_tool,
+    read_session_log,
     run_tool_calls,
 )
 
@@ -155,28 +156,14 @@ def _present(presenter: ToolPresenter, events: list[SessionEvent]) -> list[View]
     return views
 
 
-def _close(log: JsonlSessionLog) -> None:
-    # logs gain close() (and a lock) on another branch; close when there is one
-    close: object = getattr(log, "close", None)
-    if callable(close):
-        close()
-
-
 async def test_live_views_equal_the_views_of_a_replayed_log(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     registry = _registry()
-    log = JsonlSessionLog(path)
-    live = PresentingLog(log, ToolPresenter(registry))
-    try:
+    with JsonlSessionLog(path) as log:
+        live = PresentingLog(log, ToolPresenter(registry))
         await run_tool_calls(registry, CALLS, signal=CancelController().signal, session=live)
-    finally:
-        _close(log)
 
-    replayed_log = JsonlSessionLog(path)
-    try:
-        replay = _present(ToolPresenter(registry), replayed_log.events())
-    finally:
-        _close(replayed_log)
+    replay = _present(ToolPresenter(registry), read_session_log(path))
 
     assert live.views == replay
     expected_results: list[View] = [

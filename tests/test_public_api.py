@@ -114,3 +114,9 @@ def test_the_presenter_and_user_approval_names_are_exported() -> None:
     }
 
     assert set() == seed_completion - set(dsh_tools.__all__)
+
+
+def test_the_session_log_names_are_exported() -> None:
+    session = {"SessionLogLockedError", "read_session_log", "session_event_from_json"}
+
+    assert set() == session - set(dsh_tools.__all__)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,10 +29,12 @@ from dsh_tools._session import (
     SessionEvent,
     SessionLog,
     SessionLogCorruptError,
+    SessionLogLockedError,
     ToolCallEvent,
     ToolResultEvent,
-    event_from_wire,
     event_to_wire,
+    read_session_log,
+    session_event_from_json,
 )
 
 CALL = ToolCallEvent(turn=0, step=1, call_id="c1", name="read_file", arguments='{"path":"a"}')
@@ -97,6 +102,21 @@ def test_tool_result_event_wire_carries_error_and_meta() -> None:
     assert expected == event_to_wire(FAILED)
 
 
+def test_a_replacement_result_carries_its_surface_op_on_the_wire() -> None:
+    pruned = ToolResultEvent(
+        turn=0, step=1, call_id="c1", content=(), is_error=False, surface_op="replace"
+    )
+
+    wire = event_to_wire(pruned)
+
+    assert ("replace", pruned) == (wire["surfaceOp"], session_event_from_json(wire))
+
+
+def test_a_surface_op_must_be_a_string() -> None:
+    with pytest.raises(TypeError, match="surface_op"):
+        ToolResultEvent(turn=0, step=1, call_id="c1", content=(), is_error=False, surface_op=1)  # type: ignore[arg-type]
+
+
 def test_context_message_event_wire_names_its_source() -> None:
     expected = {
         "type": "context/message",
@@ -118,24 +138,24 @@ def test_every_content_block_type_round_trips_through_the_wire() -> None:
         ],
         source=UserSource(),
     )
-    assert event == event_from_wire(json.loads(json.dumps(event_to_wire(event))))
+    assert event == session_event_from_json(json.loads(json.dumps(event_to_wire(event))))
 
 
 @pytest.mark.parametrize("event", ALL_EVENTS)
 def test_events_round_trip_through_the_wire(event: SessionEvent) -> None:
-    assert event == event_from_wire(json.loads(json.dumps(event_to_wire(event))))
+    assert event == session_event_from_json(json.loads(json.dumps(event_to_wire(event))))
 
 
 def test_an_unknown_event_type_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown SessionEvent type 'tool/other'"):
-        event_from_wire({"type": "tool/other"})
+        session_event_from_json({"type": "tool/other"})
 
 
 def test_a_wire_event_missing_a_field_is_rejected_naming_it() -> None:
     wire = event_to_wire(CALL)
     del wire["name"]
     with pytest.raises(ValueError, match=r"required field missing @ \$\.name"):
-        event_from_wire(wire)
+        session_event_from_json(wire)
 
 
 def test_memory_log_numbers_events_from_zero_in_append_order() -> None:
@@ -154,21 +174,22 @@ def test_memory_log_reads_back_a_fresh_list_in_order() -> None:
 
 def test_both_logs_satisfy_the_session_log_protocol(tmp_path: Path) -> None:
     assert isinstance(MemorySessionLog(), SessionLog)
-    assert isinstance(JsonlSessionLog(tmp_path / "log.jsonl"), SessionLog)
+    with JsonlSessionLog(tmp_path / "log.jsonl") as log:
+        assert isinstance(log, SessionLog)
 
 
 def test_jsonl_log_round_trips_every_event(tmp_path: Path) -> None:
-    log = JsonlSessionLog(tmp_path / "log.jsonl")
-    seqs = [log.append(event) for event in ALL_EVENTS]
-    assert seqs == [0, 1, 2, 3]
-    assert log.events() == ALL_EVENTS
+    with JsonlSessionLog(tmp_path / "log.jsonl") as log:
+        seqs = [log.append(event) for event in ALL_EVENTS]
+        assert seqs == [0, 1, 2, 3]
+        assert log.events() == ALL_EVENTS
 
 
 def test_jsonl_log_writes_one_compact_line_per_event(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    log = JsonlSessionLog(path)
-    log.append(CALL)
-    log.append(RESULT)
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
+        log.append(RESULT)
     expected = (
         '{"type":"tool/call","turn":0,"step":1,"callId":"c1","name":"read_file",'
         '"arguments":"{\\"path\\":\\"a\\"}"}\n'
@@ -178,52 +199,63 @@ def test_jsonl_log_writes_one_compact_line_per_event(tmp_path: Path) -> None:
     assert expected == path.read_text(encoding="utf-8")
 
 
-def test_jsonl_log_of_a_missing_file_is_empty_and_creates_nothing(tmp_path: Path) -> None:
+def test_a_new_jsonl_log_creates_its_empty_file_at_construction(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    log = JsonlSessionLog(path)
-    assert log.events() == []
-    assert not path.exists()
+    with JsonlSessionLog(path) as log:
+        assert (b"", []) == (path.read_bytes(), log.events())
+
+
+def test_a_jsonl_log_at_a_bad_path_fails_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        JsonlSessionLog(tmp_path / "missing-directory" / "log.jsonl")
 
 
 def test_reopened_jsonl_log_continues_the_sequence_numbers(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    first = JsonlSessionLog(path)
-    first.append(CALL)
-    first.append(RESULT)
-    second = JsonlSessionLog(path)
-    assert second.append(CONTEXT) == 2
-    assert second.events() == [CALL, RESULT, CONTEXT]
+    with JsonlSessionLog(path) as first:
+        first.append(CALL)
+        first.append(RESULT)
+    with JsonlSessionLog(path) as second:
+        assert second.append(CONTEXT) == 2
+        assert second.events() == [CALL, RESULT, CONTEXT]
 
 
 def test_jsonl_log_reading_tolerates_a_torn_last_line(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    log = JsonlSessionLog(path)
-    log.append(CALL)
-    log.append(RESULT)
-    with path.open("ab") as file:
-        file.write(b'{"type":"tool/call","turn":0,"st')
-    assert log.events() == [CALL, RESULT]
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
+        log.append(RESULT)
+        with path.open("ab") as file:
+            file.write(b'{"type":"tool/call","turn":0,"st')
+        assert log.events() == [CALL, RESULT]
 
 
 def test_reopening_after_a_torn_line_cuts_it_and_appends_on_a_fresh_line(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "log.jsonl"
-    JsonlSessionLog(path).append(CALL)
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
     with path.open("ab") as file:
         file.write(b'{"type":"tool/res')
-    reopened = JsonlSessionLog(path)
-    assert reopened.append(CONTEXT) == 1
-    assert reopened.events() == [CALL, CONTEXT]
+    with JsonlSessionLog(path) as reopened:
+        assert reopened.append(CONTEXT) == 1
+        assert reopened.events() == [CALL, CONTEXT]
+
+
+def test_a_torn_multibyte_character_at_the_end_is_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(json.dumps(event_to_wire(CALL)).encode() + b'\n{"type":"\xc3')
+    assert [CALL] == read_session_log(path)
 
 
 def test_a_complete_last_event_missing_only_its_newline_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     line = json.dumps(event_to_wire(CALL))
     path.write_text(line, encoding="utf-8")
-    reopened = JsonlSessionLog(path)
-    assert reopened.append(RESULT) == 1
-    assert reopened.events() == [CALL, RESULT]
+    with JsonlSessionLog(path) as reopened:
+        assert reopened.append(RESULT) == 1
+        assert reopened.events() == [CALL, RESULT]
 
 
 def test_a_corrupt_line_in_the_middle_is_an_error_naming_its_line(tmp_path: Path) -> None:
@@ -245,27 +277,205 @@ def test_a_newline_terminated_line_that_is_not_an_event_is_corruption(tmp_path: 
         JsonlSessionLog(path)
 
 
-def test_jsonl_log_with_fsync_still_round_trips(tmp_path: Path) -> None:
-    log = JsonlSessionLog(tmp_path / "log.jsonl", fsync=True)
+@pytest.mark.parametrize(
+    "last_line",
+    ['{"type":"tool/call"}', '{"type":"tool/other","turn":0}', "[1, 2]", "42", '"text"', "null"],
+)
+def test_an_unterminated_last_line_that_is_json_but_not_an_event_is_corruption(
+    tmp_path: Path, last_line: str
+) -> None:
+    # no proper prefix of an event's JSON object is JSON, so this cannot be a torn write
+    path = tmp_path / "log.jsonl"
+    content = json.dumps(event_to_wire(CALL)) + "\n" + last_line
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(SessionLogCorruptError, match=r"line 2: not a session event"):
+        read_session_log(path)
+    with pytest.raises(SessionLogCorruptError, match=r"line 2: not a session event"):
+        JsonlSessionLog(path)
+    assert content == path.read_text(encoding="utf-8")  # nothing was cut
+
+
+@given(st.integers(min_value=1))
+def test_no_proper_prefix_of_an_event_line_is_json(cut: int) -> None:
+    line = json.dumps(event_to_wire(FAILED), separators=(",", ":"))
+    assert not _whole_json(line[: cut % len(line)].encode())
+
+
+def test_corruption_names_the_wire_key_not_the_python_field(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    wire = event_to_wire(RESULT) | {"isError": "no"}
+    del wire["callId"]
+    path.write_text(json.dumps(wire) + "\n", encoding="utf-8")
+    with pytest.raises(SessionLogCorruptError) as caught:
+        read_session_log(path)
+    assert "@ $.callId" in str(caught.value)
+    assert "@ $.isError" in str(caught.value)
+    assert "call_id" not in str(caught.value)
+    assert "is_error" not in str(caught.value)
+
+
+def test_nested_error_paths_use_wire_names_too() -> None:
+    wire = event_to_wire(FAILED)
+    wire["content"] = [{"type": "tool-result", "toolCallId": 1, "content": []}]
+    with pytest.raises(ValueError, match=r"@ \$\.content\[0\]\.toolCallId"):
+        session_event_from_json(wire)
+
+
+def test_session_event_from_json_reads_one_wire_object() -> None:
+    event: SessionEvent = session_event_from_json(json.loads(json.dumps(event_to_wire(FAILED))))
+    assert FAILED == event
+
+
+def test_session_event_from_json_rejects_an_unknown_key() -> None:
+    with pytest.raises(ValueError, match="extra"):
+        session_event_from_json(event_to_wire(CALL) | {"extra": 1})
+
+
+def test_session_event_from_json_rejects_what_is_not_an_object() -> None:
+    with pytest.raises(ValueError, match="SessionEvent"):
+        session_event_from_json(["tool/call"])
+
+
+# --- writer lock, readers, lifetime ------------------------------------------------------------
+
+
+def test_a_second_writer_in_the_same_process_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
+        with pytest.raises(SessionLogLockedError) as caught:
+            JsonlSessionLog(path)
+        assert caught.value.path == str(path)
+        assert log.append(RESULT) == 1
+    assert [CALL, RESULT] == read_session_log(path)
+
+
+def test_closing_the_writer_releases_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    JsonlSessionLog(path).close()
+    with JsonlSessionLog(path) as again:
+        assert again.append(CALL) == 0
+
+
+_OTHER_WRITER = """
+import sys
+from dsh_tools import JsonlSessionLog, SessionLogLockedError
+try:
+    JsonlSessionLog(sys.argv[1]).close()
+except SessionLogLockedError as exc:
+    print("locked", exc.path)
+else:
+    print("opened")
+"""
+
+
+def test_a_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path):
+        held = subprocess.run(
+            [sys.executable, "-c", _OTHER_WRITER, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    free = subprocess.run(
+        [sys.executable, "-c", _OTHER_WRITER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert (f"locked {path}\n", "opened\n") == (held.stdout, free.stdout)
+
+
+def test_a_reader_never_cuts_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
+        with path.open("ab") as file:
+            file.write(b'{"type":"tool/res')  # a writer in the middle of its write
+        before = path.read_bytes()
+        assert [CALL] == read_session_log(path)
+        assert before == path.read_bytes()
+
+
+def test_a_reader_of_a_locked_log_is_not_refused(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
+        assert [CALL] == read_session_log(path)
+
+
+def test_reading_a_missing_log_raises_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        read_session_log(tmp_path / "log.jsonl")
+
+
+def test_appending_after_close_raises_value_error(tmp_path: Path) -> None:
+    log = JsonlSessionLog(tmp_path / "log.jsonl")
+    log.close()
+    log.close()  # closing twice does nothing
+    with pytest.raises(ValueError, match="closed"):
+        log.append(CALL)
+    assert log.closed
+
+
+def test_the_context_manager_closes_the_log(tmp_path: Path) -> None:
+    with JsonlSessionLog(tmp_path / "log.jsonl") as log:
+        assert not log.closed
+    assert log.closed
+
+
+def test_a_log_garbage_collected_while_open_is_closed_with_a_resource_warning(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.jsonl"
+    log = JsonlSessionLog(path)
     log.append(CALL)
-    assert log.events() == [CALL]
+
+    def drop() -> None:
+        nonlocal log
+        del log
+        gc.collect()
+
+    with pytest.warns(ResourceWarning, match="unclosed JsonlSessionLog"):
+        drop()
+    with JsonlSessionLog(path) as again:  # the lock was released
+        assert again.events() == [CALL]
+
+
+def test_the_writer_keeps_its_file_open_between_appends(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as log:
+        log.append(CALL)
+        path.unlink()  # a writer that reopened per event would recreate the file here
+        log.append(RESULT)
+        assert ([CALL, RESULT], False) == (log.events(), path.exists())
+
+
+def test_jsonl_log_with_fsync_still_round_trips(tmp_path: Path) -> None:
+    with JsonlSessionLog(tmp_path / "log.jsonl", fsync=True) as log:
+        log.append(CALL)
+        assert log.events() == [CALL]
 
 
 def test_context_message_event_carries_a_hook_context_unchanged() -> None:
     context = HookContext(content=[TextBlock(text="c")], source=UserSource(), meta=[1, 2])
     event = ContextMessageEvent(content=context.content, source=context.source, meta=context.meta)
-    assert event == event_from_wire(json.loads(json.dumps(event_to_wire(event))))
+    assert event == session_event_from_json(json.loads(json.dumps(event_to_wire(event))))
 
 
 def test_jsonl_log_names_its_path(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    assert JsonlSessionLog(path).path == path
+    with JsonlSessionLog(path) as log:
+        assert log.path == path
 
 
 def test_a_bool_is_not_accepted_as_a_turn_number() -> None:
     wire = event_to_wire(CALL) | {"turn": True}
     with pytest.raises(ValueError, match=r"expected int @ \$\.turn"):
-        event_from_wire(wire)
+        session_event_from_json(wire)
 
 
 def test_a_line_that_is_not_utf8_is_corruption(tmp_path: Path) -> None:
@@ -291,15 +501,17 @@ def test_a_log_cut_at_any_byte_keeps_every_complete_event_and_appends_cleanly(
 ) -> None:
     path = tmp_path_factory.mktemp("torn") / "log.jsonl"
     written = ALL_EVENTS[:count]
-    log = JsonlSessionLog(path)
-    for event in written:
-        log.append(event)
+    with JsonlSessionLog(path) as log:
+        for event in written:
+            log.append(event)
     raw = path.read_bytes()
     kept = raw[: cut_at % (len(raw) + 1)]
     path.write_bytes(kept)
     # an event survives when its whole JSON text survived (only its newline may be cut off)
     complete = kept.count(b"\n") + (1 if _whole_json(kept.rsplit(b"\n", 1)[-1]) else 0)
-    reopened = JsonlSessionLog(path)
-    assert written[:complete] == reopened.events()
-    assert complete == reopened.append(CALL)
-    assert [*written[:complete], CALL] == reopened.events()
+    assert written[:complete] == read_session_log(path)
+    assert kept == path.read_bytes()  # reading cut nothing
+    with JsonlSessionLog(path) as reopened:
+        assert written[:complete] == reopened.events()
+        assert complete == reopened.append(CALL)
+        assert [*written[:complete], CALL] == reopened.events()

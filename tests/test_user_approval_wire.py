@@ -18,8 +18,9 @@ from dsh_tools import (
     TurnEndEvent,
     TurnStartEvent,
     converter,
+    read_session_log,
+    session_event_from_json,
 )
-from dsh_tools._session import event_from_wire
 
 WIRE: list[tuple[SessionEvent, dict[str, object]]] = [
     (TurnStartEvent(turn=1), {"type": "turn/start", "turn": 1}),
@@ -59,30 +60,16 @@ def test_the_event_has_the_originals_wire_shape(
     event: SessionEvent, wire: dict[str, object]
 ) -> None:
     assert wire == converter.unstructure(event, SessionEvent)
-    assert event == event_from_wire(wire)
-
-
-def _close(log: JsonlSessionLog) -> None:
-    # logs gain close() (and a lock) on another branch; close when there is one
-    close: object = getattr(log, "close", None)
-    if callable(close):
-        close()
+    assert event == session_event_from_json(wire)
 
 
 def test_the_events_round_trip_through_a_jsonl_log(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     events = [event for event, _ in WIRE]
-    log = JsonlSessionLog(path)
-    try:
+    with JsonlSessionLog(path) as log:
         seqs = [log.append(event) for event in events]
-    finally:
-        _close(log)
 
-    reopened = JsonlSessionLog(path)
-    try:
-        assert events == reopened.events()
-    finally:
-        _close(reopened)
+    assert events == read_session_log(path)
     assert list(range(len(events))) == seqs
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [wire for _, wire in WIRE] == [json.loads(line) for line in lines]
@@ -107,11 +94,11 @@ def test_the_events_round_trip_through_a_jsonl_log(tmp_path: Path) -> None:
 )
 def test_a_malformed_event_is_a_value_error(wire: dict[str, object]) -> None:
     with pytest.raises(ValueError):
-        event_from_wire(wire)
+        session_event_from_json(wire)
 
 
 def test_the_turn_end_reason_kind_is_named_in_the_error() -> None:
     with pytest.raises(
         ValueError, match='TurnEndEvent "reason" must be an object with exactly a "kind"'
     ):
-        event_from_wire({"type": "turn/end", "turn": 1, "reason": {}})
+        session_event_from_json({"type": "turn/end", "turn": 1, "reason": {}})

@@ -130,10 +130,13 @@ from ._session import MemorySessionLog as MemorySessionLog
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionLog as SessionLog
 from ._session import SessionLogCorruptError as SessionLogCorruptError
+from ._session import SessionLogLockedError as SessionLogLockedError
 from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
 from ._session import TurnEndEvent as TurnEndEvent
 from ._session import TurnStartEvent as TurnStartEvent
+from ._session import read_session_log as read_session_log
+from ._session import session_event_from_json as session_event_from_json
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import CancelSignalStatistics as CancelSignalStatistics
@@ -208,6 +211,7 @@ __all__ = [
     "SessionEvent",
     "SessionLog",
     "SessionLogCorruptError",
+    "SessionLogLockedError",
     "StructuredOutputSchema",
     "StructuredScalar",
     "StructuredSchemaNode",
@@ -263,9 +267,11 @@ __all__ = [
     "install_timeout_policy",
     "linked_cancel_scope",
     "parse_call_arguments",
+    "read_session_log",
     "register_content_block",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "session_event_from_json",
     "session_turn",
     "snapshot_json",
     "thaw_json",

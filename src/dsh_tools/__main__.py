@@ -40,12 +40,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ask on the terminal (y/n) before each write or command, and run two commands",
     )
+    # listed for the help only: main() hands ``acp`` and what follows to dsh_tools.acp.main
+    commands.add_parser("acp", help="serve an ACP agent over stdio to editors (dsh-tools[acp])")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["acp"]:  # every option after ``acp`` (--help too) is its own
+        from .acp import main as acp_main  # imported late: an optional integration
+
+        return acp_main(arguments[1:])
+    args = _parser().parse_args(arguments)
     if args.command == "demo":
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 

@@ -91,15 +91,12 @@ anything it would otherwise have to drop or guess. Union aliases work as targets
 def _resolve_types(cls: type) -> None:
     """Resolve the string annotations of attrs class ``cls`` into real types, in place.
 
-    ``JsonValue`` is a string alias (it is recursive), so annotations that use it are evaluated
-    with the JSON names added to the defining module's globals. Called before ``dsh_tools``
-    renames ``__module__`` of its public classes, which would point the evaluation at the wrong
-    namespace.
+    The library's modules use ``from __future__ import annotations``, so annotations are
+    strings evaluated in the defining module's globals. Called before ``dsh_tools`` renames
+    ``__module__`` of its public classes, which would point the evaluation at the wrong
+    namespace (the public one, which lacks the private names some annotations use).
     """
-    namespace = dict(vars(sys.modules[cls.__module__]))
-    namespace.setdefault("FrozenJsonObject", FrozenJsonObject)
-    namespace.setdefault("JsonValue", JsonValue)
-    attrs.resolve_types(cls, globalns=namespace)
+    attrs.resolve_types(cls, globalns=vars(sys.modules[cls.__module__]))
 
 
 def _union_members(tp: object) -> tuple[object, ...]:
@@ -229,6 +226,38 @@ _CAMEL: Final = re.compile(r"_([a-z0-9])")
 
 def _camel(name: str) -> str:
     return _CAMEL.sub(lambda match: match.group(1).upper(), name)
+
+
+def wire_error_messages(exc: BaseException, path: str = "$") -> list[str]:
+    """Like :func:`cattrs.transform_error`, but a path names the wire keys (``$.callId``), not
+    the Python fields (``$.call_id``)."""
+    if isinstance(exc, IterableValidationError):
+        with_notes, without = exc.group_exceptions()
+        return [
+            *(
+                message
+                for sub, note in with_notes
+                for message in _note_messages(sub, f"{path}[{note.index!r}]", note.type)
+            ),
+            *(f"{cattrs.v.format_exception(sub, None)} @ {path}" for sub in without),
+        ]
+    if isinstance(exc, cattrs.ClassValidationError):
+        with_notes, without = exc.group_exceptions()
+        return [
+            *(
+                message
+                for sub, note in with_notes
+                for message in _note_messages(sub, f"{path}.{_camel(note.name)}", note.type)
+            ),
+            *(f"{cattrs.v.format_exception(sub, None)} @ {path}" for sub in without),
+        ]
+    return [f"{cattrs.v.format_exception(exc, None)} @ {path}"]
+
+
+def _note_messages(exc: BaseException, path: str, tp: Any) -> list[str]:
+    if isinstance(exc, cattrs.ClassValidationError | IterableValidationError):
+        return wire_error_messages(exc, path)
+    return [f"{cattrs.v.format_exception(exc, tp)} @ {path}"]
 
 
 @attrs.define(eq=False)

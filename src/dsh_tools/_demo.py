@@ -669,8 +669,6 @@ def main_demo(
     """
     stream = out if out is not None else sys.stdout
     path = log if log is not None else _default_log_path()
-    session = JsonlSessionLog(path)
-    first_seq = len(session.events())
     clock = None if real_time else trio.testing.MockClock(autojump_threshold=0)
     print(
         "dsh-tools demo: a scripted agent turn through the registry, pipeline, timeout policy "
@@ -686,14 +684,16 @@ def main_demo(
     quiet = logging.NullHandler()
     library_log.addHandler(quiet)
     try:
-        batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
+        with JsonlSessionLog(path) as session:
+            first_seq = len(session.events())
+            batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
+            written = len(session.events()) - first_seq
     finally:
         library_log.removeHandler(quiet)
         library_log.propagate = propagate
     for demo in batches:
         print("", file=stream)
         print(render_batch(demo), file=stream)
-    written = len(session.events()) - first_seq
     print("", file=stream)
     print(f"session log ({written} events): {path}", file=stream)
     return 0

@@ -3,30 +3,31 @@
 Every value that crosses the boundary between a model, a tool and a hook (a call's arguments,
 a final result, a context, a session event) is snapshotted: validated as data that survives a
 JSON round trip unchanged, and copied into a detached, deeply immutable value. JSON objects
-become :class:`FrozenJsonObject` (an immutable ``Mapping`` that compares equal to the equal
-``dict``), JSON arrays become ``tuple``.
+become :class:`FrozenJsonObject` (an immutable ``dict`` subclass, so every JSON serializer takes
+it as it is), JSON arrays become ``tuple``.
 
 Python decisions (the original is TypeScript):
 
 - ``bool`` is its own JSON type, never a number.
 - ``int`` must lie within ±(2**53 - 1), the range every JSON reader represents exactly.
 - ``float`` must be finite and not ``-0.0`` (which JSON cannot tell from ``0``).
-- ``str`` must not contain lone surrogates (they cannot be encoded as UTF-8).
+- ``str`` (values and object keys) must not contain lone surrogates (they cannot be encoded as
+  UTF-8).
 - ``dict`` (and subclasses) with ``str`` keys, ``list`` and ``tuple`` are accepted; so are the
   library's own frozen values, which are returned as they are (already validated, immutable).
 - Everything else is rejected, including ``bytes``, sets, ``str``/``int`` subclasses such as
   enums, attrs instances and dataclasses: a boundary that guesses silently loses data.
 - Cycles are detected along the current path (a sub-object shared by two siblings is fine and
   is copied twice); nesting deeper than :data:`MAX_DEPTH` containers is rejected with a clear
-  error instead of ``RecursionError``.
+  error instead of ``RecursionError``. A frozen value nested again counts with its full depth.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
-from typing import Any, Final, NoReturn, TypeAlias, cast
+from collections.abc import Callable
+from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast
 
 __all__ = [
     "MAX_DEPTH",
@@ -48,67 +49,60 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer magnitude that crosses the boundary (JavaScript's safe-integer range)."""
 
 JsonScalar: TypeAlias = bool | int | float | str | None
-JsonValue: TypeAlias = "bool | int | float | str | FrozenJsonObject | tuple[JsonValue, ...] | None"
-"""A snapshotted JSON value: scalars, :class:`FrozenJsonObject` and tuples of JSON values."""
 
 
-class FrozenJsonObject(Mapping[str, "JsonValue"]):
-    """An immutable JSON object: a read-only ``Mapping`` from ``str`` to JSON values.
+class FrozenJsonObject(dict[str, "JsonValue"]):
+    """An immutable JSON object: a ``dict`` from ``str`` to JSON values that cannot change.
 
-    It compares equal to a ``dict`` (or any ``Mapping``) with equal items, is hashable, and
-    keeps the key order it was built with. Instances come only from :func:`snapshot_json`
-    (and the converter), so their content is always valid JSON data.
+    Being a ``dict``, it is JSON data to every Python JSON serializer as it is (``json.dumps``,
+    ``orjson.dumps``, ``httpx.Request(..., json=value)``). Every mutating method
+    (``__setitem__``, ``__delitem__``, ``update``, ``pop``, ``popitem``, ``clear``,
+    ``setdefault``, ``|=``) raises ``TypeError`` and leaves it unchanged. It is hashable and keeps
+    the key order it was built with. Its arrays are ``tuple``, so it equals a ``dict`` only
+    when that dict's arrays are tuples too: ``snapshot_json({"a": [1]}) == {"a": (1,)}``, and
+    ``thaw_json(value)`` gives the plain ``dict`` / ``list`` data (what ``jsonschema`` expects).
+
+    Copying never hands out a mutable view of it: ``copy.copy`` returns the value itself,
+    ``copy.deepcopy`` (like :func:`thaw_json`) a plain mutable deep copy, ``dict(value)`` and
+    ``value.copy()`` a new plain ``dict``; pickling rebuilds an equal frozen value. Instances come
+    only from :func:`snapshot_json` (and the converter), so their content is always valid JSON
+    data, and each knows how deeply it nests, which counts against :data:`MAX_DEPTH` when it is
+    nested again.
     """
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("_depth", "_hash")
 
-    _data: dict[str, JsonValue]
+    _depth: int  # how many container levels it spans, itself included
     _hash: int  # unset until the first hash() (slot left empty: cheaper to build)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("FrozenJsonObject has no public constructor: use snapshot_json(mapping)")
 
-    @classmethod
-    def _wrap(cls, data: dict[str, JsonValue]) -> FrozenJsonObject:
-        self = _new_object(cls)
-        _set_data(self, data)
+    @property
+    def _data(self) -> dict[str, JsonValue]:
+        """The items, read-only (the object itself; kept for readers written before it was a
+        ``dict``)."""
         return self
 
-    def __getitem__(self, key: str) -> JsonValue:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._data.get(key, default)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenJsonObject):
-            return self._data == other._data
-        if isinstance(other, dict):
-            return self._data == other
-        if isinstance(other, Mapping):
-            return self._data == dict(other)  # pyright: ignore[reportUnknownArgumentType]
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
         try:
             return self._hash
         except AttributeError:
-            cached = hash(frozenset(self._data.items()))
+            cached = hash(frozenset(self.items()))
             _set_hash(self, cached)
             return cached
+
+    def _immutable(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("FrozenJsonObject is immutable")
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    update = _immutable  # pyright: ignore[reportAssignmentType]
+    pop = _immutable
+    popitem = _immutable
+    clear = _immutable
+    setdefault = _immutable  # pyright: ignore[reportAssignmentType]
+    __ior__ = _immutable
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("FrozenJsonObject is immutable")
@@ -117,27 +111,46 @@ class FrozenJsonObject(Mapping[str, "JsonValue"]):
         raise AttributeError("FrozenJsonObject is immutable")
 
     def __repr__(self) -> str:
-        return f"FrozenJsonObject({self._data!r})"
+        return f"FrozenJsonObject({super().__repr__()})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle_frozen, (self._data,))
+        # a fresh plain dict (its values are immutable); unpickling validates it again
+        return (_unpickle_frozen, (dict(self),))
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        return self.__reduce__()
+
+    def __getstate__(self) -> None:
+        return None
 
     def __copy__(self) -> FrozenJsonObject:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenJsonObject:
-        return self
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return thaw_json(self)
 
 
-# Building a FrozenJsonObject is on the hot path of every snapshot: its slots are filled through
-# their descriptors, bypassing the __setattr__ that makes instances immutable.
-_new_object: Final = object.__new__
-_set_data: Final = FrozenJsonObject.__dict__["_data"].__set__
+JsonValue: TypeAlias = bool | int | float | str | FrozenJsonObject | tuple["JsonValue", ...] | None
+"""A snapshotted JSON value: scalars, :class:`FrozenJsonObject` and tuples of JSON values."""
+
+
+# Building a FrozenJsonObject is on the hot path of every snapshot: the dict is filled and its
+# slots set through the base class and the slot descriptors, bypassing the methods that make
+# instances immutable.
+_new_object: Final = dict.__new__
+_fill: Final = cast(
+    "Callable[[dict[str, JsonValue], dict[str, JsonValue]], None]",
+    dict.update,  # pyright: ignore[reportUnknownMemberType]
+)
+_set_depth: Final = FrozenJsonObject.__dict__["_depth"].__set__
 _set_hash: Final = FrozenJsonObject.__dict__["_hash"].__set__
 
 
-def _unpickle_frozen(data: dict[str, JsonValue]) -> FrozenJsonObject:
-    return FrozenJsonObject._wrap(data)
+def _unpickle_frozen(data: object) -> FrozenJsonObject:
+    frozen = snapshot_json(data)
+    if type(frozen) is not FrozenJsonObject:
+        raise TypeError("a pickled FrozenJsonObject must hold a dict")
+    return frozen
 
 
 class JsonSnapshotError(Exception):
@@ -204,7 +217,7 @@ def snapshot_json(value: object) -> JsonValue:
             (a ``ValueError``). Both name the path of the offending value.
     """
     try:
-        return _snap(value, 0, set())
+        return _snap(value, 0, _Walk())
     except _Invalid as invalid:
         raise invalid.kind(_format_path(invalid.keys), invalid.reason) from None
 
@@ -212,11 +225,20 @@ def snapshot_json(value: object) -> JsonValue:
 # The walk is written for speed (it must not be slower than a json.dumps/json.loads round trip):
 # exact-type checks instead of isinstance, the common scalars handled inline in the container
 # loops instead of through a call, and one try block per container rather than per item. The
-# ``path`` set (ids of the containers on the current path) needs no cleanup when a value is
-# rejected, because the whole snapshot is abandoned then.
+# walk's ``path`` set (ids of the containers on the current path) needs no cleanup when a value
+# is rejected, because the whole snapshot is abandoned then. ``deepest`` is the deepest level
+# (root container = 0) reached so far; each object records how many levels it spans.
 
 
-def _snap(value: object, depth: int, path: set[int]) -> JsonValue:
+class _Walk:
+    __slots__ = ("deepest", "path")
+
+    def __init__(self) -> None:
+        self.path: set[int] = set()
+        self.deepest = 0
+
+
+def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
     cls = type(value)
     if cls is str:
         if not value.isascii():  # type: ignore[union-attr]
@@ -234,23 +256,32 @@ def _snap(value: object, depth: int, path: set[int]) -> JsonValue:
                 raise _Invalid(JsonValueError, "-0.0 cannot be represented in JSON")
             return value  # type: ignore[return-value]
         raise _Invalid(JsonValueError, f"{value!r} is not a finite number")
-    if value is None or cls is bool or cls is FrozenJsonObject:
+    if value is None or cls is bool:
+        return value  # type: ignore[return-value]
+    if cls is FrozenJsonObject:
+        # already valid and immutable; only its depth below this level needs checking
+        reach = depth + value._depth - 1  # type: ignore[union-attr]
+        if reach >= MAX_DEPTH:
+            raise _Invalid(JsonValueError, f"nesting deeper than {MAX_DEPTH} levels")
+        if reach > walk.deepest:
+            walk.deepest = reach
         return value  # type: ignore[return-value]
     if cls is dict:
-        return _snap_object(value, depth, path)  # type: ignore[arg-type]
+        return _snap_object(value, depth, walk)  # type: ignore[arg-type]
     if cls is list or cls is tuple:
-        return _snap_array(value, depth, path)  # type: ignore[arg-type]
+        return _snap_array(value, depth, walk)  # type: ignore[arg-type]
     if isinstance(value, dict):
-        return _snap_object(cast("dict[object, object]", value), depth, path)
+        return _snap_object(cast("dict[object, object]", value), depth, walk)
     if isinstance(value, list):
-        return _snap_array(cast("list[object]", value), depth, path)
+        return _snap_array(cast("list[object]", value), depth, walk)
     raise _Invalid(JsonTypeError, f"{_describe(value)} is not JSON data")
 
 
-def _enter(value: object, depth: int, path: set[int]) -> int:
+def _enter(value: object, depth: int, walk: _Walk) -> int:
     if depth >= MAX_DEPTH:
         raise _Invalid(JsonValueError, f"nesting deeper than {MAX_DEPTH} levels")
     ident = id(value)
+    path = walk.path
     if ident in path:
         raise _Invalid(JsonValueError, "circular reference")
     path.add(ident)
@@ -261,15 +292,19 @@ def _is_plain_float(item: float) -> bool:
     return math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0)
 
 
-def _snap_object(value: dict[object, object], depth: int, path: set[int]) -> FrozenJsonObject:
-    ident = _enter(value, depth, path)
-    depth += 1
+def _snap_object(value: dict[object, object], depth: int, walk: _Walk) -> FrozenJsonObject:
+    ident = _enter(value, depth, walk)
+    outer_deepest = walk.deepest
+    walk.deepest = depth
+    child = depth + 1
     out: dict[str, JsonValue] = {}
     key: object = None
     try:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Invalid(JsonTypeError, f"object key {key!r} is not a str", at_container=True)
+            if not key.isascii():
+                _check_key(key)
             cls = type(item)
             if cls is str:
                 if not item.isascii():  # type: ignore[union-attr]
@@ -283,26 +318,32 @@ def _snap_object(value: dict[object, object], depth: int, path: set[int]) -> Fro
             ):
                 out[key] = item  # type: ignore[assignment]
             elif cls is dict:
-                out[key] = _snap_object(item, depth, path)  # type: ignore[arg-type]
+                out[key] = _snap_object(item, child, walk)  # type: ignore[arg-type]
             else:
-                out[key] = _snap(item, depth, path)
+                out[key] = _snap(item, child, walk)
     except _Invalid as invalid:
         if invalid.at_container:
             invalid.at_container = False
         else:
             invalid.keys.append(key)  # type: ignore[arg-type]
         raise
-    path.discard(ident)
+    walk.path.discard(ident)
+    deepest = walk.deepest
     frozen = _new_object(FrozenJsonObject)
-    _set_data(frozen, out)
+    _fill(frozen, out)
+    _set_depth(frozen, deepest - depth + 1)
+    if outer_deepest > deepest:
+        walk.deepest = outer_deepest
     return frozen
 
 
 def _snap_array(
-    value: list[object] | tuple[object, ...], depth: int, path: set[int]
+    value: list[object] | tuple[object, ...], depth: int, walk: _Walk
 ) -> tuple[JsonValue, ...]:
-    ident = _enter(value, depth, path)
-    depth += 1
+    ident = _enter(value, depth, walk)
+    if depth > walk.deepest:
+        walk.deepest = depth
+    child = depth + 1
     out: list[JsonValue] = []
     append = out.append
     index = -1
@@ -321,14 +362,25 @@ def _snap_array(
             ):
                 append(item)  # type: ignore[arg-type]
             elif cls is dict:
-                append(_snap_object(item, depth, path))  # type: ignore[arg-type]
+                append(_snap_object(item, child, walk))  # type: ignore[arg-type]
             else:
-                append(_snap(item, depth, path))
+                append(_snap(item, child, walk))
     except _Invalid as invalid:
         invalid.keys.append(index)
         raise
-    path.discard(ident)
+    walk.path.discard(ident)
     return tuple(out)
+
+
+def _check_key(key: str) -> None:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Invalid(
+            JsonValueError,
+            f"object key {key!r} contains a lone surrogate at index {exc.start}",
+            at_container=True,
+        ) from None
 
 
 def _check_text(text: str) -> None:
@@ -359,8 +411,6 @@ def thaw_json(value: JsonValue) -> Any:
 
 
 def _json_default(value: object) -> Any:
-    if isinstance(value, FrozenJsonObject):
-        return value._data
     raise TypeError(f"{_describe(value)} is not JSON serializable")
 
 

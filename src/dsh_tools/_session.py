@@ -17,16 +17,19 @@ The wire shape is the original's: camelCase keys, a ``type`` tag (``tool/call``,
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
+import warnings
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime_checkable
 
 import attrs
 import cattrs
 
 from ._content import ContentBlock, MessageSource
-from ._converter import converter, register_wire_class
+from ._converter import converter, register_wire_class, wire_error_messages
 from ._errors import ToolErrorInfo
 from ._execution import ApprovalOutcome
 from ._json import JsonValue, snapshot_json
@@ -41,10 +44,13 @@ __all__ = [
     "SessionEvent",
     "SessionLog",
     "SessionLogCorruptError",
+    "SessionLogLockedError",
     "ToolCallEvent",
     "ToolResultEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "read_session_log",
+    "session_event_from_json",
 ]
 
 
@@ -76,7 +82,10 @@ class ToolResultEvent:
     """A call committed (wire ``tool/result``): the final result the model receives.
 
     ``source_event_seqs`` holds the sequence number of the call's ``tool/call`` event.
-    Contexts are not part of it: they follow as ``context/message`` events.
+    Contexts are not part of it: they follow as ``context/message`` events. ``surface_op``
+    (wire ``surfaceOp``) says how a UI applies the event: absent (``None``) means ``"append"``, a
+    new result; any other value (e.g. a replacement written by pruning) rewrites an earlier
+    result and is not a new result for a UI (the ACP bridge sends no update for it).
     """
 
     turn: int
@@ -87,6 +96,9 @@ class ToolResultEvent:
     error: ToolErrorInfo | None = None
     meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
     source_event_seqs: tuple[int, ...] = attrs.field(default=(), converter=_seqs)
+    surface_op: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -267,20 +279,27 @@ def event_to_wire(event: SessionEvent) -> dict[str, Any]:
     return wire
 
 
-def event_from_wire(data: object) -> SessionEvent:
-    """Read one event back from its wire JSON.
+def session_event_from_json(data: object) -> SessionEvent:
+    """Read one session event from its wire JSON (a ``dict`` as ``json.loads`` gives it).
+
+    Strict, like :data:`~dsh_tools.converter`: an unknown ``type`` tag or key, a missing key or
+    a value of the wrong JSON type is an error, never guessed at.
 
     Raises:
         ValueError: ``data`` is not the wire shape of an event; the message lists every
-            problem with its path.
+            problem with its path in wire names (``required field missing @ $.callId``).
     """
     try:
+        # cattrs cannot type a union alias as a target: the cast stays here, not at callers
         event: object = converter.structure(data, SessionEvent)  # pyright: ignore[reportArgumentType, reportUnknownVariableType]
     except (ValueError, TypeError) as exc:
         raise ValueError(_describe_error(exc)) from exc
     except cattrs.BaseValidationError as exc:
-        raise ValueError("; ".join(cattrs.transform_error(exc))) from exc
+        raise ValueError("; ".join(wire_error_messages(exc))) from exc
     return cast("SessionEvent", event)
+
+
+event_from_wire = session_event_from_json  # the name the library's own modules used first
 
 
 def _describe_error(exc: Exception) -> str:
@@ -306,69 +325,121 @@ class MemorySessionLog:
         return list(self._events)
 
 
+class SessionLogLockedError(OSError):
+    """Another :class:`JsonlSessionLog` (in this process or another) holds the file's lock.
+
+    ``path`` names the file. Read a log someone else is writing with :func:`read_session_log`.
+    """
+
+    path: str
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
+            "read it with read_session_log()"
+        )
+        self.path = path
+
+
 class JsonlSessionLog:
     """A :class:`SessionLog` in an append-only JSON Lines file: one event per line.
 
     Args:
-        path: the file. It is created on the first append; an existing file is continued
-            (its events keep their sequence numbers, new ones follow).
+        path: the file. It is opened (and created if missing) here, so a bad path fails here;
+            an existing file is continued (its events keep their sequence numbers, new ones
+            follow).
         fsync: also ``os.fsync`` after every event, so an appended event survives a power
-            loss, not just a crash of this process. Every event is flushed to the operating
-            system either way.
+            loss, not just a crash of this process. Every event reaches the operating system
+            before ``append`` returns either way.
 
-    Durability rules. Each event is written as one line with a single ``write`` and flushed
+    Raises:
+        SessionLogLockedError: another writer holds the file.
+        SessionLogCorruptError: the existing file holds a line that is not an event.
+        OSError: the file cannot be opened or created.
+
+    One writer per file. The log keeps the file open and holds an exclusive advisory lock on it
+    (``fcntl.flock``, so POSIX systems: Linux, macOS, the BSDs) until :meth:`close`; it is also
+    a context manager. A second ``JsonlSessionLog`` on the same file, in this process or
+    another, gets :class:`SessionLogLockedError`. Readers use :func:`read_session_log`, which
+    takes no lock and never writes. A log garbage-collected while open is closed with a
+    ``ResourceWarning``, as a file is. Not available where ``fcntl`` is not (Windows):
+    constructing one raises ``NotImplementedError`` there.
+
+    Durability rules. Each event is written as one line with a single unbuffered ``write``
     before ``append`` returns, so an event whose ``append`` returned is never lost by a crash
     of the process. A crash in the middle of a write leaves a torn last line (no newline, not
-    parseable): reading tolerates it, and opening the file for more appends cuts it off
-    first, so the next event starts on a fresh line. A last line that parses but lost only
-    its newline is a complete event and is kept. Any other line that is not an event is
-    corruption, reported as :class:`SessionLogCorruptError` with its line number, never
-    skipped silently.
+    parseable): reading tolerates it, and the next writer, holding the lock, cuts it off first
+    so the next event starts on a fresh line. A last line that parses as an event but lost only
+    its newline is a complete event and is kept. A last line without newline that is JSON but
+    not an event cannot be a torn write (no proper prefix of an event's JSON object is JSON),
+    so it is corruption, like any other line that is not an event: reading raises
+    :class:`SessionLogCorruptError` with its line number, never skipping it silently.
 
-    One writer at a time: the log keeps its sequence counter in memory.
+    Text. Every Python ``str`` is written losslessly: text is UTF-8, and a lone surrogate
+    (from ``surrogateescape``, or model text) is written as its JSON ``\\udXXX`` escape, which
+    reads back as the same string. The one exception JSON itself imposes: a high surrogate
+    directly followed by a low one is, in JSON, the escape of the character they spell, and
+    reads back as that character.
     """
 
-    __slots__ = ("_fsync", "_needs_newline", "_next_seq", "_path")
+    __slots__ = ("_closed", "_file", "_fsync", "_next_seq", "_path")
 
     _path: Path
     _fsync: bool
     _next_seq: int
-    _needs_newline: bool
+    _file: io.FileIO | None
+    _closed: bool
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self._closed = True  # until the file is open and locked (so __del__ has nothing to do)
+        self._file = None
         self._path = Path(path)
         self._fsync = fsync
-        events, good_end, needs_newline = _read_log(self._path)
-        self._next_seq = len(events)
-        self._needs_newline = needs_newline
-        if good_end is not None:
-            # a torn tail from an earlier crash: cut it off so the next event starts clean
-            with self._path.open("r+b") as file:
+        created = not self._path.exists()
+        file = io.FileIO(self._path, "a+")
+        try:
+            _lock(file, self._path)
+            raw = _read_all(file)
+            events, good_end, needs_newline = _parse_log(raw, str(self._path))
+            if good_end is not None:
+                # a torn tail from an earlier crash: cut it off so the next event starts clean
                 file.truncate(good_end)
+            elif needs_newline:
+                _write_all(file, b"\n")
+            if fsync:
+                os.fsync(file.fileno())
+                if created:
+                    _fsync_directory(self._path.parent)  # makes the new file's name durable
+        except BaseException:
+            file.close()
+            raise
+        self._next_seq = len(events)
+        self._file = file
+        self._closed = False
 
     @property
     def path(self) -> Path:
         """The file this log appends to."""
         return self._path
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (no more appends; the lock is released)."""
+        return self._closed
+
     def append(self, event: SessionEvent, /) -> int:
-        """Write ``event`` as one line, flush it (and ``fsync`` when configured), and return
-        its sequence number. Blocks the calling thread for the write."""
-        line = json.dumps(
-            event_to_wire(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        )
-        data = (line + "\n").encode("utf-8")
-        if self._needs_newline:
-            data = b"\n" + data
-        created = self._fsync and not self._path.exists()
-        with self._path.open("ab") as file:
-            file.write(data)
-            file.flush()
-            if self._fsync:
-                os.fsync(file.fileno())
-        if created:
-            _fsync_directory(self._path.parent)  # makes the new file's name durable too
-        self._needs_newline = False
+        """Write ``event`` as one line (and ``fsync`` it when configured) and return its
+        sequence number. Blocks the calling thread for the write.
+
+        Raises:
+            ValueError: the log is closed.
+        """
+        file = self._file
+        if file is None:
+            raise ValueError(f"append to a closed JsonlSessionLog ({self._path})")
+        _write_all(file, encode_event_line(event))
+        if self._fsync:
+            os.fsync(file.fileno())
         seq = self._next_seq
         self._next_seq = seq + 1
         return seq
@@ -378,11 +449,108 @@ class JsonlSessionLog:
 
         Raises:
             SessionLogCorruptError: a line other than a torn last one is not an event.
+            ValueError: the log is closed (use :func:`read_session_log`).
         """
-        return _read_log(self._path)[0]
+        file = self._file
+        if file is None:
+            raise ValueError(f"events() of a closed JsonlSessionLog ({self._path})")
+        return _parse_log(_read_all(file), str(self._path))[0]
+
+    def close(self) -> None:
+        """Close the file, which releases the lock. Closing twice does nothing."""
+        file = self._file
+        self._file = None
+        self._closed = True
+        if file is not None:
+            file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._closed:
+            warnings.warn(
+                f"unclosed JsonlSessionLog {str(self._path)!r}", ResourceWarning, stacklevel=2
+            )
+            self.close()
 
     def __repr__(self) -> str:
-        return f"<JsonlSessionLog {str(self._path)!r} next_seq={self._next_seq}>"
+        state = "closed" if self._closed else f"next_seq={self._next_seq}"
+        return f"<JsonlSessionLog {str(self._path)!r} {state}>"
+
+
+def read_session_log(path: str | os.PathLike[str]) -> list[SessionEvent]:
+    """Read every event of a JSON Lines session log, in order, without writing or locking.
+
+    Safe while a :class:`JsonlSessionLog` in another process is appending: a torn last line
+    (an event being written right now, or left by a crash) is skipped, never cut.
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        SessionLogCorruptError: a line other than a torn last one is not an event.
+    """
+    raw = Path(path).read_bytes()
+    return _parse_log(raw, str(path))[0]
+
+
+def encode_event_line(event: SessionEvent) -> bytes:
+    """One event's line as written to a JSON Lines log (UTF-8, newline-terminated)."""
+    line = json.dumps(
+        event_to_wire(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+    try:
+        data = line.encode("utf-8")
+    except UnicodeEncodeError:
+        # lone surrogates can only occur inside JSON strings: their \u escape is lossless
+        data = _SURROGATE.sub(_escape_surrogate, line).encode("utf-8")
+    return data + b"\n"
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+
+def _lock(file: io.FileIO, path: Path) -> None:
+    if fcntl is None:  # pragma: no cover - Windows
+        raise NotImplementedError("JsonlSessionLog needs fcntl.flock (a POSIX system)")
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLogLockedError(str(path)) from None
+
+
+def _read_all(file: io.FileIO) -> bytes:
+    size = os.fstat(file.fileno()).st_size
+    chunks: list[bytes] = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(file.fileno(), size - offset, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(file: io.FileIO, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if written is None:  # pragma: no cover - only for non-blocking files
+            continue
+        view = view[written:]
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -396,13 +564,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
-def _read_log(path: Path) -> tuple[list[SessionEvent], int | None, bool]:
-    """Parse the file: (events, offset to truncate a torn tail at or None, whether the last
-    complete event lacks its newline)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return [], None, False
+def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
+    """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
+    last complete event lacks its newline)."""
     events: list[SessionEvent] = []
     start = 0
     number = 0
@@ -413,22 +577,23 @@ def _read_log(path: Path) -> tuple[list[SessionEvent], int | None, bool]:
         last = end == -1
         chunk = raw[start:] if last else raw[start:end]
         try:
-            data = json.loads(chunk.decode("utf-8"))
-            event = event_from_wire(data)
-        except ValueError as exc:
-            if last:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if last:  # a write torn inside a multi-byte character
                 return events, start, False
-            raise SessionLogCorruptError(str(path), number, _reason(exc)) from exc
+            raise SessionLogCorruptError(name, number, "not UTF-8 text") from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if last:  # a torn write: no proper prefix of an event line is JSON
+                return events, start, False
+            raise SessionLogCorruptError(name, number, f"not JSON ({exc.msg})") from exc
+        try:
+            event = session_event_from_json(data)
+        except ValueError as exc:
+            raise SessionLogCorruptError(name, number, f"not a session event ({exc})") from exc
         events.append(event)
         if last:
             return events, None, True
         start = end + 1
     return events, None, False
-
-
-def _reason(exc: ValueError) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON ({exc.msg})"
-    return f"not a session event ({exc})"

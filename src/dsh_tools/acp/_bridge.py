@@ -1,0 +1,273 @@
+"""Session events → ACP ``session/update`` payloads (the original's ``packages/ui/acp`` mapping).
+
+A ``tool/call`` event becomes a ``tool_call`` update (``status: "in_progress"``), an appended
+``tool/result`` event a ``tool_call_update`` (``completed`` / ``failed``). The cards come from a
+:class:`~dsh_tools.ToolPresenter`, so a tool's own ``present_call`` / ``present_result`` shape
+what the editor shows, with the presenter's fallbacks:
+
+=========  ================================================  ==============================================
+card       ``tool_call``                                     ``tool_call_update``
+=========  ================================================  ==============================================
+generic    title (relativized with ``locations[0]``), kind   text content, title if given
+           (default ``other``), rawInput / locations if
+           given, text content if any
+diff       kind ``edit``, title relativized with             diff content if any, title relativized with
+           ``locations[0]`` or ``diffs[0]``, locations,       ``diffs[0]`` if given
+           one diff block per diff
+terminal   kind ``execute``, title and rawInput = the        with the terminal capability: no content,
+           command, the description as text; with the        ``_meta.terminal_output`` and
+           terminal capability a terminal block and          ``_meta.terminal_exit``; without it: the output
+           ``_meta.terminal_info``                           as a fenced ``console`` block
+=========  ================================================  ==============================================
+
+The "terminal capability" is the `Zed terminal extension`_ of ACP: the agent streams a command's
+output in ``_meta`` keys and the editor renders it in a terminal widget whose id is the call id.
+
+.. _Zed terminal extension: https://agentclientprotocol.com/protocol/extensibility
+"""
+
+from __future__ import annotations
+
+import os.path
+from collections.abc import Iterable
+from typing import Final, NoReturn
+
+from dsh_tools._content import ContentBlock, TextBlock
+from dsh_tools._json import thaw_json
+from dsh_tools._presentation import (
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    FileLocation,
+    GenericCallView,
+    GenericResultView,
+    TerminalCallView,
+    TerminalResultView,
+    ToolCallKind,
+)
+from dsh_tools._presenter import ToolPresenter, console_block
+from dsh_tools._session import ToolCallEvent, ToolResultEvent
+
+__all__ = ["AcpSessionBridge", "relativize_title"]
+
+_APPEND: Final = "append"
+
+
+class AcpSessionBridge:
+    """Maps one session's events to the ``update`` objects of ACP ``session/update``
+    notifications.
+
+    Args:
+        presenter: presents the session's calls and results (it remembers each call until its
+            result, so feed the bridge every ``tool/call`` and ``tool/result`` in log order).
+        session_cwd: the ACP session's working directory: absolute paths inside it are shown
+            relative to it in titles, and a terminal card's relative ``cwd`` is resolved
+            against it.
+        terminal: whether the client advertised the terminal extension (``_meta`` terminal
+            updates instead of a fenced ``console`` block).
+    """
+
+    __slots__ = ("_presenter", "_session_cwd", "_terminal")
+
+    def __init__(
+        self,
+        presenter: ToolPresenter,
+        *,
+        session_cwd: str | None = None,
+        terminal: bool = False,
+    ) -> None:
+        self._presenter = presenter
+        self._session_cwd = session_cwd
+        self._terminal = terminal
+
+    @property
+    def session_cwd(self) -> str | None:
+        """The session's working directory, if any."""
+        return self._session_cwd
+
+    @property
+    def terminal(self) -> bool:
+        """Whether terminal updates use the client's terminal extension."""
+        return self._terminal
+
+    def update_for(self, event: object) -> dict[str, object] | None:
+        """The ``update`` payload of the ``session/update`` notification for ``event``.
+
+        Returns:
+            A fresh JSON object (ACP field names) for a ``tool/call`` event or an appended
+            ``tool/result`` event; ``None`` for a result that is not an append (e.g. a pruning
+            replacement, which is not a new result for a UI) and for every other event.
+
+        Raises:
+            TypeError: the presenter produced a view outside the closed card unions
+                (``unreachable variant in ToolCallView: ...``).
+        """
+        if isinstance(event, ToolCallEvent):
+            return self._call_update(event)
+        if isinstance(event, ToolResultEvent):
+            surface_op: object = getattr(event, "surface_op", None)
+            if surface_op is not None and surface_op != _APPEND:
+                return None
+            return self._result_update(event)
+        return None
+
+    def _call_update(self, event: ToolCallEvent) -> dict[str, object]:
+        view: object = self._presenter.present_call(event)
+        update: dict[str, object] = {
+            "sessionUpdate": "tool_call",
+            "toolCallId": event.call_id,
+            "status": "in_progress",
+        }
+        if isinstance(view, GenericCallView):
+            anchor = view.locations[0].path if view.locations else None
+            update["title"] = self._relativize(view.title, anchor)
+            update["kind"] = str(view.kind or ToolCallKind.OTHER)
+            if view.raw_input is not None:
+                update["rawInput"] = thaw_json(view.raw_input)
+            if view.locations is not None:
+                update["locations"] = _locations(view.locations)
+            content = _text_content(view.content or ())
+            if content:
+                update["content"] = content
+        elif isinstance(view, DiffCallView):
+            anchor = (
+                view.locations[0].path
+                if view.locations
+                else view.diffs[0].path
+                if view.diffs
+                else None
+            )
+            update["title"] = self._relativize(view.title, anchor)
+            update["kind"] = str(ToolCallKind.EDIT)
+            if view.locations is not None:
+                update["locations"] = _locations(view.locations)
+            if view.diffs:
+                update["content"] = _diff_content(view.diffs)
+        elif isinstance(view, TerminalCallView):  # pyright: ignore[reportUnnecessaryIsInstance]
+            update["title"] = view.title
+            update["kind"] = str(ToolCallKind.EXECUTE)
+            update["rawInput"] = view.title
+            content: list[dict[str, object]] = []
+            if view.description:
+                content.append(_text_item(view.description))
+            if self._terminal:
+                content.append({"type": "terminal", "terminalId": event.call_id})
+                info: dict[str, object] = {"terminal_id": event.call_id}
+                cwd = self._terminal_cwd(view.cwd)
+                if cwd is not None:
+                    info["cwd"] = cwd
+                update["_meta"] = {"terminal_info": info}
+            if content:
+                update["content"] = content
+        else:
+            _unreachable("ToolCallView", view)
+        return update
+
+    def _result_update(self, event: ToolResultEvent) -> dict[str, object]:
+        view: object = self._presenter.present_result(event)
+        update: dict[str, object] = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.call_id,
+            "status": "failed" if event.is_error else "completed",
+        }
+        if isinstance(view, GenericResultView):
+            update["content"] = _text_content(view.content or ())
+            if view.title is not None:
+                update["title"] = view.title
+        elif isinstance(view, TerminalResultView):
+            if self._terminal:
+                meta: dict[str, object] = {
+                    "terminal_output": {"terminal_id": event.call_id, "data": view.output or ""}
+                }
+                if view.signal is not None:
+                    meta["terminal_exit"] = {"terminal_id": event.call_id, "signal": view.signal}
+                elif view.exit_code is not None:
+                    meta["terminal_exit"] = {
+                        "terminal_id": event.call_id,
+                        "exit_code": view.exit_code,
+                    }
+                update["_meta"] = meta
+            else:
+                update["content"] = [_text_item(console_block(view.output or ""))]
+            if view.title is not None:
+                update["title"] = view.title
+        elif isinstance(view, DiffResultView):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if view.diffs:
+                update["content"] = _diff_content(view.diffs)
+            if view.title is not None:
+                anchor = view.diffs[0].path if view.diffs else None
+                update["title"] = self._relativize(view.title, anchor)
+        else:
+            _unreachable("ToolResultView", view)
+        return update
+
+    def _relativize(self, title: str, path: str | None) -> str:
+        if path is None or self._session_cwd is None:
+            return title
+        return relativize_title(title, path, self._session_cwd)
+
+    def _terminal_cwd(self, cwd: str | None) -> str | None:
+        if cwd is None:
+            return self._session_cwd
+        if os.path.isabs(cwd) or self._session_cwd is None:
+            return cwd
+        return os.path.normpath(os.path.join(self._session_cwd, cwd))
+
+    def __repr__(self) -> str:
+        return f"<AcpSessionBridge cwd={self._session_cwd!r} terminal={self._terminal}>"
+
+
+def relativize_title(title: str, path: str, cwd: str) -> str:
+    """``title`` with every occurrence of ``path`` replaced by its form relative to ``cwd``.
+
+    Only when both are absolute and ``path`` is inside ``cwd``: its relative form is not ``..``
+    and does not start with a ``..`` *segment* (``..cache/x`` is inside, ``../x`` is not).
+    Otherwise ``title`` is returned unchanged. ``cwd`` itself relativizes to ``.``.
+    """
+    if not path or not os.path.isabs(path) or not os.path.isabs(cwd):
+        return title
+    try:
+        relative = os.path.relpath(path, cwd)
+    except ValueError:  # another drive (Windows)
+        return title
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return title
+    if os.altsep is not None and relative.startswith(os.pardir + os.altsep):
+        return title
+    return title.replace(path, relative)
+
+
+def _unreachable(union: str, value: object) -> NoReturn:
+    raise TypeError(f"unreachable variant in {union}: {_describe(value)}")
+
+
+def _describe(value: object) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _text_item(text: str) -> dict[str, object]:
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def _text_content(blocks: Iterable[ContentBlock]) -> list[dict[str, object]]:
+    return [_text_item(block.text) for block in blocks if isinstance(block, TextBlock)]
+
+
+def _locations(locations: Iterable[FileLocation]) -> list[dict[str, object]]:
+    wire: list[dict[str, object]] = []
+    for location in locations:
+        item: dict[str, object] = {"path": location.path}
+        if location.line is not None:
+            item["line"] = location.line
+        wire.append(item)
+    return wire
+
+
+def _diff_content(diffs: Iterable[FileDiff]) -> list[dict[str, object]]:
+    return [
+        {"type": "diff", "path": diff.path, "oldText": diff.old_text, "newText": diff.new_text}
+        for diff in diffs
+    ]
