@@ -31,6 +31,7 @@ INTERNAL: Final = frozenset(
         ("_demo", "run_demo"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
+        ("_hooks", "HookLists"),
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_definition", "check_timeout"),
         ("_definition", "is_async_body"),
@@ -40,12 +41,14 @@ INTERNAL: Final = frozenset(
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
         # the stages of one call, driven by the registry and the scheduler
+        ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),
         ("_pipeline", "freeze_context"),
         ("_pipeline", "materialize"),
         ("_pipeline", "aborted_before_dispatch_result"),
         ("_pipeline", "prepare"),
-        # the scheduler's parsing of a call's raw argument text (pinned by its own tests)
+        # the scheduler's way to the pipeline host of the registry it was given
+        ("_registry", "pipeline_host"),
         # the timeout policy's canonical result (issue 10 moves it to _results)
         ("_timeout", "TOOL_TIMEOUT_ERROR_NAME"),
         ("_timeout", "timeout_result"),

@@ -3,22 +3,22 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
-# Layer map (imports point down this list only; nothing imports a module above it):
+# Layer map, top to bottom (imports point down only; modules on one line do not import each
+# other). pyproject.toml's import-linter contract checks it, TYPE_CHECKING imports included.
 #
-#   values       _json _errors _disposer _content _signal _execution _presentation _arguments
-#   schema       _schema _structured (the output-schema subset)
-#   definitions  _definition _converter (cattrs, for the values) _define (define_tool)
-#   hooks        _hooks
-#   one call     _pipeline (the stages of a call)
-#   registry     _registry
-#   policies     _timeout
-#   session      _session
-#   batches      _scheduler
-#   seed         _presenter (views for events) _approval (the user-approval service)
-#   demo, CLI    _demo __main__
-#
-# Integrations (subpackages behind optional extras) sit above all of these and are never
-# imported from here.
+#   CLI          __main__
+#   integrations acp mcp otel providers (subpackages behind optional extras; never imported
+#                from the core, only by __main__)
+#   demo         _demo
+#   batches      _presenter (views for events) _scheduler _timeout (a policy)
+#   registry     _registry _approval (the user-approval service)
+#   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
+#                _define (define_tool)
+#   hooks        _hooks _converter (cattrs, for the values)
+#   definitions  _definition
+#   values       _presentation _execution _schema _structured (the output-schema subset)
+#                _signal _content _arguments
+#                _disposer _errors _json
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
 

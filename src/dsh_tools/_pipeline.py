@@ -84,10 +84,11 @@ from ._signal import CancelSignal, _fuse, linked_cancel_scope
 
 if TYPE_CHECKING:
     from ._definition import ToolDefinition
-    from ._hooks import ExecuteHook, PostExecuteHook, PreExecuteHook
-    from ._registry import ToolRegistry
+    from ._execution import ApprovalService
+    from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook
 
 __all__ = [
+    "PipelineHost",
     "PreparedCall",
     "aborted_before_dispatch_result",
     "freeze_context",
@@ -208,6 +209,29 @@ def _kind(value: object) -> str:
 
 class _Unreachable(Exception):
     pass
+
+
+@attrs.frozen(eq=False)
+class PipelineHost:
+    """What the stages of one call need from the registry that runs them.
+
+    The registry builds one at construction and passes it down, so the pipeline never reaches
+    into the registry (and never imports it).
+
+    Attributes:
+        hooks: the registry's hook lists (read per dispatch, so listeners added later count).
+        lookup: ``lookup(name, agent)``: the definition visible to ``agent``, or ``None``.
+        evaluate_guards: the first denial reason of the guards that apply to a call, or
+            ``None``.
+        approval: the approval service ``Ask`` decisions go to, or ``None``.
+        thread_limiter: bounds how many sync bodies run in worker threads at once.
+    """
+
+    hooks: HookLists
+    lookup: Callable[[str, object], ToolDefinition | None]
+    evaluate_guards: Callable[[ToolExecution], str | None]
+    approval: ApprovalService | None
+    thread_limiter: trio.CapacityLimiter
 
 
 # --- the waterfalls ------------------------------------------------------------------------
@@ -439,9 +463,9 @@ class PreparedCall:
         "_deferred",
         "_dispatched",
         "_final",
+        "_host",
         "_invoked",
         "_outcome",
-        "_registry",
         "execution",
         "needs_dispatch",
     )
@@ -451,14 +475,14 @@ class PreparedCall:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        host: PipelineHost,
         execution: ToolExecution,
         *,
         needs_dispatch: bool = False,
         outcome: ToolExecutionResult | None = None,
         final: ToolExecutionResult | None = None,
     ) -> None:
-        self._registry = registry
+        self._host = host
         self.execution = execution
         self._caller = execution.signal
         self.needs_dispatch = needs_dispatch
@@ -486,7 +510,7 @@ class PreparedCall:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
         self._dispatched = True
         execution = self.execution
-        wrappers = self._registry._hook_lists.execute.for_agent(execution.agent)
+        wrappers = self._host.hooks.execute.for_agent(execution.agent)
         try:
             if wrappers:
                 result = await self._run_wrappers(wrappers)
@@ -550,7 +574,7 @@ class PreparedCall:
         if signal.cancelled:
             return _ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
         execution = self.execution
-        tool = self._registry._lookup(execution.name, execution.agent)
+        tool = self._host.lookup(execution.name, execution.agent)
         if tool is None:
             return _error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
         context = ToolRunContext(
@@ -629,7 +653,7 @@ class PreparedCall:
                 (returned,) = await trio.to_thread.run_sync(
                     run,
                     abandon_on_cancel=tool.abandon_on_cancel,
-                    limiter=self._registry._thread_limiter,
+                    limiter=self._host.thread_limiter,
                 )
         except Exception as exc:
             failure = exc
@@ -691,7 +715,7 @@ class PreparedCall:
             outcome = self._outcome
             if outcome is None:
                 outcome = self._replace_if_cancelled(_ABORTED_BEFORE_DISPATCH)
-            if self._registry._hook_lists.post_execute.for_agent(self.execution.agent):
+            if self._host.hooks.post_execute.for_agent(self.execution.agent):
                 final = await self._post_execute(outcome)
             else:
                 final = self._replace_if_cancelled(outcome)
@@ -711,7 +735,7 @@ class PreparedCall:
 
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
         execution = self.execution
-        listeners = self._registry._hook_lists.post_execute.for_agent(execution.agent)
+        listeners = self._host.hooks.post_execute.for_agent(execution.agent)
         try:
             decision = cast(object, await _post_chain(listeners, execution, outcome)())
         except Exception as exc:
@@ -749,7 +773,7 @@ class PreparedCall:
 
     def _notify(self, result: ToolExecutionResult) -> None:
         execution = self.execution
-        for observer in self._registry._hook_lists.result.for_agent(execution.agent):
+        for observer in self._host.hooks.result.for_agent(execution.agent):
             try:
                 returned = observer(execution, result)
                 if inspect.isawaitable(returned):
@@ -780,7 +804,7 @@ def _post_chain(
 # --- stages 0-6 ------------------------------------------------------------------------------
 
 
-async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> PreparedCall:
+async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall:
     """Stages 0-6 of one call. Never raises for a tool or policy failure; raises
     ``trio.Cancelled`` when the caller's trio scope is cancelled (at entry, or while a
     ``pre_execute`` listener or the approval service awaits).
@@ -827,39 +851,39 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
         else:
             assert rejected is not None
             _log_raised(execution, "reading the arguments", rejected)
-        return PreparedCall(registry, execution, final=failure)
+        return PreparedCall(host, execution, final=failure)
     if signal.cancelled:  # stage 1
-        return PreparedCall(registry, execution, final=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, final=_ABORTED_BEFORE_DISPATCH)
 
     # stage 2
     decision: object = _ALLOW
-    listeners = registry._hook_lists.pre_execute.for_agent(agent)
+    listeners = host.hooks.pre_execute.for_agent(agent)
     if listeners:
         try:
             decision = await _pre_chain(listeners, execution)()
         except Exception as exc:  # more specific than a concurrent cancellation
             _log_raised(execution, "a pre_execute listener", exc)
-            return PreparedCall(registry, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=_error_result(exc))
 
     # stage 3
     approval_cancelled = False
     if not isinstance(decision, Deny) and isinstance(decision, Ask):
         try:
-            decision, approval_cancelled = await _resolve_ask(registry, execution, decision)
+            decision, approval_cancelled = await _resolve_ask(host, execution, decision)
         except Exception as exc:
             _log_raised(execution, "the approval service", exc)
-            return PreparedCall(registry, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=_error_result(exc))
 
     # stage 4
     if approval_cancelled and signal.cancelled:
-        return PreparedCall(registry, execution, outcome=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, outcome=_ABORTED_BEFORE_DISPATCH)
 
     # stage 5: Deny is read first, so a value that is somehow Deny and Allow denies
     if isinstance(decision, Deny):
         reason = _deny_reason(execution, decision)
         if reason is None:
             return PreparedCall(
-                registry,
+                host,
                 execution,
                 final=_text_error(
                     f"tools/pre-execute returned a Deny whose reason is not a str "
@@ -868,13 +892,13 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
             )
     elif isinstance(decision, Allow):
         try:
-            reason = registry._evaluate_guards(execution)
+            reason = host.evaluate_guards(execution)
         except Exception as exc:
             _log_raised(execution, "a guard", exc)
-            return PreparedCall(registry, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=_error_result(exc))
     else:
         return PreparedCall(
-            registry,
+            host,
             execution,
             final=_text_error(
                 f"tools/pre-execute returned {_describe(decision)}, not Allow, Deny or Ask"
@@ -882,12 +906,12 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
         )
     # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
-        return PreparedCall(registry, execution, outcome=_text_error(_text(reason)))
+        return PreparedCall(host, execution, outcome=_text_error(_text(reason)))
 
     # stage 6
     if signal.cancelled:
-        return PreparedCall(registry, execution, outcome=_ABORTED_BEFORE_DISPATCH)
-    return PreparedCall(registry, execution, needs_dispatch=True)
+        return PreparedCall(host, execution, outcome=_ABORTED_BEFORE_DISPATCH)
+    return PreparedCall(host, execution, needs_dispatch=True)
 
 
 def _read_reason(decision: Deny | Ask) -> object:
@@ -917,7 +941,7 @@ _OUTCOMES: Final = {outcome.value: outcome for outcome in ApprovalOutcome}
 
 
 async def _resolve_ask(
-    registry: ToolRegistry, execution: ToolExecution, ask: Ask
+    host: PipelineHost, execution: ToolExecution, ask: Ask
 ) -> tuple[PreToolDecision, bool]:
     name = execution.name
     reason = _read_reason(ask)
@@ -925,7 +949,7 @@ async def _resolve_ask(
         raise TypeError(
             f"tools/pre-execute returned an Ask whose reason is {_kind(reason)}, not a str or None"
         )
-    service = registry._approval
+    service = host.approval
     if service is None:
         if reason is None:
             reason = f'tool "{name}" requires approval (not yet supported)'

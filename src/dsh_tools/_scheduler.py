@@ -39,12 +39,14 @@ from ._arguments import parse_call_arguments
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
 from ._pipeline import (
+    PipelineHost,
     PreparedCall,
     aborted_before_dispatch_result,
     aborted_result,
     freeze_context,
+    prepare,
 )
-from ._registry import ToolRegistry
+from ._registry import ToolRegistry, pipeline_host
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal
 
@@ -199,6 +201,7 @@ class _Batch:
     call_seqs: list[int] = attrs.field(init=False)
     results: list[ToolExecutionResult | None] = attrs.field(init=False)
     contexts: list[HookContext] = attrs.field(init=False, factory=lambda: list[HookContext]())
+    host: PipelineHost = attrs.field(init=False)
     started: int = 0
     committed: int = 0
     in_flight: int = 0
@@ -212,6 +215,7 @@ class _Batch:
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
+        self.host = pipeline_host(self.registry)
         self.inputs = [None] * n
         self.prepared = [None] * n
         self.ready = bytearray(n)
@@ -337,7 +341,7 @@ class _Batch:
         self.started = index + 1
         call_input = self._input(index)
         self.inputs[index] = None
-        prepared = await self.registry._prepare(call_input)
+        prepared = await prepare(self.host, call_input)
         self.prepared[index] = prepared
         return prepared
 
