@@ -496,7 +496,7 @@ class PreparedCall:
 
     # --- stage 7 -------------------------------------------------------------------------
 
-    async def dispatch(self) -> None:
+    async def dispatch(self, *, linked: bool = False) -> None:
         """Stage 7: the ``execute`` wrapper waterfall around the body.
 
         The body runs in a trio cancel scope linked to the fusion of the caller's signal and a
@@ -505,6 +505,11 @@ class PreparedCall:
         for a tool, wrapper or policy failure (each becomes the call's outcome). Cancelling
         the caller's own trio scope raises ``trio.Cancelled`` once the body has unwound. Call
         at most once, and only when :attr:`needs_dispatch` is true.
+
+        ``linked=True`` (the scheduler's pools, for calls without ``execute`` wrappers): the
+        caller runs this inside a cancel scope linked to the call's signal already, so an
+        async body gets no scope of its own; when that scope cancels the body, the outcome is
+        recorded (``ABORTED``) and the ``trio.Cancelled`` propagates to the caller's scope.
         """
         if not self.needs_dispatch or self._dispatched:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
@@ -514,6 +519,13 @@ class PreparedCall:
         try:
             if wrappers:
                 result = await self._run_wrappers(wrappers)
+            elif linked:
+                try:
+                    result = await self._invoke(self._caller, linked=True)
+                except trio.Cancelled:
+                    # the caller's linked scope stopped the body: record, then let it unwind
+                    self._settle(_ABORTED if self._invoked else _ABORTED_BEFORE_DISPATCH)
+                    raise
             else:
                 result = await self._invoke(self._caller)
         except Exception as exc:
@@ -521,6 +533,11 @@ class PreparedCall:
             _log_raised(execution, "an execute wrapper", exc)
             self._final = _error_result(exc)
             return  # noqa: ASYNC910
+        self._settle(result)
+
+    def _settle(self, result: ToolExecutionResult) -> None:
+        """Record what stage 7 produced: the outcome, with the contexts the body deferred."""
+        execution = self.execution
         if type(result) is not ToolExecutionResult:
             _log_invalid(
                 execution, f"an execute wrapper returned {_kind(result)}, not a ToolExecutionResult"
@@ -569,8 +586,13 @@ class PreparedCall:
             chain = _bind2(wrapper, dispatch_execution, chain)
         return await chain()
 
-    async def _invoke(self, signal: CancelSignal) -> ToolExecutionResult:
-        """The innermost ``next()``: look the tool up, run the body under ``signal``."""
+    async def _invoke(self, signal: CancelSignal, *, linked: bool = False) -> ToolExecutionResult:
+        """The innermost ``next()``: look the tool up, run the body under ``signal``.
+
+        ``linked``: the caller's cancel scope is linked to ``signal`` already (see
+        :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
+        checkpoints after it.
+        """
         if signal.cancelled:
             return _ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
         execution = self.execution
@@ -589,13 +611,13 @@ class PreparedCall:
         )
         body = cast("Callable[..., object]", tool.execute)
         if not is_async_body(body):
-            return await self._invoke_sync(tool, body, context, signal)
+            return await self._invoke_sync(tool, body, context, signal, linked)
         run = cast("Callable[[JsonValue, ToolRunContext], Awaitable[object]]", body)
         self._invoked = True
         returned: object = _MISSING
         failure: Exception | None = None
         try:
-            if signal is CancelSignal.never():
+            if linked or signal is CancelSignal.never():
                 returned = await run(execution.arguments, context)
             else:
                 with linked_cancel_scope(signal):
@@ -604,16 +626,19 @@ class PreparedCall:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
         # The body has unwound. If the caller's own trio scope was cancelled meanwhile (a
-        # shielded body finished anyway), that cancellation wins now, as trio requires.
-        await trio.lowlevel.checkpoint_if_cancelled()
+        # shielded body finished anyway), that cancellation wins now, as trio requires. (A
+        # linked caller is inside a scope that may be cancelled by the signal itself: the
+        # outcome is recorded first, and the caller's next checkpoint raises.)
+        if not linked:
+            await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(execution, "the tool body", failure)
-            return _error_result(failure)
+            return _error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING or signal.cancelled:
-            return _ABORTED
+            return _ABORTED  # noqa: ASYNC910
         if not _is_return_value(returned):
             self._bad_return = returned
-        return _normalize(returned)
+        return _normalize(returned)  # noqa: ASYNC910
 
     async def _invoke_sync(
         self,
@@ -621,6 +646,7 @@ class PreparedCall:
         body: Callable[..., object],
         context: ToolRunContext,
         signal: CancelSignal,
+        linked: bool,
     ) -> ToolExecutionResult:
         """Run a sync body in a worker thread through the registry's thread limiter.
 
@@ -661,14 +687,15 @@ class PreparedCall:
             with lock:
                 state["given_up"] = True
                 self._invoked = state["started"]
-        await trio.lowlevel.checkpoint_if_cancelled()
+        if not linked:
+            await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(execution, "the tool body", failure)
-            return _error_result(failure)
+            return _error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING:
             if not self._invoked:
-                return _ABORTED_BEFORE_DISPATCH
-            return _ABANDONED if tool.abandon_on_cancel else _ABORTED
+                return _ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
+            return _ABANDONED if tool.abandon_on_cancel else _ABORTED  # noqa: ASYNC910
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
@@ -677,12 +704,12 @@ class PreparedCall:
                 f"awaitable ({type(returned).__name__}); declare it `async def`"
             )
             logger.warning('tool "%s" (%s): %s', execution.name, execution.call_id, text)
-            return _text_error(text)
+            return _text_error(text)  # noqa: ASYNC910
         if signal.cancelled:
-            return _ABORTED
+            return _ABORTED  # noqa: ASYNC910
         if not _is_return_value(returned):
             self._bad_return = returned
-        return _normalize(returned)
+        return _normalize(returned)  # noqa: ASYNC910
 
     # --- stages 8-10 ---------------------------------------------------------------------
 

@@ -532,4 +532,4 @@ class ToolScope:
 def pipeline_host(registry: ToolRegistry) -> PipelineHost:
     """The pipeline host of ``registry``, for the scheduler (package-internal)."""
     # the one place outside the class that reads the registry's private state
-    return registry._host  # pyright: ignore[reportPrivateUsage]
+    return registry._host

@@ -48,7 +48,7 @@ from ._pipeline import (
 )
 from ._registry import ToolRegistry, pipeline_host
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
-from ._signal import CancelSignal
+from ._signal import CancelSignal, linked_cancel_scope
 
 __all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "run_tool_calls"]
 
@@ -176,6 +176,7 @@ async def run_tool_calls(
 
 
 _READY: Final = 1
+_NEVER: Final = CancelSignal.never()
 # the most commits the lane makes between two schedule points
 _COMMITS_PER_CHECKPOINT: Final = 64
 
@@ -383,13 +384,19 @@ class _Batch:
         settled = self.settled
         failure: Exception | None = None
         self.pool_closed = False
+        pool_done = trio.Event()
         async with trio.open_nursery() as nursery:
             try:
+                # one cancel scope linked to the batch signal for the whole pool (not one per
+                # call): bodies without execute wrappers run in a nursery inside it
+                bodies: trio.Nursery | None = None
+                if self.signal is not _NEVER:
+                    bodies = await nursery.start(_linked_bodies, self.signal, pool_done)
                 # the group's first call starts without re-classification
-                await self._start_in_pool(nursery)
+                await self._start_in_pool(nursery, bodies)
                 while True:
                     while self._may_refill():
-                        await self._start_in_pool(nursery)
+                        await self._start_in_pool(nursery, bodies)
                     if not self.in_flight:
                         break
                     if not settled:
@@ -406,6 +413,8 @@ class _Batch:
                 # the error leaves, and raise it as itself rather than in an ExceptionGroup
                 failure = exc
                 nursery.cancel_scope.cancel()
+            finally:
+                pool_done.set()
         settled.clear()
         if failure is not None:
             raise failure
@@ -425,12 +434,16 @@ class _Batch:
             return False
         return True
 
-    async def _start_in_pool(self, nursery: trio.Nursery) -> None:
+    async def _start_in_pool(self, nursery: trio.Nursery, bodies: trio.Nursery | None) -> None:
         index = self.started
         prepared = await self._start(index)
         if prepared.needs_dispatch:
             self.in_flight += 1
-            nursery.start_soon(_dispatch, prepared, index, self.settled, self.lot)
+            if bodies is not None and not self.host.hooks.execute.for_agent(self.agent):
+                bodies.start_soon(_dispatch_linked, prepared, index, self.settled, self.lot)
+            else:
+                # a wrapper may replace the call's signal: the body gets a scope of its own
+                nursery.start_soon(_dispatch, prepared, index, self.settled, self.lot)
         else:
             self.ready[index] = _READY
         while self._may_commit():
@@ -477,6 +490,33 @@ async def _dispatch(
     await prepared.dispatch()
     settled.append(index)
     lot.unpark()
+
+
+async def _dispatch_linked(
+    prepared: PreparedCall, index: int, settled: deque[int], lot: trio.lowlevel.ParkingLot
+) -> None:
+    # the outcome is recorded even when the pool's linked scope cancels the body
+    try:
+        await prepared.dispatch(linked=True)
+    finally:
+        settled.append(index)
+        lot.unpark()
+
+
+async def _linked_bodies(
+    signal: CancelSignal,
+    pool_done: trio.Event,
+    task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Host a pool's bodies in one cancel scope linked to ``signal`` until the pool is done.
+
+    The wait is shielded so that the nursery stays open for the lane after the signal fires
+    (the lane sets ``pool_done`` on every path, so a cancelled batch still ends)."""
+    with linked_cancel_scope(signal):
+        async with trio.open_nursery() as bodies:
+            task_status.started(bodies)
+            with trio.CancelScope(shield=True):
+                await pool_done.wait()
 
 
 _ACTIVE_BATCH: Final = contextvars.ContextVar[_Batch | None]("dsh_tools_active_batch", default=None)
