@@ -466,6 +466,7 @@ class PreparedCall:
         "_host",
         "_invoked",
         "_outcome",
+        "_trusted",
         "execution",
         "needs_dispatch",
     )
@@ -492,6 +493,8 @@ class PreparedCall:
         self._invoked = False
         self._dispatched = False
         self._bad_return: object = _MISSING
+        # a success the library built from a valid ``str``: stage 9 has nothing to check
+        self._trusted: ToolExecutionResult | None = None
         self._deferred: list[HookContext] = []
 
     # --- stage 7 -------------------------------------------------------------------------
@@ -638,7 +641,7 @@ class PreparedCall:
             return _ABORTED  # noqa: ASYNC910
         if not _is_return_value(returned):
             self._bad_return = returned
-        return _normalize(returned)  # noqa: ASYNC910
+        return self._normalize(returned)  # noqa: ASYNC910
 
     async def _invoke_sync(
         self,
@@ -709,7 +712,13 @@ class PreparedCall:
             return _ABORTED  # noqa: ASYNC910
         if not _is_return_value(returned):
             self._bad_return = returned
-        return _normalize(returned)  # noqa: ASYNC910
+        return self._normalize(returned)  # noqa: ASYNC910
+
+    def _normalize(self, returned: object) -> ToolExecutionResult:
+        result = _normalize(returned)
+        if type(returned) is str and _valid_str(returned):
+            self._trusted = result
+        return result
 
     # --- stages 8-10 ---------------------------------------------------------------------
 
@@ -747,7 +756,8 @@ class PreparedCall:
             else:
                 final = self._replace_if_cancelled(outcome)
         try:
-            final = _freeze_result(final)
+            if final is not self._trusted:  # the very object built from a valid str is final
+                final = _freeze_result(final)
         except _Invalid as invalid:
             detail = str(invalid)
             bad = self._bad_return
