@@ -106,7 +106,8 @@ class ToolArgsError(HarnessError):
 
 class OutputSchemaError(HarnessError):
     """A structured-output schema uses something outside the supported subset
-    (``UNSUPPORTED_SCHEMA``); ``violations`` lists every problem found."""
+    (``UNSUPPORTED_SCHEMA``); ``violations`` lists every problem found.
+    """
 
     violations: tuple[str, ...]
 

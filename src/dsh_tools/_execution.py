@@ -44,7 +44,8 @@ __all__ = [
 class ToolExecutionToken:
     """The opaque identity of one ``execute()`` call: minted by the registry, compared by
     identity, shared by every view of the call. It has no public constructor and refuses to be
-    pickled or serialized."""
+    pickled or serialized.
+    """
 
     __slots__ = ()
 
@@ -96,7 +97,8 @@ class ToolExecutionInput:
 class ToolExecution:
     """The read-only view of a call that ``pre_execute``, guards, ``post_execute`` and
     ``result`` observers receive. ``arguments`` is the frozen snapshot (``None`` only when the
-    snapshot failed, as seen by ``result`` observers)."""
+    snapshot failed, as seen by ``result`` observers).
+    """
 
     token: ToolExecutionToken
     call_id: str
@@ -110,7 +112,8 @@ class ToolExecution:
 @attrs.frozen(kw_only=True)
 class ToolRunContext(ToolExecution):
     """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
-    caller and any wrapper) plus :meth:`defer_context`."""
+    caller and any wrapper) plus :meth:`defer_context`.
+    """
 
     _deferred: list[HookContext] = attrs.field(
         alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
@@ -118,7 +121,8 @@ class ToolRunContext(ToolExecution):
 
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result; deferred contexts come first, in call order,
-        and are kept even when the result is an error."""
+        and are kept even when the result is an error.
+        """
         if not isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
         self._deferred.append(context)
@@ -139,7 +143,8 @@ def _frozen_unless_signal(
 class ToolDispatchExecution:
     """The view ``execute`` wrappers share: like :class:`ToolExecution`, but ``signal`` may be
     reassigned (to another :class:`CancelSignal`, never ``None``). The body then runs under the
-    fusion of the caller's signal and the replacement."""
+    fusion of the caller's signal and the replacement.
+    """
 
     token: ToolExecutionToken
     call_id: str
@@ -153,7 +158,8 @@ class ToolDispatchExecution:
 @attrs.frozen(kw_only=True)
 class ToolExecutionMode:
     """How the scheduler may run a call: ``"parallel"`` (may overlap other parallel calls) or
-    ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``."""
+    ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``.
+    """
 
     kind: Literal["parallel", "exclusive"]
 
@@ -249,7 +255,8 @@ def _tuple_or_none(value: Sequence[ContentBlock] | None) -> tuple[ContentBlock, 
 @attrs.frozen(kw_only=True)
 class Accept:
     """``post_execute``: keep the result; ``content`` (when not ``None``, even empty) replaces
-    its content; ``additional_contexts`` are appended after the result's own."""
+    its content; ``additional_contexts`` are appended after the result's own.
+    """
 
     content: tuple[ContentBlock, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
@@ -258,7 +265,8 @@ class Accept:
 @attrs.frozen(kw_only=True)
 class Block:
     """``post_execute``: replace the result with an error whose content is ``feedback``; every
-    earlier context, ``error`` and ``meta`` is dropped, only this decision's contexts remain."""
+    earlier context, ``error`` and ``meta`` is dropped, only this decision's contexts remain.
+    """
 
     feedback: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
@@ -297,6 +305,7 @@ class ApprovalRequest:
 
 class ApprovalService(Protocol):
     """Asks a user (or a policy) whether a call that a ``pre_execute`` listener marked ``Ask``
-    may run. ``request`` should return ``CANCELLED`` promptly once ``request.signal`` fires."""
+    may run. ``request`` should return ``CANCELLED`` promptly once ``request.signal`` fires.
+    """
 
     def request(self, request: ApprovalRequest, /) -> Awaitable[ApprovalOutcome]: ...

@@ -81,7 +81,8 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     @property
     def _data(self) -> dict[str, JsonValue]:
         """The items, read-only (the object itself; kept for readers written before it was a
-        ``dict``)."""
+        ``dict``).
+        """
         return self
 
     def __hash__(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
@@ -155,7 +156,8 @@ def _unpickle_frozen(data: object) -> FrozenJsonObject:
 
 class JsonSnapshotError(Exception):
     """A value is not lossless JSON data. ``path`` names where (``$``, ``$.a[2]``, ``$["a b"]``),
-    ``reason`` says why; the message is ``"<path>: <reason>"``."""
+    ``reason`` says why; the message is ``"<path>: <reason>"``.
+    """
 
     path: str
     reason: str
@@ -172,7 +174,8 @@ class JsonTypeError(JsonSnapshotError, TypeError):
 
 class JsonValueError(JsonSnapshotError, ValueError):
     """A value of a JSON type that cannot cross losslessly (NaN, ``-0.0``, a huge ``int``, a lone
-    surrogate), a cycle, or nesting deeper than :data:`MAX_DEPTH`."""
+    surrogate), a cycle, or nesting deeper than :data:`MAX_DEPTH`.
+    """
 
 
 class _Invalid(Exception):
@@ -430,7 +433,8 @@ def json_kind(value: object) -> str:
     """The JSON type of a scalar: ``"null"``, ``"boolean"``, ``"number"``, ``"string"``, or
     ``"container"`` for anything else. ``bool`` is never a number, so comparing
     ``(json_kind(a), a)`` pairs never treats ``True == 1``; ``1 == 1.0`` stays equal (one JSON
-    number type)."""
+    number type).
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):

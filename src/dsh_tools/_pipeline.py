@@ -104,8 +104,9 @@ _MISSING: Final[Any] = object()
 
 
 def printable(text: str) -> str:
-    """``text`` with every lone surrogate written as a ``\\udXXX`` escape, so that model-supplied
-    text (a tool name, a call id) can appear in a result, which must be valid Unicode."""
+    r"""``text`` with every lone surrogate written as a ``\udXXX`` escape, so that model-supplied
+    text (a tool name, a call id) can appear in a result, which must be valid Unicode.
+    """
     if text.isascii():
         return text
     try:
@@ -123,7 +124,8 @@ def _text_error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionR
 
 def _log_raised(execution: ToolExecution, what: str, exc: BaseException) -> None:
     """Log, once, an exception a body, hook, guard, wrapper or observer raised: WARNING with
-    its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure)."""
+    its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure).
+    """
     level = logging.DEBUG if isinstance(exc, HarnessError) else logging.WARNING
     if logger.isEnabledFor(level):
         logger.log(
@@ -169,13 +171,15 @@ _ABANDONED: Final = _text_error(
 
 def aborted_before_dispatch_result() -> ToolExecutionResult:
     """The canonical result of a call that cancellation stopped before its body started:
-    ``Error: tool call aborted before dispatch``, ``error=AbortError/ABORTED_BEFORE_DISPATCH``."""
+    ``Error: tool call aborted before dispatch``, ``error=AbortError/ABORTED_BEFORE_DISPATCH``.
+    """
     return _ABORTED_BEFORE_DISPATCH
 
 
 def aborted_result() -> ToolExecutionResult:
     """The canonical result of a call cancelled after its body started:
-    ``Error: tool call aborted``, ``error=AbortError/ABORTED``."""
+    ``Error: tool call aborted``, ``error=AbortError/ABORTED``.
+    """
     return _ABORTED
 
 
@@ -322,7 +326,8 @@ def _content_problem(content: object, where: str) -> str | None:
 
 def _valid_extension(value: object, union: object) -> bool:
     """A value of a type added to ``union`` through the converter (``register_content_block``)
-    is valid when its wire form is lossless JSON; an unregistered type is not."""
+    is valid when its wire form is lossless JSON; an unregistered type is not.
+    """
     try:
         snapshot_json(converter.unstructure(value, cast("type[object]", union)))
     except Exception:
@@ -415,7 +420,8 @@ def _is_return_value(returned: object) -> bool:
 
 def _normalize(returned: object) -> ToolExecutionResult:
     """Stage 7.6: a body's return value as a successful result. Content is not checked here:
-    shape problems surface at final materialization, after post_execute."""
+    shape problems surface at final materialization, after post_execute.
+    """
     meta: JsonValue = None
     if isinstance(returned, str):
         content: tuple[object, ...] = (TextBlock(text=returned),)
@@ -850,7 +856,8 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     a ``Deny`` whose ``reason`` is not a ``str``, an ``Ask`` whose ``reason`` is neither
     ``str`` nor ``None``) becomes an error result, as a raising listener does, and the body
     never runs. A value that is an instance of several decision classes reads as the most
-    restrictive one (``Deny``, then ``Ask``, then ``Allow``)."""
+    restrictive one (``Deny``, then ``Ask``, then ``Allow``).
+    """
     await trio.lowlevel.checkpoint_if_cancelled()
     if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
@@ -960,7 +967,8 @@ def _read_reason(decision: Deny | Ask) -> object:
 
 def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
     """The reason of a ``Deny``, or ``None`` when it cannot be read as a ``str`` (a decision
-    built around the constructor's check, or a subclass whose ``reason`` misbehaves)."""
+    built around the constructor's check, or a subclass whose ``reason`` misbehaves).
+    """
     reason = _read_reason(decision)
     if isinstance(reason, str):
         return reason

@@ -67,9 +67,9 @@ _BACKTICKS: Final = re.compile(r"`+")
 
 
 def console_block(output: str) -> str:
-    """The fenced ``console`` block a UI without terminals shows for a command's output.
+    r"""The fenced ``console`` block a UI without terminals shows for a command's output.
 
-    Trailing newlines of ``output`` are stripped; ``console_block("ok\\n")`` gives::
+    Trailing newlines of ``output`` are stripped; ``console_block("ok\n")`` gives::
 
         ```console
         ok
@@ -86,7 +86,8 @@ def console_block(output: str) -> str:
 
 def tool_result_from_event(event: ToolResultEvent) -> ToolResult:
     """What a tool's ``present_result`` receives for a ``tool/result`` event: its content,
-    ``is_error`` and ``meta`` (the body's private presentation payload)."""
+    ``is_error`` and ``meta`` (the body's private presentation payload).
+    """
     return ToolResult(content=event.content, is_error=event.is_error, meta=event.meta)
 
 

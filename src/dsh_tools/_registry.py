@@ -207,7 +207,8 @@ class ToolRegistry:
 
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a global guard: ``(execution) -> reason | None``, evaluated for every allowed
-        call, before the scoped guards, in registration order."""
+        call, before the scoped guards, in registration order.
+        """
         return Disposer(self._global.add_guard(fn))
 
     def _register(
@@ -301,7 +302,8 @@ class ToolRegistry:
 
     def get(self, name: str, agent: object = None) -> ToolDefinition | None:
         """The definition of ``name`` visible to ``agent`` (global calls when ``None``), or
-        ``None`` (unknown, or a global tool restricted away for that agent)."""
+        ``None`` (unknown, or a global tool restricted away for that agent).
+        """
         return self._lookup(name, agent)
 
     def schemas(self, agent: object = None) -> list[ToolSchema]:
@@ -322,7 +324,8 @@ class ToolRegistry:
     def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
         """How the scheduler may run ``call``: parallel only when the visible tool's
         ``is_concurrency_safe(arguments)`` returns exactly ``True``; a missing tool, a missing
-        or raising classifier, or any other return value means exclusive."""
+        or raising classifier, or any other return value means exclusive.
+        """
         tool = self._lookup(call.name, call.agent)
         if tool is None:
             return ToolExecutionMode.EXCLUSIVE

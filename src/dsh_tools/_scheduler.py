@@ -184,7 +184,8 @@ _COMMITS_PER_CHECKPOINT: Final = 64
 @attrs.define(eq=False, slots=True)
 class _Batch:
     """The lane's state for one batch. Everything here is touched only by the lane task;
-    dispatch tasks report back through ``settled`` and ``lot``."""
+    dispatch tasks report back through ``settled`` and ``lot``.
+    """
 
     registry: ToolRegistry
     calls: tuple[ToolCallRequest, ...]
@@ -248,7 +249,8 @@ class _Batch:
 
     def _balance(self) -> None:
         """Append ``tool/result`` for every started call without one: ``ABORTED`` when its body
-        ran, else ``ABORTED_BEFORE_DISPATCH``. Unstarted calls had no ``tool/call``."""
+        ran, else ``ABORTED_BEFORE_DISPATCH``. Unstarted calls had no ``tool/call``.
+        """
         if self.session is None:
             return
         for index in range(self.committed, self.started):
@@ -351,7 +353,8 @@ class _Batch:
 
     async def _commit_next(self) -> None:
         """Commit the call at the cursor: its complete stages, its ``tool/result``, its
-        contexts into the batch FIFO (on the lane)."""
+        contexts into the batch FIFO (on the lane).
+        """
         index = self.committed
         prepared = self.prepared[index]
         assert prepared is not None
@@ -421,7 +424,8 @@ class _Batch:
 
     def _may_refill(self) -> bool:
         """Whether the pool starts the next call now. Re-classifies it first: a call that is
-        no longer parallel closes the pool (it becomes the next barrier)."""
+        no longer parallel closes the pool (it becomes the next barrier).
+        """
         if (
             self.pool_closed
             or self.in_flight >= self.cap
@@ -452,7 +456,8 @@ class _Batch:
     def _skip_unstarted(self) -> None:
         """Give every call that never started a balanced synthetic ``tool/call`` +
         ``tool/result`` pair and the canonical ``ABORTED_BEFORE_DISPATCH`` result, without
-        running any registry stage for it."""
+        running any registry stage for it.
+        """
         if self.started == len(self.calls):
             return
         aborted = aborted_before_dispatch_result()
@@ -511,7 +516,8 @@ async def _linked_bodies(
     """Host a pool's bodies in one cancel scope linked to ``signal`` until the pool is done.
 
     The wait is shielded so that the nursery stays open for the lane after the signal fires
-    (the lane sets ``pool_done`` on every path, so a cancelled batch still ends)."""
+    (the lane sets ``pool_done`` on every path, so a cancelled batch still ends).
+    """
     with linked_cancel_scope(signal):
         async with trio.open_nursery() as bodies:
             task_status.started(bodies)

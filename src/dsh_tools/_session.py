@@ -104,7 +104,8 @@ class ToolResultEvent:
 @attrs.frozen(kw_only=True)
 class ContextMessageEvent:
     """A context message for the model (wire ``context/message``), appended after every result
-    of the batch it belongs to."""
+    of the batch it belongs to.
+    """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     source: MessageSource
@@ -194,7 +195,8 @@ SessionEvent: TypeAlias = (
 @runtime_checkable
 class SessionLog(Protocol):
     """Where the scheduler records a batch. Both methods are synchronous (see the module
-    docs for why)."""
+    docs for why).
+    """
 
     def append(self, event: SessionEvent, /) -> int:
         """Store ``event`` durably and return its sequence number (0-based, append order)."""
@@ -342,7 +344,7 @@ class SessionLogLockedError(OSError):
 
 
 class JsonlSessionLog:
-    """A :class:`SessionLog` in an append-only JSON Lines file: one event per line.
+    r"""A :class:`SessionLog` in an append-only JSON Lines file: one event per line.
 
     Args:
         path: the file. It is opened (and created if missing) here, so a bad path fails here;
@@ -376,7 +378,7 @@ class JsonlSessionLog:
     :class:`SessionLogCorruptError` with its line number, never skipping it silently.
 
     Text. Every Python ``str`` is written losslessly: text is UTF-8, and a lone surrogate
-    (from ``surrogateescape``, or model text) is written as its JSON ``\\udXXX`` escape, which
+    (from ``surrogateescape``, or model text) is written as its JSON ``\udXXX`` escape, which
     reads back as the same string. The one exception JSON itself imposes: a high surrogate
     directly followed by a low one is, in JSON, the escape of the character they spell, and
     reads back as that character.
@@ -566,7 +568,8 @@ def _fsync_directory(directory: Path) -> None:
 
 def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
     """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
-    last complete event lacks its newline)."""
+    last complete event lacks its newline).
+    """
     events: list[SessionEvent] = []
     start = 0
     number = 0

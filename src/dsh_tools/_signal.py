@@ -57,7 +57,8 @@ class DeadlineReached:
 @attrs.frozen(kw_only=True)
 class CancelSignalStatistics:
     """What :meth:`CancelSignal.statistics` reports (trio's ``statistics()`` convention): a
-    frozen snapshot for tests and debugging, not a live view."""
+    frozen snapshot for tests and debugging, not a live view.
+    """
 
     cancel_callbacks: int
     """Callbacks waiting for the signal to fire: ``on_cancel`` registrations, linked cancel
@@ -77,7 +78,8 @@ def _now() -> float:
 
 class CancelSignal:
     """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
-    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor."""
+    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor.
+    """
 
     __slots__ = (
         "__weakref__",
@@ -120,7 +122,8 @@ class CancelSignal:
     @property
     def cancelled(self) -> bool:
         """Whether the signal is cancelled (explicitly, through a fused source, or because its
-        deadline has passed)."""
+        deadline has passed).
+        """
         if self._cancelled:
             return True
         if self._deadline != math.inf and _now() >= self._deadline:
@@ -131,7 +134,8 @@ class CancelSignal:
     @property
     def reason(self) -> object:
         """Why the signal was cancelled: the first reason given, a :class:`DeadlineReached`,
-        or ``None`` while it is not cancelled (or when cancelled without a reason)."""
+        or ``None`` while it is not cancelled (or when cancelled without a reason).
+        """
         return self._reason if self.cancelled else None
 
     @property
@@ -367,7 +371,8 @@ def _check_deadline(when: float) -> float:
 
 class _LinkedCancelScope:
     """The context manager behind :func:`linked_cancel_scope` (a class, not a generator: it
-    sits on the per-call hot path)."""
+    sits on the per-call hot path).
+    """
 
     __slots__ = ("_key", "_scope", "_signal", "_undo_deadline")
 
@@ -403,7 +408,9 @@ class _LinkedCancelScope:
 
 
 def linked_cancel_scope(signal: CancelSignal) -> AbstractContextManager[trio.CancelScope]:
-    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is::
+    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is.
+
+    ::
 
         with linked_cancel_scope(signal) as scope:
             await do_work()

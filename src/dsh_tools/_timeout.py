@@ -33,7 +33,8 @@ def _milliseconds(seconds: float) -> str:
 
 def timeout_result(timeout: float) -> ToolExecutionResult:
     """The ``TOOL_TIMEOUT`` result for a budget of ``timeout`` seconds:
-    ``Error: tool call timed out after <ms>ms`` (``0.1`` → ``100ms``, ``0.0015`` → ``1.5ms``)."""
+    ``Error: tool call timed out after <ms>ms`` (``0.1`` → ``100ms``, ``0.0015`` → ``1.5ms``).
+    """
     return ToolExecutionResult(
         content=(TextBlock(text=f"Error: tool call timed out after {_milliseconds(timeout)}ms"),),
         is_error=True,

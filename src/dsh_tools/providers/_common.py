@@ -34,7 +34,8 @@ class SupportsModelDump(Protocol):
 
 def as_mapping(value: object, what: str) -> Mapping[str, object]:
     """``value`` itself when it is a mapping, else its ``model_dump()``; anything else is a
-    ``TypeError`` naming ``what`` was expected."""
+    ``TypeError`` naming ``what`` was expected.
+    """
     if isinstance(value, Mapping):
         return value  # pyright: ignore[reportUnknownVariableType]
     dump = getattr(value, "model_dump", None)
@@ -57,7 +58,8 @@ def as_list(value: object, where: str) -> list[object]:
 
 def require_str(container: Mapping[str, object], key: str, where: str) -> str:
     """``container[key]`` when it is a string; a ``ValueError`` when it is missing and a
-    ``TypeError`` when it is not a string, each naming ``where``."""
+    ``TypeError`` when it is not a string, each naming ``where``.
+    """
     if key not in container or container[key] is None:
         raise ValueError(f'{where} has no "{key}"')
     value = container[key]
@@ -68,7 +70,8 @@ def require_str(container: Mapping[str, object], key: str, where: str) -> str:
 
 def plain_json(value: object) -> Any:
     """A deep plain copy of JSON data: every mapping (frozen or not) becomes a ``dict``, every
-    list or tuple a ``list``, so an SDK (or ``json.dumps``) takes it as it is."""
+    list or tuple a ``list``, so an SDK (or ``json.dumps``) takes it as it is.
+    """
     if isinstance(value, Mapping):
         mapping = cast("Mapping[object, object]", value)
         return {str(k): plain_json(v) for k, v in mapping.items()}
@@ -88,7 +91,8 @@ def _block_type(block: ContentBlock) -> str:
 
 def content_text(content: Sequence[ContentBlock]) -> str:
     """The text a model reads for ``content``: text blocks as they are, every other block as
-    ``[<type> block]`` (its wire ``type`` tag), joined by newlines."""
+    ``[<type> block]`` (its wire ``type`` tag), joined by newlines.
+    """
     return "\n".join(
         block.text if isinstance(block, TextBlock) else f"[{_block_type(block)} block]"
         for block in content

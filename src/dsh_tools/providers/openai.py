@@ -56,14 +56,14 @@ def _parameters(schema: ToolSchema, strict: bool) -> JsonDict:
 
 
 def tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False) -> list[JsonDict]:
-    """The Chat Completions ``tools=[...]`` entries for ``schemas``.
+    r"""The Chat Completions ``tools=[...]`` entries for ``schemas``.
 
     Each entry is ``{"type": "function", "function": {"name", "description", "parameters"}}``
     as plain JSON data. With ``strict=True`` the function also says ``"strict": true`` and its
     parameters are a strict-mode copy: every object lists all its properties as ``required``,
     each originally optional property may also be ``null``, and every object says
     ``"additionalProperties": false``. Pass the same ``schemas`` to
-    ``tool_calls(..., strict_schemas=...)`` so those ``null``\\ s read as absent again.
+    ``tool_calls(..., strict_schemas=...)`` so those ``null``\ s read as absent again.
 
     Args:
         schemas: the tools to offer, usually ``registry.schemas(agent)``.
