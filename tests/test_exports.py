@@ -43,15 +43,31 @@ INTERNAL: Final = frozenset(
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),
-        ("_pipeline", "freeze_context"),
-        ("_pipeline", "materialize"),
-        ("_pipeline", "aborted_before_dispatch_result"),
         ("_pipeline", "prepare"),
+        # the canonical results and the final check (stage 9), shared by the pipeline, the
+        # scheduler and the timeout policy
+        ("_results", "ABANDONED"),
+        ("_results", "ABORTED"),
+        ("_results", "ABORTED_BEFORE_DISPATCH"),
+        ("_results", "INVALID_ARGUMENTS"),
+        ("_results", "INVALID_RESULT"),
+        ("_results", "TOOL_TIMEOUT_ERROR_NAME"),
+        ("_results", "Invalid"),
+        ("_results", "describe"),
+        ("_results", "error_result"),
+        ("_results", "freeze_context"),
+        ("_results", "freeze_result"),
+        ("_results", "is_return_value"),
+        ("_results", "kind"),
+        ("_results", "materialize"),
+        ("_results", "normalize"),
+        ("_results", "printable"),
+        ("_results", "reason_text"),
+        ("_results", "text_error"),
+        ("_results", "timeout_result"),
+        ("_results", "valid_str"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_registry", "pipeline_host"),
-        # the timeout policy's canonical result (issue 10 moves it to _results)
-        ("_timeout", "TOOL_TIMEOUT_ERROR_NAME"),
-        ("_timeout", "timeout_result"),
     }
 )
 

@@ -37,8 +37,9 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
 )
-from dsh_tools._pipeline import aborted_before_dispatch_result, prepare
+from dsh_tools._pipeline import prepare
 from dsh_tools._registry import pipeline_host
+from dsh_tools._results import ABORTED_BEFORE_DISPATCH as CANONICAL_ABORTED_BEFORE_DISPATCH
 from expected import ABORTED_BEFORE_DISPATCH
 
 
@@ -1180,7 +1181,7 @@ async def test_dispatch_refuses_to_run_twice() -> None:
 
 def test_the_canonical_aborted_before_dispatch_result() -> None:
     expected = ABORTED_BEFORE_DISPATCH
-    assert expected == aborted_before_dispatch_result()
+    assert expected == CANONICAL_ABORTED_BEFORE_DISPATCH
 
 
 # --- signal fusion (upstream §2.7) -------------------------------------------------------------

@@ -14,7 +14,8 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   registry     _registry _approval (the user-approval service)
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
-#   hooks        _hooks _converter (cattrs, for the values)
+#   results      _results (the canonical results, stage 9's check) _hooks
+#   converter    _converter (cattrs, for the values)
 #   definitions  _definition
 #   values       _presentation _execution _schema _structured (the output-schema subset)
 #                _signal _content _arguments

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar, Literal, NoReturn, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias
 
 import attrs
 
@@ -171,6 +171,9 @@ ToolExecutionMode.PARALLEL = ToolExecutionMode(kind="parallel")
 ToolExecutionMode.EXCLUSIVE = ToolExecutionMode(kind="exclusive")
 
 
+_setattr: Final = object.__setattr__
+
+
 @attrs.frozen(kw_only=True)
 class ToolExecutionResult:
     """The final outcome of one call: what the model receives.
@@ -189,6 +192,21 @@ class ToolExecutionResult:
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
+
+    @classmethod
+    def _create(cls, content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
+        """A success built without attrs' converters, for the pipeline's hot path.
+
+        No check and no conversion: ``content`` must be a ``tuple`` of content blocks already;
+        ``meta`` is checked and frozen at final materialization like any result's.
+        """
+        result = object.__new__(cls)
+        _setattr(result, "content", content)
+        _setattr(result, "is_error", False)
+        _setattr(result, "error", None)
+        _setattr(result, "additional_contexts", ())
+        _setattr(result, "meta", meta)
+        return result
 
 
 @attrs.frozen(kw_only=True)

@@ -48,9 +48,6 @@ MAX_DEPTH: Final = 200
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer magnitude that crosses the boundary (JavaScript's safe-integer range)."""
 
-JsonScalar: TypeAlias = bool | int | float | str | None
-
-
 class FrozenJsonObject(dict[str, "JsonValue"]):
     """An immutable JSON object: a ``dict`` from ``str`` to JSON values that cannot change.
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -40,27 +39,13 @@ import attrs
 import trio
 
 from ._content import (
-    ContentBlock,
     HookContext,
-    MessageSource,
-    PluginSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    UserSource,
 )
-from ._converter import converter
-from ._definition import ToolOutput, is_async_body
+from ._definition import is_async_body
 from ._errors import (
-    TOOL_ABORTED,
-    TOOL_ABORTED_BEFORE_DISPATCH,
     HarnessError,
-    ToolErrorInfo,
     ToolNotFoundError,
-    error_info,
     error_message,
-    format_js_number,
 )
 from ._execution import (
     Accept,
@@ -80,6 +65,23 @@ from ._execution import (
     ToolRunContext,
 )
 from ._json import JsonSnapshotError, JsonValue, snapshot_json
+from ._results import (
+    ABANDONED,
+    ABORTED,
+    ABORTED_BEFORE_DISPATCH,
+    INVALID_ARGUMENTS,
+    INVALID_RESULT,
+    Invalid,
+    describe,
+    error_result,
+    freeze_result,
+    is_return_value,
+    kind,
+    normalize,
+    reason_text,
+    text_error,
+    valid_str,
+)
 from ._signal import CancelSignal, _fuse, linked_cancel_scope
 
 if TYPE_CHECKING:
@@ -87,39 +89,13 @@ if TYPE_CHECKING:
     from ._execution import ApprovalService
     from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook
 
-__all__ = [
-    "PipelineHost",
-    "PreparedCall",
-    "aborted_before_dispatch_result",
-    "freeze_context",
-    "materialize",
-    "prepare",
-]
+__all__ = ["PipelineHost", "PreparedCall", "prepare"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
-
-
-def printable(text: str) -> str:
-    r"""``text`` with every lone surrogate written as a ``\udXXX`` escape, so that model-supplied
-    text (a tool name, a call id) can appear in a result, which must be valid Unicode.
-    """
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def _text_error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
-    return ToolExecutionResult(
-        content=(TextBlock(text="Error: " + printable(text)),), is_error=True, error=error
-    )
 
 
 def _log_raised(execution: ToolExecution, what: str, exc: BaseException) -> None:
@@ -146,69 +122,6 @@ def _log_invalid(execution: ToolExecution, detail: str) -> None:
         execution.call_id,
         detail,
     )
-
-
-def _error_result(exc: BaseException) -> ToolExecutionResult:
-    return _text_error(error_message(exc), error_info(exc))
-
-
-_ABORTED: Final = _text_error(
-    "tool call aborted", ToolErrorInfo(name="AbortError", code=TOOL_ABORTED)
-)
-_ABORTED_BEFORE_DISPATCH: Final = _text_error(
-    "tool call aborted before dispatch",
-    ToolErrorInfo(name="AbortError", code=TOOL_ABORTED_BEFORE_DISPATCH),
-)
-_INVALID_ARGUMENTS: Final = _text_error(
-    "tool execution arguments must be losslessly JSON-serializable"
-)
-_INVALID_RESULT: Final = _text_error("tool result must be losslessly JSON-serializable")
-_ABANDONED: Final = _text_error(
-    "tool call aborted (its worker thread was abandoned and may still be running)",
-    ToolErrorInfo(name="AbortError", code=TOOL_ABORTED),
-)
-
-
-def aborted_before_dispatch_result() -> ToolExecutionResult:
-    """The canonical result of a call that cancellation stopped before its body started:
-    ``Error: tool call aborted before dispatch``, ``error=AbortError/ABORTED_BEFORE_DISPATCH``.
-    """
-    return _ABORTED_BEFORE_DISPATCH
-
-
-def aborted_result() -> ToolExecutionResult:
-    """The canonical result of a call cancelled after its body started:
-    ``Error: tool call aborted``, ``error=AbortError/ABORTED``.
-    """
-    return _ABORTED
-
-
-def _text(value: object) -> str:
-    """``str(value)`` for a denial reason, total like :func:`error_message`."""
-    if type(value) is str:
-        return value
-    try:
-        return str(value)
-    except Exception:
-        return "<unprintable thrown value>"
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return format_js_number(value)
-    try:
-        return repr(value)
-    except Exception:
-        return "<unprintable thrown value>"
-
-
-def _kind(value: object) -> str:
-    """``42, an int``: a value and its type, for log details."""
-    name = type(value).__name__
-    article = "an" if name[:1].lower() in "aeiou" else "a"
-    return f"{_describe(value)}, {article} {name}"
 
 
 class _Unreachable(Exception):
@@ -278,177 +191,6 @@ def _bind3(
         return listener(first, second, inner)
 
     return next_
-
-
-# --- final materialization -----------------------------------------------------------------
-
-_BLOCK_TYPES: Final = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock)
-
-
-def _valid_str(value: object) -> bool:
-    if type(value) is not str:
-        return False
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _content_problem(content: object, where: str) -> str | None:
-    """Why ``content`` is not a tuple of valid content blocks, or ``None`` when it is."""
-    if type(content) is not tuple:
-        return f"{where} is {_kind(content)}, not a tuple of content blocks"
-    for index, block in enumerate(cast("tuple[object, ...]", content)):
-        cls = type(block)
-        if cls is TextBlock or cls is ReasoningBlock:
-            if not _valid_str(cast("TextBlock", block).text):
-                return f"{where}[{index}].text is not a str without lone surrogates"
-        elif cls is ToolCallBlock:
-            call = cast("ToolCallBlock", block)
-            if not (_valid_str(call.id) and _valid_str(call.name) and _valid_str(call.arguments)):
-                return f"{where}[{index}] has a field that is not a str without lone surrogates"
-        elif cls is ToolResultBlock:
-            nested = cast("ToolResultBlock", block)
-            if not _valid_str(nested.tool_call_id):
-                return f"{where}[{index}].tool_call_id is not a str without lone surrogates"
-            problem = _content_problem(nested.content, f"{where}[{index}].content")
-            if problem is not None:
-                return problem
-            if not (nested.is_error is None or type(nested.is_error) is bool):
-                return f"{where}[{index}].is_error is {_kind(nested.is_error)}, not a bool"
-        elif not _valid_extension(block, ContentBlock):
-            return f"{where}[{index}] is {_kind(block)}, not a content block"
-    return None
-
-
-def _valid_extension(value: object, union: object) -> bool:
-    """A value of a type added to ``union`` through the converter (``register_content_block``)
-    is valid when its wire form is lossless JSON; an unregistered type is not.
-    """
-    try:
-        snapshot_json(converter.unstructure(value, cast("type[object]", union)))
-    except Exception:
-        return False
-    return True
-
-
-class _Invalid(Exception):
-    """A result (or context) that is not lossless JSON; the message is the detail."""
-
-
-def _frozen_meta(meta: object, where: str) -> JsonValue:
-    if meta is None:
-        return None
-    try:
-        return snapshot_json(meta)
-    except Exception as exc:
-        raise _Invalid(f"{where}: {error_message(exc)}") from None
-
-
-def freeze_context(context: object, where: str = "context") -> HookContext:
-    """``context`` checked as lossless JSON, with its ``meta`` frozen.
-
-    Raises:
-        _Invalid: with the detail.
-    """
-    if type(context) is not HookContext:
-        raise _Invalid(f"{where} is {_kind(context)}, not a HookContext")
-    source = context.source
-    if type(source) is PluginSource:
-        if not _valid_str(source.plugin):
-            raise _Invalid(f"{where}.source.plugin is not a str without lone surrogates")
-    elif type(source) is not UserSource and not _valid_extension(source, MessageSource):
-        raise _Invalid(f"{where}.source is {_kind(source)}, not a message source")
-    problem = _content_problem(context.content, f"{where}.content")
-    if problem is not None:
-        raise _Invalid(problem)
-    meta = context.meta
-    frozen = _frozen_meta(meta, f"{where}.meta")
-    if frozen is meta:
-        return context
-    return attrs.evolve(context, meta=frozen)
-
-
-def _freeze_result(result: object) -> ToolExecutionResult:
-    """Stage 9: ``result`` checked as complete, immutable, lossless JSON, with every ``meta``
-    frozen. A valid result whose metas are frozen already is returned as is (no copy).
-
-    Raises:
-        _Invalid: with the detail.
-    """
-    if type(result) is not ToolExecutionResult:
-        raise _Invalid(f"the result is {_kind(result)}, not a ToolExecutionResult")
-    if type(result.is_error) is not bool:
-        raise _Invalid(f"is_error is {_kind(result.is_error)}, not a bool")
-    problem = _content_problem(result.content, "content")
-    if problem is not None:
-        raise _Invalid(problem)
-    error = result.error
-    if not (
-        error is None
-        or (type(error) is ToolErrorInfo and _valid_str(error.name) and _valid_str(error.code))
-    ):
-        raise _Invalid(f"error is {_kind(error)}, not a ToolErrorInfo of two str")
-    contexts = result.additional_contexts
-    if type(contexts) is not tuple:
-        raise _Invalid(f"additional_contexts is {_kind(contexts)}, not a tuple")
-    frozen_contexts = tuple(
-        freeze_context(context, f"additional_contexts[{index}]")
-        for index, context in enumerate(cast("tuple[object, ...]", contexts))
-    )
-    meta = result.meta
-    frozen_meta = _frozen_meta(meta, "meta")
-    if frozen_meta is meta and all(a is b for a, b in zip(frozen_contexts, contexts, strict=True)):
-        return result
-    return attrs.evolve(result, additional_contexts=frozen_contexts, meta=frozen_meta)
-
-
-def materialize(result: object) -> ToolExecutionResult:
-    """Stage 9 without logging: the frozen result, or the canonical invalid-result error."""
-    try:
-        return _freeze_result(result)
-    except _Invalid:
-        return _INVALID_RESULT
-
-
-def _is_return_value(returned: object) -> bool:
-    return isinstance(returned, str | ToolOutput | list | tuple)
-
-
-def _normalize(returned: object) -> ToolExecutionResult:
-    """Stage 7.6: a body's return value as a successful result. Content is not checked here:
-    shape problems surface at final materialization, after post_execute.
-    """
-    meta: JsonValue = None
-    if isinstance(returned, str):
-        content: tuple[object, ...] = (TextBlock(text=returned),)
-    elif isinstance(returned, ToolOutput):
-        content, meta = returned.content, returned.meta
-    elif isinstance(returned, list | tuple):
-        content = tuple(cast("list[object] | tuple[object, ...]", returned))
-    else:
-        # not content at all (None, a dict, a number): carried as is, rejected at stage 9
-        content = (returned,)
-    return _success(cast("tuple[ContentBlock, ...]", content), meta)
-
-
-_setattr: Final = object.__setattr__
-
-
-def _success(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
-    # The hot path builds the value directly: ``content`` is a tuple already and ``meta`` is
-    # checked and frozen at stage 9. attrs' __init__ would re-run the tuple converters (a
-    # third of the per-call result cost) for nothing.
-    result = object.__new__(ToolExecutionResult)
-    _setattr(result, "content", content)
-    _setattr(result, "is_error", False)
-    _setattr(result, "error", None)
-    _setattr(result, "additional_contexts", ())
-    _setattr(result, "meta", meta)
-    return result
 
 
 # --- one call --------------------------------------------------------------------------------
@@ -533,14 +275,14 @@ class PreparedCall:
                     result = await self._invoke(self._caller, linked=True)
                 except trio.Cancelled:
                     # the caller's linked scope stopped the body: record, then let it unwind
-                    self._settle(_ABORTED if self._invoked else _ABORTED_BEFORE_DISPATCH)
+                    self._settle(ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH)
                     raise
             else:
                 result = await self._invoke(self._caller)
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
             _log_raised(execution, "an execute wrapper", exc)
-            self._final = _error_result(exc)
+            self._final = error_result(exc)
             return  # noqa: ASYNC910
         self._settle(result)
 
@@ -549,9 +291,9 @@ class PreparedCall:
         execution = self.execution
         if type(result) is not ToolExecutionResult:
             _log_invalid(
-                execution, f"an execute wrapper returned {_kind(result)}, not a ToolExecutionResult"
+                execution, f"an execute wrapper returned {kind(result)}, not a ToolExecutionResult"
             )
-            self._final = _INVALID_RESULT
+            self._final = INVALID_RESULT
             return
         if self._deferred:
             try:
@@ -560,7 +302,7 @@ class PreparedCall:
                 )
             except Exception as exc:  # a hand-built result whose contexts are not a sequence
                 _log_invalid(execution, f"its additional_contexts cannot be read: {exc!r}")
-                self._final = _INVALID_RESULT
+                self._final = INVALID_RESULT
                 return
         self._outcome = self._replace_if_cancelled(result)
 
@@ -603,11 +345,11 @@ class PreparedCall:
         checkpoints after it.
         """
         if signal.cancelled:
-            return _ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
+            return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
         execution = self.execution
         tool = self._host.lookup(execution.name, execution.agent)
         if tool is None:
-            return _error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
+            return error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
         context = ToolRunContext(
             token=execution.token,
             call_id=execution.call_id,
@@ -642,10 +384,10 @@ class PreparedCall:
             await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(execution, "the tool body", failure)
-            return _error_result(failure)  # noqa: ASYNC910
+            return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING or signal.cancelled:
-            return _ABORTED  # noqa: ASYNC910
-        if not _is_return_value(returned):
+            return ABORTED  # noqa: ASYNC910
+        if not is_return_value(returned):
             self._bad_return = returned
         return self._normalize(returned)  # noqa: ASYNC910
 
@@ -700,11 +442,11 @@ class PreparedCall:
             await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(execution, "the tool body", failure)
-            return _error_result(failure)  # noqa: ASYNC910
+            return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING:
             if not self._invoked:
-                return _ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
-            return _ABANDONED if tool.abandon_on_cancel else _ABORTED  # noqa: ASYNC910
+                return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
+            return ABANDONED if tool.abandon_on_cancel else ABORTED  # noqa: ASYNC910
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
@@ -713,16 +455,16 @@ class PreparedCall:
                 f"awaitable ({type(returned).__name__}); declare it `async def`"
             )
             logger.warning('tool "%s" (%s): %s', execution.name, execution.call_id, text)
-            return _text_error(text)  # noqa: ASYNC910
+            return text_error(text)  # noqa: ASYNC910
         if signal.cancelled:
-            return _ABORTED  # noqa: ASYNC910
-        if not _is_return_value(returned):
+            return ABORTED  # noqa: ASYNC910
+        if not is_return_value(returned):
             self._bad_return = returned
         return self._normalize(returned)  # noqa: ASYNC910
 
     def _normalize(self, returned: object) -> ToolExecutionResult:
-        result = _normalize(returned)
-        if type(returned) is str and _valid_str(returned):
+        result = normalize(returned)
+        if type(returned) is str and valid_str(returned):
             self._trusted = result
         return result
 
@@ -731,7 +473,7 @@ class PreparedCall:
     def _replace_if_cancelled(self, result: ToolExecutionResult) -> ToolExecutionResult:
         if result.is_error or not self._caller.cancelled:
             return result
-        replacement = _ABORTED if self._invoked else _ABORTED_BEFORE_DISPATCH
+        replacement = ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
         if contexts:
             return attrs.evolve(replacement, additional_contexts=contexts)
@@ -756,23 +498,23 @@ class PreparedCall:
         if final is None:
             outcome = self._outcome
             if outcome is None:
-                outcome = self._replace_if_cancelled(_ABORTED_BEFORE_DISPATCH)
+                outcome = self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
             if self._host.hooks.post_execute.for_agent(self.execution.agent):
                 final = await self._post_execute(outcome)
             else:
                 final = self._replace_if_cancelled(outcome)
         try:
             if final is not self._trusted:  # the very object built from a valid str is final
-                final = _freeze_result(final)
-        except _Invalid as invalid:
+                final = freeze_result(final)
+        except Invalid as invalid:
             detail = str(invalid)
             bad = self._bad_return
             if bad is not _MISSING and detail.startswith("content[0] "):
                 detail = (
-                    f"a body returned {_kind(bad)}, where str, content blocks or ToolOutput belong"
+                    f"a body returned {kind(bad)}, where str, content blocks or ToolOutput belong"
                 )
             _log_invalid(self.execution, detail)
-            final = _INVALID_RESULT
+            final = INVALID_RESULT
         self._notify(final)
         return final  # noqa: ASYNC910
 
@@ -783,7 +525,7 @@ class PreparedCall:
             decision = cast(object, await _post_chain(listeners, execution, outcome)())
         except Exception as exc:
             _log_raised(execution, "a post_execute listener", exc)
-            return _error_result(exc)  # noqa: ASYNC910
+            return error_result(exc)  # noqa: ASYNC910
         # Block is read first: a value that is somehow both is the restrictive one.
         try:
             if isinstance(decision, Block):
@@ -803,12 +545,12 @@ class PreparedCall:
                         additional_contexts=(*outcome.additional_contexts, *extra),
                     )
             else:
-                return _text_error(
-                    f"tools/post-execute returned {_describe(decision)}, not Accept or Block"
+                return text_error(
+                    f"tools/post-execute returned {describe(decision)}, not Accept or Block"
                 )
         except Exception as exc:  # a hand-built decision whose fields cannot be read
             _log_raised(execution, "reading a post_execute decision", exc)
-            return _text_error(
+            return text_error(
                 f"tools/post-execute returned an unreadable {type(decision).__name__}: "
                 + error_message(exc)
             )
@@ -872,9 +614,9 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     try:
         arguments = snapshot_json(input.arguments)
     except JsonSnapshotError as exc:
-        arguments, failure, rejected = None, _INVALID_ARGUMENTS, exc
+        arguments, failure, rejected = None, INVALID_ARGUMENTS, exc
     except Exception as exc:
-        arguments, failure, rejected = None, _error_result(exc), exc
+        arguments, failure, rejected = None, error_result(exc), exc
     execution = ToolExecution(
         token=token,
         call_id=call_id,
@@ -897,7 +639,7 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
             _log_raised(execution, "reading the arguments", rejected)
         return PreparedCall(host, execution, final=failure)
     if signal.cancelled:  # stage 1
-        return PreparedCall(host, execution, final=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, final=ABORTED_BEFORE_DISPATCH)
 
     # stage 2
     decision: object = _ALLOW
@@ -907,7 +649,7 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
             decision = await _pre_chain(listeners, execution)()
         except Exception as exc:  # more specific than a concurrent cancellation
             _log_raised(execution, "a pre_execute listener", exc)
-            return PreparedCall(host, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=error_result(exc))
 
     # stage 3
     approval_cancelled = False
@@ -916,11 +658,11 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
             decision, approval_cancelled = await _resolve_ask(host, execution, decision)
         except Exception as exc:
             _log_raised(execution, "the approval service", exc)
-            return PreparedCall(host, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=error_result(exc))
 
     # stage 4
     if approval_cancelled and signal.cancelled:
-        return PreparedCall(host, execution, outcome=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, outcome=ABORTED_BEFORE_DISPATCH)
 
     # stage 5: Deny is read first, so a value that is somehow Deny and Allow denies
     if isinstance(decision, Deny):
@@ -929,9 +671,9 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
             return PreparedCall(
                 host,
                 execution,
-                final=_text_error(
+                final=text_error(
                     f"tools/pre-execute returned a Deny whose reason is not a str "
-                    f"({_describe(_read_reason(decision))}); the call is denied"
+                    f"({describe(_read_reason(decision))}); the call is denied"
                 ),
             )
     elif isinstance(decision, Allow):
@@ -939,22 +681,22 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
             reason = host.evaluate_guards(execution)
         except Exception as exc:
             _log_raised(execution, "a guard", exc)
-            return PreparedCall(host, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=error_result(exc))
     else:
         return PreparedCall(
             host,
             execution,
-            final=_text_error(
-                f"tools/pre-execute returned {_describe(decision)}, not Allow, Deny or Ask"
+            final=text_error(
+                f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask"
             ),
         )
     # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
-        return PreparedCall(host, execution, outcome=_text_error(_text(reason)))
+        return PreparedCall(host, execution, outcome=text_error(reason_text(reason)))
 
     # stage 6
     if signal.cancelled:
-        return PreparedCall(host, execution, outcome=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, outcome=ABORTED_BEFORE_DISPATCH)
     return PreparedCall(host, execution, needs_dispatch=True)
 
 
@@ -977,7 +719,7 @@ def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
         "the call is denied",
         execution.name,
         execution.call_id,
-        _kind(reason),
+        kind(reason),
     )
     return None
 
@@ -992,7 +734,7 @@ async def _resolve_ask(
     reason = _read_reason(ask)
     if reason is not None and not isinstance(reason, str):
         raise TypeError(
-            f"tools/pre-execute returned an Ask whose reason is {_kind(reason)}, not a str or None"
+            f"tools/pre-execute returned an Ask whose reason is {kind(reason)}, not a str or None"
         )
     service = host.approval
     if service is None:
@@ -1026,4 +768,4 @@ async def _resolve_ask(
         return Deny(f'approval for tool "{name}" was cancelled'), True
     if known is ApprovalOutcome.UNAVAILABLE:
         return Deny(f'tool "{name}" requires approval, but no approval channel is available'), False
-    raise _Unreachable(f"unreachable variant in ApprovalOutcome: {_describe(answer)}")
+    raise _Unreachable(f"unreachable variant in ApprovalOutcome: {describe(answer)}")

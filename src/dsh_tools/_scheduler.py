@@ -38,15 +38,9 @@ import trio
 from ._arguments import parse_call_arguments
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
-from ._pipeline import (
-    PipelineHost,
-    PreparedCall,
-    aborted_before_dispatch_result,
-    aborted_result,
-    freeze_context,
-    prepare,
-)
+from ._pipeline import PipelineHost, PreparedCall, prepare
 from ._registry import ToolRegistry, pipeline_host
+from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal, linked_cancel_scope
 
@@ -256,7 +250,7 @@ class _Batch:
         for index in range(self.committed, self.started):
             prepared = self.prepared[index]
             invoked = prepared is not None and prepared.body_invoked
-            result = aborted_result() if invoked else aborted_before_dispatch_result()
+            result = ABORTED if invoked else ABORTED_BEFORE_DISPATCH
             try:
                 self._append_result(index, result)
             except Exception:
@@ -460,7 +454,7 @@ class _Batch:
         """
         if self.started == len(self.calls):
             return
-        aborted = aborted_before_dispatch_result()
+        aborted = ABORTED_BEFORE_DISPATCH
         for index in range(self.started, len(self.calls)):
             call = self.calls[index]
             if self.session is not None:
