@@ -35,6 +35,8 @@ INTERNAL: Final = frozenset(
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_definition", "check_timeout"),
         ("_definition", "is_async_body"),
+        # the text for an exception whose str() raises
+        ("_errors", "UNPRINTABLE"),
         # JavaScript's number printing for model-facing texts
         ("_errors", "format_js_json"),
         ("_errors", "format_js_number"),

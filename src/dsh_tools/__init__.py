@@ -19,7 +19,8 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   definitions  _definition
 #   values       _presentation _execution _schema _structured (the output-schema subset)
 #                _signal _content _arguments
-#                _disposer _errors _json
+#                _disposer _json
+#                _errors (every exception, in one tree)
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
 
@@ -54,7 +55,12 @@ from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._errors import HarnessError as HarnessError
+from ._errors import JsonSnapshotError as JsonSnapshotError
+from ._errors import JsonTypeError as JsonTypeError
+from ._errors import JsonValueError as JsonValueError
 from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import SessionLogCorruptError as SessionLogCorruptError
+from ._errors import SessionLogLockedError as SessionLogLockedError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolErrorInfo as ToolErrorInfo
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -90,10 +96,7 @@ from ._hooks import ResultObserver as ResultObserver
 from ._hooks import ToolHooks as ToolHooks
 from ._json import MAX_DEPTH as MAX_DEPTH
 from ._json import FrozenJsonObject as FrozenJsonObject
-from ._json import JsonSnapshotError as JsonSnapshotError
-from ._json import JsonTypeError as JsonTypeError
 from ._json import JsonValue as JsonValue
-from ._json import JsonValueError as JsonValueError
 from ._json import dumps_json as dumps_json
 from ._json import snapshot_json as snapshot_json
 from ._json import thaw_json as thaw_json
@@ -130,8 +133,6 @@ from ._session import JsonlSessionLog as JsonlSessionLog
 from ._session import MemorySessionLog as MemorySessionLog
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionLog as SessionLog
-from ._session import SessionLogCorruptError as SessionLogCorruptError
-from ._session import SessionLogLockedError as SessionLogLockedError
 from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
 from ._session import TurnEndEvent as TurnEndEvent

@@ -29,14 +29,13 @@ import math
 from collections.abc import Callable
 from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast
 
+from ._errors import JsonSnapshotError, JsonTypeError, JsonValueError
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "FrozenJsonObject",
-    "JsonSnapshotError",
-    "JsonTypeError",
     "JsonValue",
-    "JsonValueError",
     "dumps_json",
     "snapshot_json",
     "thaw_json",
@@ -47,6 +46,7 @@ MAX_DEPTH: Final = 200
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer magnitude that crosses the boundary (JavaScript's safe-integer range)."""
+
 
 class FrozenJsonObject(dict[str, "JsonValue"]):
     """An immutable JSON object: a ``dict`` from ``str`` to JSON values that cannot change.
@@ -149,30 +149,6 @@ def _unpickle_frozen(data: object) -> FrozenJsonObject:
     if type(frozen) is not FrozenJsonObject:
         raise TypeError("a pickled FrozenJsonObject must hold a dict")
     return frozen
-
-
-class JsonSnapshotError(Exception):
-    """A value is not lossless JSON data. ``path`` names where (``$``, ``$.a[2]``, ``$["a b"]``),
-    ``reason`` says why; the message is ``"<path>: <reason>"``.
-    """
-
-    path: str
-    reason: str
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-class JsonTypeError(JsonSnapshotError, TypeError):
-    """A value of a type that JSON cannot carry (bytes, a set, an object, a non-``str`` key)."""
-
-
-class JsonValueError(JsonSnapshotError, ValueError):
-    """A value of a JSON type that cannot cross losslessly (NaN, ``-0.0``, a huge ``int``, a lone
-    surrogate), a cycle, or nesting deeper than :data:`MAX_DEPTH`.
-    """
 
 
 class _Invalid(Exception):

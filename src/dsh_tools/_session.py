@@ -30,7 +30,7 @@ import cattrs
 
 from ._content import ContentBlock, MessageSource
 from ._converter import converter, register_wire_class, wire_error_messages
-from ._errors import ToolErrorInfo
+from ._errors import SessionLogCorruptError, SessionLogLockedError, ToolErrorInfo
 from ._execution import ApprovalOutcome
 from ._json import JsonValue, snapshot_json
 
@@ -43,8 +43,6 @@ __all__ = [
     "MemorySessionLog",
     "SessionEvent",
     "SessionLog",
-    "SessionLogCorruptError",
-    "SessionLogLockedError",
     "ToolCallEvent",
     "ToolResultEvent",
     "TurnEndEvent",
@@ -207,21 +205,6 @@ class SessionLog(Protocol):
         ...
 
 
-class SessionLogCorruptError(ValueError):
-    """A session log holds a line that is not an event (other than a torn last line).
-
-    ``path`` and ``line`` (1-based) name it; the message says what is wrong.
-    """
-
-    path: str
-    line: int
-
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}, line {line}: {reason}")
-        self.path = path
-        self.line = line
-
-
 # --- wire shape ---------------------------------------------------------------------------
 
 for _cls, _tag in (
@@ -325,22 +308,6 @@ class MemorySessionLog:
     def events(self) -> list[SessionEvent]:
         """A fresh list of every stored event, in append order."""
         return list(self._events)
-
-
-class SessionLogLockedError(OSError):
-    """Another :class:`JsonlSessionLog` (in this process or another) holds the file's lock.
-
-    ``path`` names the file. Read a log someone else is writing with :func:`read_session_log`.
-    """
-
-    path: str
-
-    def __init__(self, path: str) -> None:
-        super().__init__(
-            f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
-            "read it with read_session_log()"
-        )
-        self.path = path
 
 
 class JsonlSessionLog:
