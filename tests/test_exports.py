@@ -68,6 +68,8 @@ INTERNAL: Final = frozenset(
         ("_results", "text_error"),
         ("_results", "timeout_result"),
         ("_results", "valid_str"),
+        # one signal for several: the pipeline (wrapper signals) and the timeout policy use it
+        ("_signal", "fuse"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_registry", "pipeline_host"),
     }

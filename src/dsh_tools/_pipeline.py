@@ -82,7 +82,7 @@ from ._results import (
     text_error,
     valid_str,
 )
-from ._signal import CancelSignal, _fuse, linked_cancel_scope
+from ._signal import CancelSignal, fuse, linked_cancel_scope
 
 if TYPE_CHECKING:
     from ._definition import ToolDefinition
@@ -324,7 +324,7 @@ class PreparedCall:
             if upstream is caller:
                 return await self._invoke(caller)
             # wrapper first: its reason wins when both are already cancelled (upstream §2.7)
-            fused, detach = _fuse((upstream, caller))
+            fused, detach = fuse((upstream, caller))
             dispatch_execution.signal = fused
             try:
                 return await self._invoke(fused)

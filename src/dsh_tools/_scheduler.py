@@ -262,6 +262,19 @@ class _Batch:
                 return
             self.committed = index + 1
 
+    def _append_call(self, index: int) -> None:
+        """Append the call's ``tool/call`` and remember its seq for its ``tool/result``."""
+        call = self.calls[index]
+        self.call_seqs[index] = self._append(
+            ToolCallEvent(
+                turn=self.turn,
+                step=self.step,
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+            )
+        )
+
     def _append_result(self, index: int, result: ToolExecutionResult) -> None:
         self._append(
             ToolResultEvent(
@@ -324,17 +337,8 @@ class _Batch:
 
     async def _start(self, index: int) -> PreparedCall:
         """Append the call's ``tool/call`` and run its prepare stages (on the lane)."""
-        call = self.calls[index]
         if self.session is not None:
-            self.call_seqs[index] = self._append(
-                ToolCallEvent(
-                    turn=self.turn,
-                    step=self.step,
-                    call_id=call.call_id,
-                    name=call.name,
-                    arguments=call.arguments,
-                )
-            )
+            self._append_call(index)
         self.started = index + 1
         call_input = self._input(index)
         self.inputs[index] = None
@@ -456,29 +460,9 @@ class _Batch:
             return
         aborted = ABORTED_BEFORE_DISPATCH
         for index in range(self.started, len(self.calls)):
-            call = self.calls[index]
             if self.session is not None:
-                seq = self._append(
-                    ToolCallEvent(
-                        turn=self.turn,
-                        step=self.step,
-                        call_id=call.call_id,
-                        name=call.name,
-                        arguments=call.arguments,
-                    )
-                )
-                self._append(
-                    ToolResultEvent(
-                        turn=self.turn,
-                        step=self.step,
-                        call_id=call.call_id,
-                        content=aborted.content,
-                        is_error=aborted.is_error,
-                        error=aborted.error,
-                        meta=aborted.meta,
-                        source_event_seqs=(seq,),
-                    )
-                )
+                self._append_call(index)
+                self._append_result(index, aborted)
             self.results[index] = aborted
         self.started = self.committed = len(self.calls)
 

@@ -52,10 +52,6 @@ __all__ = [
 ]
 
 
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
-
-
 def _seqs(value: object) -> tuple[int, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
@@ -92,7 +88,7 @@ class ToolResultEvent:
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     is_error: bool
     error: ToolErrorInfo | None = None
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
     source_event_seqs: tuple[int, ...] = attrs.field(default=(), converter=_seqs)
     surface_op: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
@@ -107,7 +103,7 @@ class ContextMessageEvent:
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     source: MessageSource
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
 
 
 # --- turns and approvals (appended by session_turn and UserApproval) ----------------------
@@ -130,7 +126,7 @@ class TurnStartEvent:
     """
 
     turn: int = attrs.field(validator=_turn_number)
-    trigger: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    trigger: JsonValue = attrs.field(default=None, converter=snapshot_json)
 
 
 @attrs.frozen(kw_only=True)

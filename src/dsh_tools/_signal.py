@@ -37,6 +37,7 @@ __all__ = [
     "CancelSignal",
     "CancelSignalStatistics",
     "DeadlineReached",
+    "fuse",
     "linked_cancel_scope",
 ]
 
@@ -208,7 +209,7 @@ class CancelSignal:
         deadline is the earliest of theirs. The fused signal detaches from its sources once it
         fires; until then each source holds one callback for it.
         """
-        return _fuse(signals)[0]
+        return fuse(signals)[0]
 
     # --- internals -----------------------------------------------------------------------
 
@@ -281,7 +282,7 @@ class CancelSignal:
         return f"<CancelSignal {state}{deadline}>"
 
 
-def _fuse(
+def fuse(
     signals: tuple[CancelSignal, ...], deadline: float = math.inf
 ) -> tuple[CancelSignal, Callable[[], None]]:
     """Fuse ``signals`` into a fresh signal; also return the function that detaches it.

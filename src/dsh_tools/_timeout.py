@@ -14,7 +14,7 @@ from ._execution import ToolDispatchExecution, ToolExecutionResult
 from ._hooks import ExecuteNext
 from ._registry import ToolRegistry
 from ._results import timeout_result
-from ._signal import DeadlineReached, _fuse
+from ._signal import DeadlineReached, fuse
 
 __all__ = ["install_timeout_policy"]
 
@@ -45,7 +45,7 @@ def install_timeout_policy(registry: ToolRegistry) -> Disposer:
         upstream = execution.signal
         # one fused signal carrying this wrapper's own deadline (no controller needed: only
         # the deadline can fire it)
-        signal, detach = _fuse((upstream,), deadline)
+        signal, detach = fuse((upstream,), deadline)
         execution.signal = signal
         try:
             result = await next()
