@@ -35,6 +35,9 @@ INTERNAL: Final = frozenset(
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_definition", "check_timeout"),
         ("_definition", "is_async_body"),
+        # define_tool's derivation of a spec from an attrs class
+        ("_attrs_schema", "DerivedSchema"),
+        ("_attrs_schema", "derive_attrs_schema"),
         # the text for an exception whose str() raises
         ("_errors", "UNPRINTABLE"),
         # JavaScript's number printing for model-facing texts

@@ -17,7 +17,9 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   results      _results (the canonical results, stage 9's check) _hooks
 #   converter    _converter (cattrs, for the values)
 #   definitions  _definition
-#   values       _presentation _execution _schema _structured (the output-schema subset)
+#   values       _presentation _execution _attrs_schema (specs from attrs classes)
+#                _structured (the output-schema subset)
+#                _schema (the schema DSL)
 #                _signal _content _arguments
 #                _disposer _json
 #                _errors (every exception, in one tree)
