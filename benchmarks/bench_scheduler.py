@@ -73,7 +73,7 @@ async def raw_nursery(batch: list[ToolCallRequest], tool: ToolDefinition = NOOP_
     async def run_one(index: int, call: ToolCallRequest) -> None:
         arguments = snapshot_json(json.loads(call.arguments))
         context = ToolRunContext(
-            token=ToolExecutionToken._mint(),
+            token=ToolExecutionToken._create(),
             call_id=call.call_id,
             name=call.name,
             arguments=arguments,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias, final
 
 import attrs
 
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 
+@final
 class ToolExecutionToken:
     """The opaque identity of one ``execute()`` call: minted by the registry, compared by
     identity, shared by every view of the call. It has no public constructor and refuses to be
@@ -53,7 +54,7 @@ class ToolExecutionToken:
         raise TypeError("ToolExecutionToken has no public constructor: the registry mints them")
 
     @classmethod
-    def _mint(cls) -> ToolExecutionToken:
+    def _create(cls) -> ToolExecutionToken:
         return object.__new__(cls)
 
     def __reduce__(self) -> NoReturn:

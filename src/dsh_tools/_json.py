@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast
+from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast, final
 
 from ._errors import JsonSnapshotError, JsonTypeError, JsonValueError
 
@@ -48,6 +48,7 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer magnitude that crosses the boundary (JavaScript's safe-integer range)."""
 
 
+@final
 class FrozenJsonObject(dict[str, "JsonValue"]):
     """An immutable JSON object: a ``dict`` from ``str`` to JSON values that cannot change.
 

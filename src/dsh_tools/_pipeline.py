@@ -603,7 +603,7 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     await trio.lowlevel.checkpoint_if_cancelled()
     if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
-    token = ToolExecutionToken._mint()
+    token = ToolExecutionToken._create()
     call_id = input.call_id
     name = input.name
     agent = input.agent

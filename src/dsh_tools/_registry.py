@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Final
+from typing import Final, final
 
 import trio
 
@@ -374,6 +374,7 @@ class ToolRegistry:
         return result
 
 
+@final
 class ToolScope:
     """The registrations of one agent: tools, guards, hooks and restrictions that only that
     agent's calls see. Obtain it with ``registry.scope(agent)``.

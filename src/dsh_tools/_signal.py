@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, final
 
 import attrs
 import trio
@@ -77,6 +77,7 @@ def _now() -> float:
         return -math.inf
 
 
+@final
 class CancelSignal:
     """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
     :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor.
@@ -328,6 +329,7 @@ def _nothing() -> None:
     return None
 
 
+@final
 @attrs.define(eq=False, init=False, repr=False)
 class CancelController:
     """Owns a :class:`CancelSignal` and cancels it.
