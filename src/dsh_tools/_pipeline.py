@@ -207,7 +207,6 @@ class PreparedCall:
 
     __slots__ = (
         "_bad_return",
-        "_caller",
         "_deferred",
         "_dispatched",
         "_final",
@@ -233,7 +232,6 @@ class PreparedCall:
     ) -> None:
         self._host = host
         self.execution = execution
-        self._caller = execution.signal
         self.needs_dispatch = needs_dispatch
         # post-result: still goes through post_execute; final-result: straight to stage 9
         self._outcome = outcome
@@ -243,7 +241,8 @@ class PreparedCall:
         self._bad_return: object = _MISSING
         # a success the library built from a valid ``str``: stage 9 has nothing to check
         self._trusted: ToolExecutionResult | None = None
-        self._deferred: list[HookContext] = []
+        # allocated when the body is invoked (most calls never defer a context)
+        self._deferred: list[HookContext] | None = None
 
     # --- stage 7 -------------------------------------------------------------------------
 
@@ -272,13 +271,13 @@ class PreparedCall:
                 result = await self._run_wrappers(wrappers)
             elif linked:
                 try:
-                    result = await self._invoke(self._caller, linked=True)
+                    result = await self._invoke(self.execution.signal, linked=True)
                 except trio.Cancelled:
                     # the caller's linked scope stopped the body: record, then let it unwind
                     self._settle(ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH)
                     raise
             else:
-                result = await self._invoke(self._caller)
+                result = await self._invoke(self.execution.signal)
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
             _log_raised(execution, "an execute wrapper", exc)
@@ -308,7 +307,7 @@ class PreparedCall:
 
     async def _run_wrappers(self, wrappers: tuple[ExecuteHook, ...]) -> ToolExecutionResult:
         execution = self.execution
-        caller = self._caller
+        caller = self.execution.signal
         dispatch_execution = ToolDispatchExecution(
             token=execution.token,
             call_id=execution.call_id,
@@ -350,6 +349,9 @@ class PreparedCall:
         tool = self._host.lookup(execution.name, execution.agent)
         if tool is None:
             return error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
+        deferred = self._deferred
+        if deferred is None:
+            deferred = self._deferred = []
         context = ToolRunContext(
             token=execution.token,
             call_id=execution.call_id,
@@ -358,7 +360,7 @@ class PreparedCall:
             signal=signal,
             agent=execution.agent,
             parent=execution.parent,
-            _deferred=self._deferred,
+            _deferred=deferred,
         )
         body = cast("Callable[..., object]", tool.execute)
         if not is_async_body(body):
@@ -471,7 +473,7 @@ class PreparedCall:
     # --- stages 8-10 ---------------------------------------------------------------------
 
     def _replace_if_cancelled(self, result: ToolExecutionResult) -> ToolExecutionResult:
-        if result.is_error or not self._caller.cancelled:
+        if result.is_error or not self.execution.signal.cancelled:
             return result
         replacement = ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
