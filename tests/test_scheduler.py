@@ -18,25 +18,26 @@ from dsh_tools import (
     ContextMessageEvent,
     Deny,
     HookContext,
+    MemorySessionLog,
     PluginSource,
+    PostExecuteNext,
     PostToolDecision,
+    PreExecuteNext,
     PreToolDecision,
+    SessionEvent,
     TextBlock,
+    ToolBatch,
+    ToolCallEvent,
+    ToolCallRequest,
     ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionMode,
     ToolExecutionResult,
-    ToolRunContext,
-)
-from dsh_tools._hooks import PostExecuteNext, PreExecuteNext
-from dsh_tools._registry import ToolRegistry
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
-from dsh_tools._session import (
-    MemorySessionLog,
-    SessionEvent,
-    ToolCallEvent,
+    ToolRegistry,
     ToolResultEvent,
+    ToolRunContext,
+    run_tool_calls,
 )
 from expected import ABORTED_BEFORE_DISPATCH
 
