@@ -334,6 +334,17 @@ async def _follow_changes(
         task_status.started()
 
 
+def _check_mount_arguments(target: object, client: object, prefix: object) -> None:
+    if not isinstance(target, ToolRegistry | ToolScope):
+        raise TypeError(
+            f"mount_mcp() mounts into a ToolRegistry or a ToolScope, not {type(target).__name__}"
+        )
+    if not isinstance(client, mcp.Client):
+        raise TypeError(f"mount_mcp() needs an entered mcp.Client, not {type(client).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"mount_mcp() prefix must be a str, not {type(prefix).__name__}")
+
+
 @asynccontextmanager
 async def mount_mcp(
     target: ToolRegistry | ToolScope,
@@ -362,12 +373,15 @@ async def mount_mcp(
         prefix: prepended to every tool name (e.g. ``"files_"``), to keep servers apart.
 
     Raises:
+        TypeError: ``target`` is not a registry or a scope, ``client`` is not an
+            ``mcp.Client``, or ``prefix`` is not a ``str`` (before anything is sent).
         ValueError: a tool name is already registered in ``target``.
         mcp.MCPError: listing the tools failed.
 
     A checkpoint on entry and exit; cancellation while listing the tools leaves nothing
     registered.
     """
+    _check_mount_arguments(target, client, prefix)
     mounted = MountedServer(target=target, client=client, prefix=prefix)
     try:
         await mounted.sync()
