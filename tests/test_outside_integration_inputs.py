@@ -142,3 +142,39 @@ def test_provider_tool_params_refuse_a_schema_no_provider_accepts(
     with pytest.raises(TypeError) as caught:
         make_params([schema])
     assert message == str(caught.value)
+
+
+def _echo_server() -> MCPServer:
+    server = MCPServer("echo")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    return server
+
+
+async def test_an_error_raised_inside_a_mount_block_leaves_it_as_itself() -> None:
+    registry = ToolRegistry()
+    seen: list[str] = []
+
+    async def agent_step(client: mcp.Client) -> None:
+        async with mount_mcp(registry, client, prefix="s_"):
+            seen.extend(schema.name for schema in registry.schemas())
+            raise LookupError("the agent's own failure")
+
+    async with mcp.Client(_echo_server()) as client:
+        with pytest.raises(LookupError, match="the agent's own failure"):
+            await agent_step(client)
+    assert ["s_echo"] == seen
+    assert [] == registry.schemas()
+
+
+async def test_a_second_mount_with_a_taken_name_fails_with_a_plain_value_error() -> None:
+    registry = ToolRegistry()
+    async with mcp.Client(_echo_server()) as client, mount_mcp(registry, client):
+        with pytest.raises(ValueError, match='tool "echo" is already registered'):
+            async with mount_mcp(registry, client):
+                pass
+        assert ["echo"] == [schema.name for schema in registry.schemas()]

@@ -379,17 +379,28 @@ async def mount_mcp(
         mcp.MCPError: listing the tools failed.
 
     A checkpoint on entry and exit; cancellation while listing the tools leaves nothing
-    registered.
+    registered. An exception raised in the ``async with`` block leaves it as itself (not
+    wrapped in an exception group by the listener's nursery).
     """
     _check_mount_arguments(target, client, prefix)
     mounted = MountedServer(target=target, client=client, prefix=prefix)
+    lone: BaseException | None = None
     try:
         await mounted.sync()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(_follow_changes, mounted, client)
-            try:
-                yield mounted
-            finally:
-                nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(_follow_changes, mounted, client)
+                try:
+                    yield mounted
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # the listener's nursery would wrap whatever the block raises: a lone exception
+            # (the block's own, as a rule) leaves as itself, so `except ValueError` still works
+            if len(group.exceptions) != 1:
+                raise
+            lone = group.exceptions[0]
+        if lone is not None:
+            raise lone
     finally:
         mounted._unmount()
