@@ -12,8 +12,19 @@ import mcp
 import pytest
 from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from dsh_tools import ToolRegistry, ToolSchema
+from dsh_tools import (
+    CancelSignal,
+    FrozenJsonObject,
+    ToolCallRequest,
+    ToolRegistry,
+    ToolRunContext,
+    ToolSchema,
+    define_tool,
+    run_tool_calls,
+)
 from dsh_tools.mcp import mount_mcp
 from dsh_tools.otel import install_tracing
 from dsh_tools.providers import anthropic, openai
@@ -109,10 +120,31 @@ def test_install_tracing_refuses_a_tracer_provider_of_the_wrong_kind() -> None:
     install_tracing(registry, tracer_provider=TracerProvider())()
 
 
-def test_install_tracing_accepts_an_agent_scope() -> None:
-    scope = ToolRegistry().scope("agent-1")
-    dispose = install_tracing(scope, tracer_provider=TracerProvider())
-    dispose()
+async def test_install_tracing_on_an_agent_scope_traces_only_that_agents_calls() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    registry = ToolRegistry()
+
+    async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        return "ok"
+
+    registry.register(define_tool(name="t", description="T.", parameters={}, execute=body))
+    agent, other = object(), object()
+    install_tracing(registry.scope(agent), tracer_provider=provider)
+
+    for call_id, who in (("mine", agent), ("other", other), ("global", None)):
+        await run_tool_calls(
+            registry,
+            [ToolCallRequest(call_id=call_id, name="t", arguments="{}")],
+            signal=CancelSignal.never(),
+            agent=who,
+        )
+
+    spans = exporter.get_finished_spans()
+    assert ["mine"] == [
+        span.attributes and span.attributes["gen_ai.tool.call.id"] for span in spans
+    ]
 
 
 @pytest.mark.parametrize(
