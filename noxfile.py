@@ -16,7 +16,7 @@ nox.options.error_on_missing_interpreters = False
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest + pytest-trio + Hypothesis) with branch coverage."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,testing,cli]")
     session.run("coverage", "run", "-m", "pytest", *session.posargs)
     session.run("coverage", "report", "--fail-under=85")
 
