@@ -27,13 +27,13 @@ import trio.testing
 
 from ._content import HookContext, PluginSource, TextBlock
 from ._define import define_tool
-from ._execution import ToolDispatchExecution, ToolExecution, ToolExecutionResult, ToolRunContext
-from ._hooks import ExecuteNext
+from ._execution import ToolExecution, ToolExecutionResult, ToolRunContext
 from ._json import FrozenJsonObject
 from ._registry import ToolRegistry
 from ._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
 from ._session import JsonlSessionLog, SessionLog
 from ._signal import CancelController
+from ._timeline import TimelineRecorder
 from ._timeout import install_timeout_policy
 
 __all__ = ["DemoBatch", "build_registry", "main_demo", "run_demo"]
@@ -225,26 +225,19 @@ class DemoBatch:
     to the batch's start. Calls settled before dispatch have no span."""
 
 
-async def run_demo(session: SessionLog) -> list[DemoBatch]:
+async def run_demo(
+    session: SessionLog, recorder: TimelineRecorder | None = None
+) -> list[DemoBatch]:
     """Run the scripted turn, appending its events to ``session``.
 
     Returns the two batches with their timelines. Sleeps (virtual or real, depending on the
-    clock ``trio.run`` was given) for about three seconds of clock time.
+    clock ``trio.run`` was given) for about three seconds of clock time. ``recorder`` (e.g. one
+    with an ``on_change`` callback for a live view) records the bodies' timeline.
     """
     workspace = _sample_workspace()
     registry = build_registry(workspace)
-    spans: dict[str, tuple[float, float]] = {}
-
-    async def record_span(
-        execution: ToolDispatchExecution, next: ExecuteNext
-    ) -> ToolExecutionResult:
-        started = trio.current_time()
-        try:
-            return await next()
-        finally:
-            spans[execution.call_id] = (started, trio.current_time())
-
-    registry.hooks.execute.add(record_span, prepend=True)
+    recorder = TimelineRecorder() if recorder is None else recorder
+    recorder.install(registry)
 
     batches: list[DemoBatch] = []
     started = trio.current_time()
@@ -257,9 +250,9 @@ async def run_demo(session: SessionLog) -> list[DemoBatch]:
         turn=0,
         step=0,
     )
-    batches.append(_demo_batch("batch 1", BATCH_1, batch, started, spans))
+    batches.append(_demo_batch("batch 1", BATCH_1, batch, started, recorder))
 
-    spans.clear()
+    recorder.clear()
     interrupt = CancelController()
     started = trio.current_time()
     async with trio.open_nursery() as nursery:
@@ -285,7 +278,7 @@ async def run_demo(session: SessionLog) -> list[DemoBatch]:
             BATCH_2,
             batch,
             started,
-            spans,
+            recorder,
         )
     )
     return batches
@@ -296,14 +289,18 @@ def _demo_batch(
     calls: tuple[ToolCallRequest, ...],
     batch: ToolBatch,
     started: float,
-    spans: dict[str, tuple[float, float]],
+    recorder: TimelineRecorder,
 ) -> DemoBatch:
     return DemoBatch(
         title=title,
         calls=calls,
         batch=batch,
         duration=trio.current_time() - started,
-        spans={key: (a - started, b - started) for key, (a, b) in spans.items()},
+        spans={
+            span.call_id: (span.started - started, span.finished - started)
+            for span in recorder.spans
+            if span.finished is not None
+        },
     )
 
 
