@@ -1,4 +1,11 @@
-"""The ``dsh-tools`` command line (also ``python -m dsh_tools``)."""
+"""The ``dsh-tools`` command line (also ``python -m dsh_tools``).
+
+Subcommands: ``demo`` (a scripted agent turn; a live ``rich`` view, or ``--plain`` ASCII),
+``bench`` (the parallel-dispatch benchmark), ``replay`` (a session log through the presenter)
+and ``acp`` (an ACP agent over stdio). Everything that needs ``rich`` (the ``[cli]`` extra)
+lives in :mod:`dsh_tools.cli` and is imported only by the command that uses it, so
+``dsh-tools demo --plain`` works with the core dependencies alone.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +16,29 @@ from pathlib import Path
 
 __all__ = ["main"]
 
+_NEEDS_CLI = "`dsh-tools {command}` needs the [cli] extra: python -m pip install 'dsh-tools[cli]'"
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsh-tools", description="Tools for the dsh-tools tool-execution layer."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     demo = commands.add_parser(
         "demo",
         help="run a scripted agent turn through the real registry, pipeline and scheduler",
         description=(
             "Run a scripted agent turn (no model, no network) through the real registry, "
-            "pipeline, timeout policy and scheduler; print its timeline and results and write "
-            "its session log as JSON Lines."
+            "pipeline, timeout policy and scheduler; show its pools, barriers, timeout and "
+            "interrupt live (or, with --plain, print the ASCII timeline) and write its session "
+            "log as JSON Lines."
         ),
+    )
+    demo.add_argument(
+        "--plain",
+        action="store_true",
+        help="print the ASCII timeline instead of the live view (no [cli] extra needed)",
     )
     demo.add_argument(
         "--log",
@@ -33,19 +49,82 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--real-time",
         action="store_true",
-        help="sleep for real (about 3 s) instead of on trio's virtual clock",
+        help="with --plain: sleep for real (about 3 s) instead of on trio's virtual clock "
+        "(the live view always runs in real time)",
+    )
+
+    bench = commands.add_parser(
+        "bench",
+        help="measure the scheduler against bare trio nurseries",
+        description=(
+            "The parallel-dispatch benchmark: per-call overhead of run_tool_calls against a "
+            "bare trio nursery and a nursery with json.loads + hand validation (N = 1, 100, "
+            "1,000, 10,000), overlap of 100 sleeping calls, a mixed barrier batch, and memory "
+            "per in-flight call."
+        ),
+    )
+    bench.add_argument("--json", action="store_true", help="print one JSON document")
+    bench.add_argument("--quick", action="store_true", help="fewer rounds and smaller sizes")
+
+    commands.add_parser(
+        "acp",
+        help="run an ACP agent over stdio",
+        description="An Agent Client Protocol agent over stdio (needs the [acp] extra).",
+        add_help=False,
     )
     return parser
 
 
+def _has_rich() -> bool:
+    try:
+        import rich  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    if args.command == "demo":
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["acp"]:
+        return _acp(arguments[1:])
+    args = _parser().parse_args(arguments)
+    command: str = args.command
+    if command == "demo" and args.plain:
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 
         return main_demo(log=args.log, real_time=args.real_time)
-    raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects the rest
+    if command == "bench" and args.json:
+        from .cli.bench import main_bench_json
+
+        return main_bench_json(quick=args.quick)
+    if not _has_rich():
+        hint = " (or `dsh-tools demo --plain`)" if command == "demo" else ""
+        print(_NEEDS_CLI.format(command=command) + hint, file=sys.stderr)
+        return 1
+    if command == "demo":
+        from .cli.live_demo import main_live_demo
+
+        return main_live_demo(log=args.log)
+    if command == "bench":
+        from .cli.bench_view import main_bench
+
+        return main_bench(quick=args.quick)
+    raise AssertionError(f"unhandled command {command!r}")  # argparse rejects the rest
+
+
+def _acp(argv: list[str]) -> int:
+    try:
+        from .acp import main as acp_main  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
+    except ImportError as exc:
+        print(
+            "`dsh-tools acp` needs the [acp] extra: python -m pip install 'dsh-tools[acp]' "
+            f"({exc})",
+            file=sys.stderr,
+        )
+        return 1
+    code: object = acp_main(argv)  # pyright: ignore[reportUnknownVariableType]
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
