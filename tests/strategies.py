@@ -151,7 +151,7 @@ hook_contexts: st.SearchStrategy[HookContext] = st.builds(
     HookContext,
     content=_block_lists,
     source=message_sources,
-    meta=_optional(json_values(max_leaves=5)),
+    meta=_optional(snapshotted_json(max_leaves=5)),
 )
 
 tool_error_infos: st.SearchStrategy[ToolErrorInfo] = st.builds(
@@ -164,7 +164,7 @@ tool_execution_results: st.SearchStrategy[ToolExecutionResult] = st.builds(
     is_error=st.booleans(),
     error=_optional(tool_error_infos),
     additional_contexts=st.lists(hook_contexts, max_size=2),
-    meta=_optional(json_values(max_leaves=5)),
+    meta=_optional(snapshotted_json(max_leaves=5)),
 )
 
 tool_results: st.SearchStrategy[ToolResult] = st.builds(

@@ -9,7 +9,7 @@ from hypothesis import given
 from dsh_tools import (
     FrozenJsonObject,
     HookContext,
-    JsonTypeError,
+
     PluginSource,
     ReasoningBlock,
     TextBlock,
@@ -17,6 +17,7 @@ from dsh_tools import (
     ToolResultBlock,
     UserSource,
 )
+from dsh_tools._pipeline import freeze_context
 from strategies import content_blocks, hook_contexts
 
 
@@ -70,28 +71,34 @@ def test_plugin_sources_compare_by_plugin() -> None:
     ) == (True, False)
 
 
-def test_a_context_snapshots_its_meta() -> None:
-    context = HookContext(content=[], source=UserSource(), meta={"rows": [1, 2]})
-
-    assert (type(context.meta), context.meta) == (FrozenJsonObject, {"rows": (1, 2)})
-
-
-def test_a_context_leaves_the_caller_s_meta_mutable_and_detached() -> None:
-    meta: dict[str, list[int]] = {"rows": [1]}
+def test_a_context_keeps_its_meta_as_given_until_the_pipeline_checks_it() -> None:
+    meta = {"rows": [1, 2]}
     context = HookContext(content=[], source=UserSource(), meta=meta)
+
+    assert context.meta is meta
+
+
+def test_freezing_a_context_snapshots_its_meta_and_detaches_it() -> None:
+    meta: dict[str, list[int]] = {"rows": [1]}
+    frozen = freeze_context(HookContext(content=[], source=UserSource(), meta=meta))
 
     meta["rows"].append(2)
 
-    assert context.meta == {"rows": (1,)}
+    assert (type(frozen.meta), frozen.meta) == (FrozenJsonObject, {"rows": (1,)})
 
 
 def test_a_context_without_meta_has_none() -> None:
     assert HookContext(content=[], source=UserSource()).meta is None
 
 
-def test_a_context_rejects_meta_that_is_not_json() -> None:
-    with pytest.raises(JsonTypeError, match=r"^\$\.when: a value of type bytes is not JSON data$"):
-        HookContext(content=[], source=UserSource(), meta={"when": b"now"})
+def test_a_context_with_meta_that_is_not_json_is_built_but_refused_when_frozen() -> None:
+    context = HookContext(content=[], source=UserSource(), meta={"when": b"now"})
+
+    with pytest.raises(Exception) as caught:
+        freeze_context(context)
+
+    expected = "context.meta: $.when: a value of type bytes is not JSON data"
+    assert expected == str(caught.value)
 
 
 def test_a_context_stores_its_content_as_a_tuple() -> None:
@@ -101,7 +108,8 @@ def test_a_context_stores_its_content_as_a_tuple() -> None:
 
 
 @given(hook_contexts)
-def test_a_context_is_hashable_and_equal_to_its_copy(context: HookContext) -> None:
-    copy = attrs.evolve(context)
+def test_a_frozen_context_is_hashable_and_equal_to_its_copy(context: HookContext) -> None:
+    frozen = freeze_context(context)
+    copy = attrs.evolve(frozen)
 
-    assert (context, hash(context)) == (copy, hash(copy))
+    assert (frozen, hash(frozen)) == (copy, hash(copy))

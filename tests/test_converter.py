@@ -48,6 +48,7 @@ from dsh_tools import (
     UserSource,
     converter,
     register_content_block,
+    snapshot_json,
 )
 from dsh_tools._converter import register_wire_class
 from strategies import any_public_value, public_values_by_kind
@@ -114,7 +115,7 @@ PINNED: list[tuple[object, object]] = [
     (UserSource(), {"kind": "user"}),
     (PluginSource(plugin="lint"), {"kind": "plugin", "plugin": "lint"}),
     (
-        HookContext(content=[TextBlock(text="note")], source=UserSource(), meta={"a": [1]}),
+        HookContext(content=[TextBlock(text="note")], source=UserSource(), meta=snapshot_json({"a": [1]})),
         {
             "content": [{"type": "text", "text": "note"}],
             "source": {"kind": "user"},

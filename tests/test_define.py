@@ -276,12 +276,23 @@ def test_a_positive_finite_timeout_is_kept(timeout: float) -> None:
     assert definition.timeout == timeout
 
 
-@pytest.mark.parametrize("timeout", [0, -1, -0.5, math.inf, math.nan, True, "5"])
-def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(timeout: object) -> None:
-    with pytest.raises(
-        ValueError,
-        match=r"^define_tool\(slow\): timeout must be a positive finite number of seconds$",
-    ):
+@pytest.mark.parametrize(
+    ("timeout", "shown"),
+    [
+        (0, "0"),
+        (-1, "-1"),
+        (-0.5, "-0.5"),
+        (math.inf, "Infinity"),
+        (math.nan, "NaN"),
+        (True, "True"),
+        ("5", "'5'"),
+        (-3.0, "-3"),
+    ],
+)
+def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(
+    timeout: object, shown: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
         define_tool(
             name="slow",
             description="d",
@@ -289,6 +300,9 @@ def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(timeout: obj
             execute=Recorder().body,
             timeout=cast(float, timeout),
         )
+
+    expected = f'tool "slow": timeout must be a positive finite number of seconds (got {shown})'
+    assert expected == str(caught.value)
 
 
 def test_the_timeout_is_checked_before_the_parameters() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from dsh_tools import (
     CancelSignal,
+    FrozenJsonObject,
     HookContext,
     PluginSource,
     ReasoningBlock,
@@ -24,6 +25,7 @@ from dsh_tools import (
     ToolRunContext,
     UserSource,
     register_content_block,
+    snapshot_json,
 )
 from dsh_tools._pipeline import _materialize, aborted_result
 
@@ -65,6 +67,15 @@ VALID = [
     _result(meta={"a": [1, 2]}),
 ]
 
+def snapshot_metas(result: ToolExecutionResult) -> ToolExecutionResult:
+    contexts = tuple(
+        attrs.evolve(c, meta=None if c.meta is None else snapshot_json(c.meta))
+        for c in result.additional_contexts
+    )
+    meta = None if result.meta is None else snapshot_json(result.meta)
+    return attrs.evolve(result, additional_contexts=contexts, meta=meta)
+
+
 INVALID_RESULTS = [
     "not a result",
     _result(content=[TextBlock(text="a list")]),
@@ -83,11 +94,32 @@ INVALID_RESULTS = [
 ]
 
 
-@pytest.mark.parametrize("result", VALID)
-def test_a_complete_result_passes_the_final_snapshot_unchanged(
+@pytest.mark.parametrize("result", [snapshot_metas(result) for result in VALID])
+def test_a_complete_frozen_result_passes_the_final_snapshot_unchanged(
     result: ToolExecutionResult,
 ) -> None:
     assert _materialize(result) is result
+
+
+@pytest.mark.parametrize("result", VALID)
+def test_a_complete_result_materializes_as_an_equal_result_with_frozen_metas(
+    result: ToolExecutionResult,
+) -> None:
+    materialized = _materialize(result)
+    metas = [materialized.meta, *(context.meta for context in materialized.additional_contexts)]
+
+    assert (snapshot_metas(result), [True] * len(metas)) == (
+        materialized,
+        [meta is None or type(meta) is FrozenJsonObject for meta in metas],
+    )
+
+
+def test_a_result_with_plain_meta_is_copied_and_the_caller_s_meta_stays_mutable() -> None:
+    meta = {"a": [1]}
+    materialized = _materialize(_result(meta=meta))
+    meta["a"].append(2)
+
+    assert ({"a": [1, 2]}, {"a": (1,)}) == (meta, materialized.meta)
 
 
 @pytest.mark.parametrize("result", INVALID_RESULTS)

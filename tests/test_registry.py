@@ -18,6 +18,7 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
     ToolSchema,
+    define_tool,
 )
 
 
@@ -118,19 +119,35 @@ def test_register_rejects_a_definition_whose_timeout_was_forced_invalid() -> Non
     tool = _tool("slow", timeout=1.0)
     object.__setattr__(tool, "timeout", float("inf"))
 
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(ValueError) as caught:
         registry.register(tool)
 
-    expected = 'tool "slow" timeout must be a positive finite number of seconds'
+    expected = 'tool "slow": timeout must be a positive finite number of seconds (got Infinity)'
     assert expected == str(caught.value)
 
 
 def test_a_definition_with_a_negative_timeout_cannot_be_built() -> None:
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(ValueError) as caught:
         _tool("slow", timeout=-1)
 
-    expected = 'tool "slow" timeout must be a positive finite number of seconds'
+    expected = 'tool "slow": timeout must be a positive finite number of seconds (got -1)'
     assert expected == str(caught.value)
+
+
+def test_define_tool_a_raw_definition_and_register_share_one_timeout_rule() -> None:
+    messages: list[str] = []
+    for build in (
+        lambda: define_tool(
+            name="slow", description="d", parameters={}, execute=_body, timeout=0
+        ),
+        lambda: _tool("slow", timeout=0),
+    ):
+        with pytest.raises(ValueError) as caught:
+            build()
+        messages.append(str(caught.value))
+
+    expected = ['tool "slow": timeout must be a positive finite number of seconds (got 0)'] * 2
+    assert expected == messages
 
 
 def test_register_rejects_something_that_is_not_a_definition() -> None:

@@ -790,8 +790,11 @@ async def test_a_call_that_is_not_a_tool_call_request_is_a_type_error() -> None:
 
 
 def test_a_call_request_refuses_parsed_arguments() -> None:
-    with pytest.raises(TypeError, match="'arguments' must be <class 'str'>"):
+    with pytest.raises(TypeError) as caught:
         ToolCallRequest(call_id="c1", name="p", arguments={"a": 1})  # pyright: ignore[reportArgumentType]
+
+    expected = "arguments must be the model's JSON text (str); got dict"
+    assert expected == str(caught.value)
 
 
 async def test_calls_are_routed_through_the_agent_of_the_batch() -> None:

@@ -84,6 +84,7 @@ from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
 from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import ToolCallRequest as ToolCallRequest
+from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
 from ._schema import SchemaSpec as SchemaSpec
@@ -102,6 +103,10 @@ from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
+from ._structured import StructuredOutputSchema as StructuredOutputSchema
+from ._structured import StructuredScalar as StructuredScalar
+from ._structured import StructuredSchemaNode as StructuredSchemaNode
+from ._structured import StructuredSchemaType as StructuredSchemaType
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
 from ._timeline import TimelineRecorder as TimelineRecorder
@@ -161,6 +166,10 @@ __all__ = [
     "SessionEvent",
     "SessionLog",
     "SessionLogCorruptError",
+    "StructuredOutputSchema",
+    "StructuredScalar",
+    "StructuredSchemaNode",
+    "StructuredSchemaType",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
@@ -204,6 +213,7 @@ __all__ = [
     "define_tool",
     "dumps_json",
     "error_message",
+    "inject_context",
     "install_timeout_policy",
     "linked_cancel_scope",
     "register_content_block",

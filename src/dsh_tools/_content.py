@@ -10,7 +10,7 @@ from typing import TypeAlias
 
 import attrs
 
-from ._json import JsonValue, snapshot_json
+from ._json import JsonValue
 
 __all__ = [
     "ContentBlock",
@@ -23,10 +23,6 @@ __all__ = [
     "ToolResultBlock",
     "UserSource",
 ]
-
-
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -89,9 +85,14 @@ class HookContext:
     """A context message for the model, attached to a tool result.
 
     ``content`` reaches the model verbatim as a user-role message; ``meta`` is persisted with
-    the session but hidden from the model (snapshotted as lossless JSON on construction).
+    the session but hidden from the model. ``meta`` is not checked on construction: the
+    pipeline checks it once, when the result carrying the context is materialized (or when
+    :func:`~dsh_tools.inject_context` accepts it), and stores a frozen copy.
+
+    ``meta=None`` means "no meta": JSON ``null`` cannot be carried as a meta value (a
+    deviation from the original, where ``meta: null`` and an absent ``meta`` differ).
     """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     source: MessageSource
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = None

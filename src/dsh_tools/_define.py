@@ -12,7 +12,6 @@ Both forms validate with the same compiled spec, so a violation reads the same e
 
 from __future__ import annotations
 
-import math
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, overload
@@ -22,7 +21,7 @@ import trio
 from attrs import AttrsInstance
 
 from ._converter import converter
-from ._definition import ToolDefinition, ToolReturn
+from ._definition import ToolDefinition, ToolReturn, check_timeout, is_async_body
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, snapshot_json
@@ -40,8 +39,9 @@ def define_tool(
     name: str,
     description: str,
     parameters: type[A],
-    execute: Callable[[A, ToolRunContext], Awaitable[ToolReturn]],
+    execute: Callable[[A, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
     timeout: float | None = None,
+    abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[A], bool] | None = None,
     present_call: Callable[[A], ToolCallView | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
@@ -54,8 +54,9 @@ def define_tool(
     name: str,
     description: str,
     parameters: SchemaSpec,
-    execute: Callable[[FrozenJsonObject, ToolRunContext], Awaitable[ToolReturn]],
+    execute: Callable[[FrozenJsonObject, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
     timeout: float | None = None,
+    abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
     present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
     present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
@@ -67,8 +68,9 @@ def define_tool(
     name: str,
     description: str,
     parameters: SchemaSpec | type[AttrsInstance],
-    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn]],
+    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
     timeout: float | None = None,
+    abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
@@ -83,7 +85,10 @@ def define_tool(
       error result ``Error: invalid arguments: ...``), otherwise it awaits the author's body
       with the frozen mapping (spec form) or the structured instance (class form) and returns
       what the body returns (content blocks, a :class:`~dsh_tools.ToolOutput` or a ``str``).
-      It is a checkpoint on every path: the body's own, or one before raising.
+      It is a checkpoint on every path: the body's own, or one before raising. A plain
+      ``def`` body gives a plain ``def`` ``execute`` (validation and body run together in a
+      worker thread, see ``abandon_on_cancel``); an ``async def`` body (or an object whose
+      ``__call__`` is one) gives an ``async def`` one.
     - ``is_concurrency_safe`` returns ``False`` for invalid arguments without calling the
       author's classifier.
     - ``present_call`` / ``present_result`` return ``None`` for invalid arguments without
@@ -97,8 +102,13 @@ def define_tool(
         description: what the model reads about the tool.
         parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class whose fields describe
             the arguments (see the "Defining tools" docs page for the supported field types).
-        execute: ``async (arguments, context) -> ToolReturn``.
+        execute: ``async (arguments, context) -> ToolReturn``, or a plain function with the
+            same arguments that the registry runs in a worker thread (it should poll
+            ``context.signal.cancelled``).
         timeout: the cooperative budget in seconds applied by the timeout policy.
+        abandon_on_cancel: for a plain ``def`` body: when the call is cancelled, report
+            ``Error: tool call aborted (its worker thread was abandoned and may still be
+            running)`` at once instead of waiting for the thread to return.
         is_concurrency_safe: ``(arguments) -> bool``; ``True`` lets a call join a parallel pool.
         present_call: ``(arguments) -> ToolCallView | None``.
         present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
@@ -108,15 +118,15 @@ def define_tool(
 
     Raises:
         ValueError: ``timeout`` is not a positive finite number (``bool`` is not a number):
-            ``define_tool(<name>): timeout must be a positive finite number of seconds``; or the
-            spec has an unknown ``type`` (``unreachable variant in validateArgs: "weird"``).
+            ``tool "<name>": timeout must be a positive finite number of seconds (got 0)``,
+            the one rule every definition follows; or the spec has an unknown ``type``
+            (``unreachable variant in validateArgs: "weird"``), is cyclic, or is nested too
+            deeply.
         TypeError: ``parameters`` is neither a spec nor an attrs class, the spec is malformed in
-            shape, or the attrs class has a field type the DSL cannot express.
+            shape or cannot be read, the attrs class has a field type the DSL cannot express,
+            or ``abandon_on_cancel`` is not a ``bool``.
     """
-    if timeout is not None and not _is_positive_finite(timeout):
-        raise ValueError(
-            f"define_tool({name}): timeout must be a positive finite number of seconds"
-        )
+    check_timeout(name, timeout)
 
     if isinstance(parameters, type):
         if not attrs.has(parameters):
@@ -145,14 +155,28 @@ def define_tool(
         )
 
     validate = compile_spec(spec)
-    body = execute
+    validated_execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
+    if is_async_body(execute):
+        body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
 
-    async def validated_execute(args: object, context: ToolRunContext) -> ToolReturn:
-        violations = validate(args)
-        if violations:
-            await trio.lowlevel.checkpoint()
-            raise ToolArgsError(violations)
-        return await body(convert(args), context)
+        async def validated_execute_async(args: object, context: ToolRunContext) -> ToolReturn:
+            violations = validate(args)
+            if violations:
+                await trio.lowlevel.checkpoint()
+                raise ToolArgsError(violations)
+            return await body(convert(args), context)
+
+        validated_execute = validated_execute_async
+    else:
+        sync_body = typing.cast("Callable[[object, ToolRunContext], ToolReturn]", execute)
+
+        def validated_execute_sync(args: object, context: ToolRunContext) -> ToolReturn:
+            violations = validate(args)
+            if violations:
+                raise ToolArgsError(violations)
+            return sync_body(convert(args), context)
+
+        validated_execute = validated_execute_sync
 
     return ToolDefinition(
         name=name,
@@ -160,6 +184,7 @@ def define_tool(
         parameters=schema_spec_to_json_schema(spec),
         execute=validated_execute,
         timeout=timeout,
+        abandon_on_cancel=abandon_on_cancel,
         is_concurrency_safe=None
         if is_concurrency_safe is None
         else _soft_classifier(validate, convert, is_concurrency_safe),
@@ -169,15 +194,6 @@ def define_tool(
         present_result=None
         if present_result is None
         else _soft_result_presenter(validate, convert, present_result),
-    )
-
-
-def _is_positive_finite(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
     )
 
 

@@ -7,6 +7,7 @@ and types its arguments first.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias
@@ -15,6 +16,7 @@ import attrs
 
 from ._content import ContentBlock
 from ._execution import ToolResult, ToolRunContext
+from ._errors import format_js_number
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
 
@@ -25,31 +27,48 @@ __all__ = [
     "ToolOutput",
     "ToolReturn",
     "ToolSchema",
+    "check_timeout",
+    "is_async_body",
 ]
 
 JsonSchema: TypeAlias = dict[str, Any]
 """A JSON Schema document as plain, mutable JSON data (what provider APIs expect)."""
 
 
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
-
-
 @attrs.frozen(kw_only=True)
 class ToolOutput:
     """A body's return value with private ``meta`` (persisted on the result, hidden from the
-    model). A body may instead return a sequence of content blocks, or a ``str``."""
+    model). A body may instead return a sequence of content blocks, or a ``str``.
+
+    ``meta`` is not checked here: the pipeline checks the complete result once, at final
+    materialization; a ``meta`` that is not lossless JSON turns the call's result into exactly
+    ``Error: tool result must be losslessly JSON-serializable`` (the detail is logged at
+    WARNING on the ``dsh_tools`` logger). ``meta=None`` means "no meta": JSON ``null`` cannot be
+    carried as a meta value (a deviation from the original).
+    """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = None
 
 
 ToolReturn: TypeAlias = Sequence[ContentBlock] | ToolOutput | str
 """What a tool body may return: content blocks, a :class:`ToolOutput`, or a ``str`` (one
 :class:`~dsh_tools.TextBlock`)."""
 
-ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[ToolReturn]]
-"""A raw body: ``async (arguments, context) -> ToolReturn``."""
+ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
+"""A raw body: ``async (arguments, context) -> ToolReturn``, or a plain function
+``(arguments, context) -> ToolReturn`` that the registry runs in a worker thread (see
+:func:`is_async_body`)."""
+
+
+def is_async_body(body: object) -> bool:
+    """Whether ``body`` is awaited on the trio thread: it is a coroutine function (also through
+    ``functools.partial``), or an object whose ``__call__`` is one. Anything else is a sync body
+    and runs in a worker thread."""
+    if inspect.iscoroutinefunction(body):
+        return True
+    call = getattr(type(body), "__call__", None)
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 @attrs.frozen(kw_only=True)
@@ -72,18 +91,44 @@ def _freeze_parameters(value: Mapping[str, object]) -> FrozenJsonObject:
     return frozen
 
 
-def _check_timeout(instance: ToolDefinition, _attribute: object, value: float | None) -> None:
+def check_timeout(name: str, value: object) -> None:
+    """The one timeout rule: ``None``, or a positive finite ``int`` / ``float`` of seconds
+    (``bool`` is not a number).
+
+    Raises:
+        ValueError: ``tool "<name>": timeout must be a positive finite number of seconds
+            (got <value>)``, for a wrong type and a wrong value alike.
+    """
     if value is None:
         return
     if (
         isinstance(value, bool)
-        or not isinstance(value, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+        or not isinstance(value, int | float)
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise TypeError(
-            f'tool "{instance.name}" timeout must be a positive finite number of seconds'
+        raise ValueError(
+            f'tool "{name}": timeout must be a positive finite number of seconds '
+            f"(got {_shown(value)})"
         )
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_js_number(value)
+    try:
+        return repr(value)
+    except Exception:
+        return type(value).__name__
+
+
+def _check_timeout(instance: ToolDefinition, _attribute: object, value: float | None) -> None:
+    check_timeout(instance.name, value)
+
+
+def _check_abandon(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not bool:
+        raise TypeError(f"abandon_on_cancel must be a bool, not {type(value).__name__}")
 
 
 @attrs.frozen(kw_only=True)
@@ -95,9 +140,14 @@ class ToolDefinition:
         description: what the model reads about the tool.
         parameters: the JSON Schema of the arguments (frozen at construction).
         execute: ``async (arguments, context) -> ToolReturn``. It must observe or forward
-            ``context.signal`` and return only once its own work has stopped.
+            ``context.signal`` and return only once its own work has stopped. A plain function
+            ``(arguments, context) -> ToolReturn`` runs in a worker thread (one
+            ``trio.CapacityLimiter`` per registry); it should poll ``context.signal.cancelled``.
         timeout: cooperative budget in seconds, applied by the timeout policy; never shown to
-            the model.
+            the model. Validated by :func:`check_timeout` (``ValueError``).
+        abandon_on_cancel: for a sync body only: when the call is cancelled, report it at once
+            (``Error: tool call aborted (its worker thread was abandoned and may still be
+            running)``) instead of waiting for the thread to return.
         is_concurrency_safe: ``(arguments) -> bool``; only ``True`` lets a call join a parallel
             pool. Never shown to the model.
         present_call / present_result: pure render-intent presenters for UIs.
@@ -108,6 +158,7 @@ class ToolDefinition:
     parameters: FrozenJsonObject = attrs.field(converter=_freeze_parameters)
     execute: ToolBody = attrs.field(repr=False)
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
+    abandon_on_cancel: bool = attrs.field(default=False, validator=_check_abandon)
     is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(default=None, repr=False)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
         default=None, repr=False

@@ -16,7 +16,11 @@ are synthetic: no exception class is raised for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import decimal
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
 
 import attrs
 
@@ -30,6 +34,8 @@ __all__ = [
     "ToolErrorInfo",
     "ToolNotFoundError",
     "error_message",
+    "format_js_json",
+    "format_js_number",
 ]
 
 TOOL_ABORTED = "ABORTED"
@@ -155,3 +161,74 @@ def error_info(exc: BaseException) -> ToolErrorInfo | None:
         return ToolErrorInfo(name=name, code=code)
     except Exception:
         return None
+
+
+def format_js_number(value: float) -> str:
+    """``value`` as JavaScript's ``String(number)`` prints it, for model-facing text.
+
+    An integral float prints without ``.0`` (``3.0`` -> ``3``), large and small magnitudes
+    switch to exponent form where JavaScript does (``1e21``, ``1e-7``), and ``-0.0`` prints as
+    ``0``. Python ints print in full.
+    """
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(int(value))
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    # repr is the shortest round-tripping decimal, as JavaScript's digit choice is
+    _sign, digit_tuple, exponent = decimal.Decimal(repr(abs(number))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    assert isinstance(exponent, int)
+    k = len(digits)
+    # value = 0.<digits> * 10**n
+    n = exponent + len(digit_tuple)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * -n + digits
+    else:
+        mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+        power = n - 1
+        text = f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
+    return sign + text
+
+
+def format_js_json(value: object) -> str:
+    """Compact JSON text of ``value`` as JavaScript's ``JSON.stringify`` writes it, for
+    model-facing messages: numbers as :func:`format_js_number` prints them (``[1,2.5]``, never
+    ``[1.0,2.5]``), non-ASCII text kept as is.
+
+    Args:
+        value: JSON data (plain or snapshotted), nested no deeper than the snapshot limit.
+
+    Raises:
+        TypeError: ``value`` holds something that is not JSON data.
+    """
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int | float):
+        return format_js_number(value)
+    if isinstance(value, Mapping):
+        items = cast("Mapping[object, object]", value).items()
+        parts: list[str] = []
+        for key, item in items:
+            if not isinstance(key, str):
+                raise TypeError(f"a JSON object key must be a str, not {type(key).__name__}")
+            parts.append(json.dumps(key, ensure_ascii=False) + ":" + format_js_json(item))
+        return "{" + ",".join(parts) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(format_js_json(item) for item in cast("Sequence[object]", value)) + "]"
+    raise TypeError(f"a value of type {type(value).__name__} is not JSON data")

@@ -15,7 +15,7 @@ import attrs
 
 from ._content import ContentBlock, HookContext
 from ._errors import ToolErrorInfo
-from ._json import JsonValue, snapshot_json
+from ._json import JsonValue
 from ._signal import CancelSignal
 
 __all__ = [
@@ -39,10 +39,6 @@ __all__ = [
     "ToolResult",
     "ToolRunContext",
 ]
-
-
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
 
 
 class ToolExecutionToken:
@@ -176,14 +172,17 @@ class ToolExecutionResult:
     ``error`` is set only when the failure was a :class:`~dsh_tools.HarnessError` (or one of the
     synthetic cancellation/timeout codes); ``additional_contexts`` are context messages that
     follow the batch's results; ``meta`` is private presentation data, persisted but hidden from
-    the model.
+    the model. ``meta`` is not checked here: the pipeline checks the whole result once, at final
+    materialization (a result that is not lossless JSON becomes
+    ``Error: tool result must be losslessly JSON-serializable``), and a result it returns is
+    deeply frozen.
     """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     is_error: bool
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = None
 
 
 @attrs.frozen(kw_only=True)
@@ -203,18 +202,40 @@ class Allow:
     """``pre_execute``: run the call (guards still apply)."""
 
 
+def _check_reason(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"Deny.reason must be a str, not {type(value).__name__}")
+
+
+def _check_optional_reason(_instance: object, _attribute: object, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"Ask.reason must be a str or None, not {type(value).__name__}")
+
+
 @attrs.frozen
 class Deny:
-    """``pre_execute``: refuse the call; the model sees ``Error: <reason>``."""
+    """``pre_execute``: refuse the call; the model sees ``Error: <reason>``.
 
-    reason: str
+    Raises:
+        TypeError: ``reason`` is not a ``str`` (a denial always says why; the pipeline treats
+            any decision it cannot read as a failure that denies, never as an allow).
+    """
+
+    reason: str = attrs.field(validator=_check_reason)
 
 
 @attrs.frozen
 class Ask:
-    """``pre_execute``: ask the approval service; ``reason`` is shown to the user."""
+    """``pre_execute``: ask the approval service; ``reason`` is shown to the user.
 
-    reason: str | None = None
+    Without an approval service the call is denied with ``reason`` as given (an empty string
+    included) or, when it is ``None``, ``tool "<name>" requires approval (not yet supported)``.
+
+    Raises:
+        TypeError: ``reason`` is neither a ``str`` nor ``None``.
+    """
+
+    reason: str | None = attrs.field(default=None, validator=_check_optional_reason)
 
 
 PreToolDecision: TypeAlias = Allow | Deny | Ask

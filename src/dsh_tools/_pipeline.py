@@ -28,9 +28,11 @@ through ``execute`` checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -49,14 +51,16 @@ from ._content import (
     UserSource,
 )
 from ._converter import converter
-from ._definition import ToolOutput
+from ._definition import ToolOutput, is_async_body
 from ._errors import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    HarnessError,
     ToolErrorInfo,
     ToolNotFoundError,
     error_info,
     error_message,
+    format_js_number,
 )
 from ._execution import (
     Accept,
@@ -79,6 +83,7 @@ from ._json import JsonSnapshotError, JsonValue, snapshot_json
 from ._signal import CancelSignal, _fuse, linked_cancel_scope
 
 if TYPE_CHECKING:
+    from ._definition import ToolDefinition
     from ._hooks import ExecuteHook, PostExecuteHook, PreExecuteHook
     from ._registry import ToolRegistry
 
@@ -91,9 +96,46 @@ _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
 
 
+def printable(text: str) -> str:
+    """``text`` with every lone surrogate written as a ``\\udXXX`` escape, so that model-supplied
+    text (a tool name, a call id) can appear in a result, which must be valid Unicode."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _text_error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
     return ToolExecutionResult(
-        content=(TextBlock(text="Error: " + text),), is_error=True, error=error
+        content=(TextBlock(text="Error: " + printable(text)),), is_error=True, error=error
+    )
+
+
+def _log_raised(execution: ToolExecution, what: str, exc: BaseException) -> None:
+    """Log, once, an exception a body, hook, guard, wrapper or observer raised: WARNING with
+    its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure)."""
+    level = logging.DEBUG if isinstance(exc, HarnessError) else logging.WARNING
+    if logger.isEnabledFor(level):
+        logger.log(
+            level,
+            'tool "%s" (%s): %s raised %s',
+            execution.name,
+            execution.call_id,
+            what,
+            type(exc).__name__,
+            exc_info=exc,
+        )
+
+
+def _log_invalid(execution: ToolExecution, detail: str) -> None:
+    logger.warning(
+        'tool "%s" (%s): tool result must be losslessly JSON-serializable: %s',
+        execution.name,
+        execution.call_id,
+        detail,
     )
 
 
@@ -112,6 +154,10 @@ _INVALID_ARGUMENTS: Final = _text_error(
     "tool execution arguments must be losslessly JSON-serializable"
 )
 _INVALID_RESULT: Final = _text_error("tool result must be losslessly JSON-serializable")
+_ABANDONED: Final = _text_error(
+    "tool call aborted (its worker thread was abandoned and may still be running)",
+    ToolErrorInfo(name="AbortError", code=TOOL_ABORTED),
+)
 
 
 def aborted_before_dispatch_result() -> ToolExecutionResult:
@@ -139,10 +185,19 @@ def _text(value: object) -> str:
 def _describe(value: object) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_js_number(value)
     try:
         return repr(value)
     except Exception:
         return "<unprintable thrown value>"
+
+
+def _kind(value: object) -> str:
+    """``42, an int``: a value and its type, for log details."""
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    return f"{_describe(value)}, {article} {name}"
 
 
 class _Unreachable(Exception):
@@ -208,29 +263,31 @@ def _valid_str(value: object) -> bool:
     return True
 
 
-def _valid_content(content: object) -> bool:
+def _content_problem(content: object, where: str) -> str | None:
+    """Why ``content`` is not a tuple of valid content blocks, or ``None`` when it is."""
     if type(content) is not tuple:
-        return False
-    for block in cast("tuple[object, ...]", content):
+        return f"{where} is {_kind(content)}, not a tuple of content blocks"
+    for index, block in enumerate(cast("tuple[object, ...]", content)):
         cls = type(block)
         if cls is TextBlock or cls is ReasoningBlock:
             if not _valid_str(cast("TextBlock", block).text):
-                return False
+                return f"{where}[{index}].text is not a str without lone surrogates"
         elif cls is ToolCallBlock:
             call = cast("ToolCallBlock", block)
             if not (_valid_str(call.id) and _valid_str(call.name) and _valid_str(call.arguments)):
-                return False
+                return f"{where}[{index}] has a field that is not a str without lone surrogates"
         elif cls is ToolResultBlock:
             nested = cast("ToolResultBlock", block)
-            if not (
-                _valid_str(nested.tool_call_id)
-                and _valid_content(nested.content)
-                and (nested.is_error is None or type(nested.is_error) is bool)
-            ):
-                return False
+            if not _valid_str(nested.tool_call_id):
+                return f"{where}[{index}].tool_call_id is not a str without lone surrogates"
+            problem = _content_problem(nested.content, f"{where}[{index}].content")
+            if problem is not None:
+                return problem
+            if not (nested.is_error is None or type(nested.is_error) is bool):
+                return f"{where}[{index}].is_error is {_kind(nested.is_error)}, not a bool"
         elif not _valid_extension(block, ContentBlock):
-            return False
-    return True
+            return f"{where}[{index}] is {_kind(block)}, not a content block"
+    return None
 
 
 def _valid_extension(value: object, union: object) -> bool:
@@ -243,48 +300,87 @@ def _valid_extension(value: object, union: object) -> bool:
     return True
 
 
-def _valid_meta(meta: object) -> bool:
+class _Invalid(Exception):
+    """A result (or context) that is not lossless JSON; the message is the detail."""
+
+
+def _frozen_meta(meta: object, where: str) -> JsonValue:
     if meta is None:
-        return True
+        return None
     try:
-        snapshot_json(meta)
-    except Exception:
-        return False
-    return True
+        return snapshot_json(meta)
+    except Exception as exc:
+        raise _Invalid(f"{where}: {error_message(exc)}") from None
 
 
-def _valid_context(context: object) -> bool:
+def freeze_context(context: object, where: str = "context") -> HookContext:
+    """``context`` checked as lossless JSON, with its ``meta`` frozen.
+
+    Raises:
+        _Invalid: with the detail.
+    """
     if type(context) is not HookContext:
-        return False
+        raise _Invalid(f"{where} is {_kind(context)}, not a HookContext")
     source = context.source
     if type(source) is PluginSource:
         if not _valid_str(source.plugin):
-            return False
+            raise _Invalid(f"{where}.source.plugin is not a str without lone surrogates")
     elif type(source) is not UserSource and not _valid_extension(source, MessageSource):
-        return False
-    return _valid_content(context.content) and _valid_meta(context.meta)
+        raise _Invalid(f"{where}.source is {_kind(source)}, not a message source")
+    problem = _content_problem(context.content, f"{where}.content")
+    if problem is not None:
+        raise _Invalid(problem)
+    meta = context.meta
+    frozen = _frozen_meta(meta, f"{where}.meta")
+    if frozen is meta:
+        return context
+    return attrs.evolve(context, meta=frozen)
+
+
+def _freeze_result(result: object) -> ToolExecutionResult:
+    """Stage 9: ``result`` checked as complete, immutable, lossless JSON, with every ``meta``
+    frozen. A valid result whose metas are frozen already is returned as is (no copy).
+
+    Raises:
+        _Invalid: with the detail.
+    """
+    if type(result) is not ToolExecutionResult:
+        raise _Invalid(f"the result is {_kind(result)}, not a ToolExecutionResult")
+    if type(result.is_error) is not bool:
+        raise _Invalid(f"is_error is {_kind(result.is_error)}, not a bool")
+    problem = _content_problem(result.content, "content")
+    if problem is not None:
+        raise _Invalid(problem)
+    error = result.error
+    if not (
+        error is None
+        or (type(error) is ToolErrorInfo and _valid_str(error.name) and _valid_str(error.code))
+    ):
+        raise _Invalid(f"error is {_kind(error)}, not a ToolErrorInfo of two str")
+    contexts = result.additional_contexts
+    if type(contexts) is not tuple:
+        raise _Invalid(f"additional_contexts is {_kind(contexts)}, not a tuple")
+    frozen_contexts = tuple(
+        freeze_context(context, f"additional_contexts[{index}]")
+        for index, context in enumerate(cast("tuple[object, ...]", contexts))
+    )
+    meta = result.meta
+    frozen_meta = _frozen_meta(meta, "meta")
+    if frozen_meta is meta and all(a is b for a, b in zip(frozen_contexts, contexts, strict=True)):
+        return result
+    return attrs.evolve(result, additional_contexts=frozen_contexts, meta=frozen_meta)
 
 
 def _materialize(result: object) -> ToolExecutionResult:
-    """Stage 9: the result if it is complete, immutable and lossless JSON; otherwise the
-    canonical invalid-result error. Every field is a frozen value already, so a valid result
-    is returned as is (no copy)."""
-    if type(result) is not ToolExecutionResult:
+    """Stage 9 without logging: the frozen result, or the canonical invalid-result error."""
+    try:
+        return _freeze_result(result)
+    except _Invalid:
         return _INVALID_RESULT
-    error = result.error
-    if (
-        type(result.is_error) is not bool
-        or not _valid_content(result.content)
-        or not (
-            error is None
-            or (type(error) is ToolErrorInfo and _valid_str(error.name) and _valid_str(error.code))
-        )
-        or type(result.additional_contexts) is not tuple
-        or not all(_valid_context(c) for c in result.additional_contexts)
-        or not _valid_meta(result.meta)
-    ):
-        return _INVALID_RESULT
-    return result
+
+
+def _is_return_value(returned: object) -> bool:
+    return isinstance(returned, str | ToolOutput | list | tuple)
 
 
 def _normalize(returned: object) -> ToolExecutionResult:
@@ -307,9 +403,9 @@ _setattr: Final = object.__setattr__
 
 
 def _success(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
-    # The hot path builds the frozen value directly: ``content`` is a tuple already and
-    # ``meta`` comes from a ToolOutput, whose converter snapshotted it. attrs' __init__ would
-    # re-run both converters (a third of the per-call result cost) for nothing.
+    # The hot path builds the value directly: ``content`` is a tuple already and ``meta`` is
+    # checked and frozen at stage 9. attrs' __init__ would re-run the tuple converters (a
+    # third of the per-call result cost) for nothing.
     result = object.__new__(ToolExecutionResult)
     _setattr(result, "content", content)
     _setattr(result, "is_error", False)
@@ -337,6 +433,7 @@ class PreparedCall:
         "_dispatched",
         "_final",
         "_invoked",
+        "_bad_return",
         "_outcome",
         "_registry",
         "execution",
@@ -364,6 +461,7 @@ class PreparedCall:
         self._final = final
         self._invoked = False
         self._dispatched = False
+        self._bad_return: object = _MISSING
         self._deferred: list[HookContext] = []
 
     # --- stage 7 -------------------------------------------------------------------------
@@ -372,10 +470,11 @@ class PreparedCall:
         """Stage 7: the ``execute`` wrapper waterfall around the body.
 
         The body runs in a trio cancel scope linked to the fusion of the caller's signal and a
-        wrapper's replacement, and is always awaited until it returns. Never raises for a tool,
-        wrapper or policy failure (each becomes the call's outcome). Cancelling the caller's
-        own trio scope raises ``trio.Cancelled`` once the body has unwound. Call at most once,
-        and only when :attr:`needs_dispatch` is true.
+        wrapper's replacement, and is always awaited until it returns (a sync body: until its
+        worker thread returns, unless its definition says ``abandon_on_cancel``). Never raises
+        for a tool, wrapper or policy failure (each becomes the call's outcome). Cancelling
+        the caller's own trio scope raises ``trio.Cancelled`` once the body has unwound. Call
+        at most once, and only when :attr:`needs_dispatch` is true.
         """
         if not self.needs_dispatch or self._dispatched:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
@@ -389,15 +488,24 @@ class PreparedCall:
                 result = await self._invoke(self._caller)
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
+            _log_raised(execution, "an execute wrapper", exc)
             self._final = _error_result(exc)
             return  # noqa: ASYNC910
         if type(result) is not ToolExecutionResult:
+            _log_invalid(
+                execution, f"an execute wrapper returned {_kind(result)}, not a ToolExecutionResult"
+            )
             self._final = _INVALID_RESULT
             return
         if self._deferred:
-            result = attrs.evolve(
-                result, additional_contexts=(*self._deferred, *result.additional_contexts)
-            )
+            try:
+                result = attrs.evolve(
+                    result, additional_contexts=(*self._deferred, *result.additional_contexts)
+                )
+            except Exception as exc:  # a hand-built result whose contexts are not a sequence
+                _log_invalid(execution, f"its additional_contexts cannot be read: {exc!r}")
+                self._final = _INVALID_RESULT
+                return
         self._outcome = self._replace_if_cancelled(result)
 
     async def _run_wrappers(self, wrappers: tuple[ExecuteHook, ...]) -> ToolExecutionResult:
@@ -439,7 +547,6 @@ class PreparedCall:
         tool = self._registry._lookup(execution.name, execution.agent)
         if tool is None:
             return _error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
-        self._invoked = True
         context = ToolRunContext(
             token=execution.token,
             call_id=execution.call_id,
@@ -450,14 +557,19 @@ class PreparedCall:
             parent=execution.parent,
             _deferred=self._deferred,
         )
+        body = cast("Callable[..., object]", tool.execute)
+        if not is_async_body(body):
+            return await self._invoke_sync(tool, body, context, signal)
+        run = cast("Callable[[JsonValue, ToolRunContext], Awaitable[object]]", body)
+        self._invoked = True
         returned: object = _MISSING
         failure: Exception | None = None
         try:
             if signal is CancelSignal.never():
-                returned = await tool.execute(execution.arguments, context)
+                returned = await run(execution.arguments, context)
             else:
                 with linked_cancel_scope(signal):
-                    returned = await tool.execute(execution.arguments, context)
+                    returned = await run(execution.arguments, context)
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
@@ -465,9 +577,80 @@ class PreparedCall:
         # shielded body finished anyway), that cancellation wins now, as trio requires.
         await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
+            _log_raised(execution, "the tool body", failure)
             return _error_result(failure)
         if returned is _MISSING or signal.cancelled:
             return _ABORTED
+        if not _is_return_value(returned):
+            self._bad_return = returned
+        return _normalize(returned)
+
+    async def _invoke_sync(
+        self,
+        tool: ToolDefinition,
+        body: Callable[..., object],
+        context: ToolRunContext,
+        signal: CancelSignal,
+    ) -> ToolExecutionResult:
+        """Run a sync body in a worker thread through the registry's thread limiter.
+
+        ``started`` is set in the thread, under a lock, right before the body runs; once the
+        call gives up on the thread (abandoned), a thread that had not started yet does not run
+        the body at all. So "cancelled while waiting for a slot" is exactly "never started".
+        """
+        execution = self.execution
+        arguments = execution.arguments
+        lock = threading.Lock()
+        state = {"started": False, "given_up": False}
+
+        def run() -> object:
+            with lock:
+                if state["given_up"]:
+                    return _MISSING
+                state["started"] = True
+            return body(arguments, context)
+
+        returned: object = _MISSING
+        failure: Exception | None = None
+        scope = (
+            contextlib.nullcontext()
+            if signal is CancelSignal.never()
+            else linked_cancel_scope(signal)
+        )
+        try:
+            with scope:
+                returned = await trio.to_thread.run_sync(
+                    run,
+                    abandon_on_cancel=tool.abandon_on_cancel,
+                    limiter=self._registry._thread_limiter,
+                )
+        except Exception as exc:
+            failure = exc
+        finally:
+            with lock:
+                state["given_up"] = True
+                self._invoked = state["started"]
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if failure is not None:
+            _log_raised(execution, "the tool body", failure)
+            return _error_result(failure)
+        if returned is _MISSING:
+            if not self._invoked:
+                return _ABORTED_BEFORE_DISPATCH
+            return _ABANDONED if tool.abandon_on_cancel else _ABORTED
+        if inspect.isawaitable(returned):
+            if inspect.iscoroutine(returned):
+                returned.close()
+            text = (
+                f'tool "{execution.name}": its body is a plain function that returned an '
+                f"awaitable ({type(returned).__name__}); declare it `async def`"
+            )
+            logger.warning('tool "%s" (%s): %s', execution.name, execution.call_id, text)
+            return _text_error(text)
+        if signal.cancelled:
+            return _ABORTED
+        if not _is_return_value(returned):
+            self._bad_return = returned
         return _normalize(returned)
 
     # --- stages 8-10 ---------------------------------------------------------------------
@@ -480,6 +663,11 @@ class PreparedCall:
         if contexts:
             return attrs.evolve(replacement, additional_contexts=contexts)
         return replacement
+
+    @property
+    def body_invoked(self) -> bool:
+        """Whether the tool body started (a sync body: whether its thread started it)."""
+        return self._invoked
 
     async def complete(self) -> ToolExecutionResult:
         """Stages 8-10: the ``post_execute`` waterfall (for outcomes that reach it), the
@@ -500,7 +688,17 @@ class PreparedCall:
                 final = await self._post_execute(outcome)
             else:
                 final = self._replace_if_cancelled(outcome)
-        final = _materialize(final)
+        try:
+            final = _freeze_result(final)
+        except _Invalid as invalid:
+            detail = str(invalid)
+            bad = self._bad_return
+            if bad is not _MISSING and detail.startswith("content[0] "):
+                detail = (
+                    f"a body returned {_kind(bad)}, where str, content blocks or ToolOutput belong"
+                )
+            _log_invalid(self.execution, detail)
+            final = _INVALID_RESULT
         self._notify(final)
         await trio.lowlevel.cancel_shielded_checkpoint()
         return final
@@ -511,28 +709,35 @@ class PreparedCall:
         try:
             decision = cast(object, await _post_chain(listeners, execution, outcome)())
         except Exception as exc:
+            _log_raised(execution, "a post_execute listener", exc)
             return _error_result(exc)  # noqa: ASYNC910
-        if isinstance(decision, Block):
-            result = ToolExecutionResult(
-                content=decision.feedback,
-                is_error=True,
-                additional_contexts=decision.additional_contexts,
-            )
-        elif isinstance(decision, Accept):
-            accept = decision
-            result = outcome
-            if accept.content is not None or accept.additional_contexts:
-                result = attrs.evolve(
-                    outcome,
-                    content=outcome.content if accept.content is None else accept.content,
-                    additional_contexts=(
-                        *outcome.additional_contexts,
-                        *accept.additional_contexts,
-                    ),
+        # Block is read first: a value that is somehow both is the restrictive one.
+        try:
+            if isinstance(decision, Block):
+                result = ToolExecutionResult(
+                    content=decision.feedback,
+                    is_error=True,
+                    additional_contexts=decision.additional_contexts,
                 )
-        else:
+            elif isinstance(decision, Accept):
+                content = decision.content
+                extra = tuple(decision.additional_contexts)
+                result = outcome
+                if content is not None or extra:
+                    result = attrs.evolve(
+                        outcome,
+                        content=outcome.content if content is None else content,
+                        additional_contexts=(*outcome.additional_contexts, *extra),
+                    )
+            else:
+                return _text_error(
+                    f"tools/post-execute returned {_describe(decision)}, not Accept or Block"
+                )
+        except Exception as exc:  # a hand-built decision whose fields cannot be read
+            _log_raised(execution, "reading a post_execute decision", exc)
             return _text_error(
-                f"tools/post-execute returned {_describe(decision)}, not Accept or Block"
+                f"tools/post-execute returned an unreadable {type(decision).__name__}: "
+                + error_message(exc)
             )
         return self._replace_if_cancelled(result)
 
@@ -551,6 +756,7 @@ class PreparedCall:
                     execution.name,
                     execution.call_id,
                     error_message(exc),
+                    exc_info=exc,
                 )
 
 
@@ -571,7 +777,13 @@ def _post_chain(
 async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> PreparedCall:
     """Stages 0-6 of one call. Never raises for a tool or policy failure; raises
     ``trio.Cancelled`` when the caller's trio scope is cancelled (at entry, or while a
-    ``pre_execute`` listener or the approval service awaits)."""
+    ``pre_execute`` listener or the approval service awaits).
+
+    Fails closed: a decision the pipeline cannot read (not an ``Allow`` / ``Deny`` / ``Ask``,
+    a ``Deny`` whose ``reason`` is not a ``str``, an ``Ask`` whose ``reason`` is neither
+    ``str`` nor ``None``) becomes an error result, as a raising listener does, and the body
+    never runs. A value that is an instance of several decision classes reads as the most
+    restrictive one (``Deny``, then ``Ask``, then ``Allow``)."""
     await trio.lowlevel.checkpoint_if_cancelled()
     if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
@@ -582,12 +794,13 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
     parent = input.parent
     signal = input.signal
     failure: ToolExecutionResult | None = None
+    rejected: BaseException | None = None
     try:
         arguments = snapshot_json(input.arguments)
-    except JsonSnapshotError:
-        arguments, failure = None, _INVALID_ARGUMENTS
+    except JsonSnapshotError as exc:
+        arguments, failure, rejected = None, _INVALID_ARGUMENTS, exc
     except Exception as exc:
-        arguments, failure = None, _error_result(exc)
+        arguments, failure, rejected = None, _error_result(exc), exc
     execution = ToolExecution(
         token=token,
         call_id=call_id,
@@ -598,6 +811,16 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
         parent=parent,
     )
     if failure is not None:  # stage 0: wins over a cancelled signal
+        if isinstance(rejected, JsonSnapshotError):
+            logger.warning(
+                'tool "%s" (%s): arguments rejected at the JSON boundary: %s',
+                name,
+                call_id,
+                rejected,
+            )
+        else:
+            assert rejected is not None
+            _log_raised(execution, "reading the arguments", rejected)
         return PreparedCall(registry, execution, final=failure)
     if signal.cancelled:  # stage 1
         return PreparedCall(registry, execution, final=_ABORTED_BEFORE_DISPATCH)
@@ -609,28 +832,40 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
         try:
             decision = await _pre_chain(listeners, execution)()
         except Exception as exc:  # more specific than a concurrent cancellation
+            _log_raised(execution, "a pre_execute listener", exc)
             return PreparedCall(registry, execution, final=_error_result(exc))
 
     # stage 3
     approval_cancelled = False
-    if type(decision) is Ask or isinstance(decision, Ask):
+    if not isinstance(decision, Deny) and isinstance(decision, Ask):
         try:
             decision, approval_cancelled = await _resolve_ask(registry, execution, decision)
         except Exception as exc:
+            _log_raised(execution, "the approval service", exc)
             return PreparedCall(registry, execution, final=_error_result(exc))
 
     # stage 4
     if approval_cancelled and signal.cancelled:
         return PreparedCall(registry, execution, outcome=_ABORTED_BEFORE_DISPATCH)
 
-    # stage 5
-    if type(decision) is Allow or isinstance(decision, Allow):
+    # stage 5: Deny is read first, so a value that is somehow Deny and Allow denies
+    if isinstance(decision, Deny):
+        reason = _deny_reason(execution, decision)
+        if reason is None:
+            return PreparedCall(
+                registry,
+                execution,
+                final=_text_error(
+                    f"tools/pre-execute returned a Deny whose reason is not a str "
+                    f"({_describe(_read_reason(decision))}); the call is denied"
+                ),
+            )
+    elif isinstance(decision, Allow):
         try:
             reason = registry._evaluate_guards(execution)
         except Exception as exc:
+            _log_raised(execution, "a guard", exc)
             return PreparedCall(registry, execution, final=_error_result(exc))
-    elif isinstance(decision, Deny):
-        reason = decision.reason
     else:
         return PreparedCall(
             registry,
@@ -639,6 +874,7 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
                 f"tools/pre-execute returned {_describe(decision)}, not Allow, Deny or Ask"
             ),
         )
+    # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
         return PreparedCall(registry, execution, outcome=_text_error(_text(reason)))
 
@@ -648,6 +884,29 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
     return PreparedCall(registry, execution, needs_dispatch=True)
 
 
+def _read_reason(decision: Deny | Ask) -> object:
+    try:
+        return cast(object, decision.reason)
+    except Exception as exc:
+        return exc
+
+
+def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
+    """The reason of a ``Deny``, or ``None`` when it cannot be read as a ``str`` (a decision
+    built around the constructor's check, or a subclass whose ``reason`` misbehaves)."""
+    reason = _read_reason(decision)
+    if isinstance(reason, str):
+        return reason
+    logger.warning(
+        'tool "%s" (%s): a pre_execute listener returned a Deny whose reason is %s, not a str; '
+        "the call is denied",
+        execution.name,
+        execution.call_id,
+        _kind(reason),
+    )
+    return None
+
+
 _OUTCOMES: Final = {outcome.value: outcome for outcome in ApprovalOutcome}
 
 
@@ -655,9 +914,16 @@ async def _resolve_ask(
     registry: ToolRegistry, execution: ToolExecution, ask: Ask
 ) -> tuple[PreToolDecision, bool]:
     name = execution.name
+    reason = _read_reason(ask)
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(
+            f"tools/pre-execute returned an Ask whose reason is {_kind(reason)}, not a str or None"
+        )
     service = registry._approval
     if service is None:
-        return Deny(ask.reason or f'tool "{name}" requires approval (not yet supported)'), False  # noqa: ASYNC910
+        if reason is None:
+            reason = f'tool "{name}" requires approval (not yet supported)'
+        return Deny(reason), False  # noqa: ASYNC910
     if execution.agent is None:
         return Deny(  # noqa: ASYNC910
             f'tool "{name}" requires approval, but the call has no agent to route it through'
@@ -671,11 +937,12 @@ async def _resolve_ask(
                 tool_name=name,
                 call_id=execution.call_id,
                 signal=execution.signal,
-                reason=ask.reason,
+                reason=reason,
             )
         ),
     )
-    known = _OUTCOMES.get(answer) if isinstance(answer, str) else None
+    # read a str subclass by its value, never through its own __eq__ / __hash__
+    known = _OUTCOMES.get(str.__str__(answer)) if isinstance(answer, str) else None
     if known is ApprovalOutcome.ALLOWED_ONCE:
         return _ALLOW, False
     if known is ApprovalOutcome.REJECTED:

@@ -10,11 +10,12 @@ whose ``agent`` is that agent. The stages of one call live in :mod:`dsh_tools._p
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Collection, Iterable
 from typing import Final
 
-from ._definition import ToolDefinition, ToolSchema
+import trio
+
+from ._definition import ToolDefinition, ToolSchema, check_timeout
 from ._disposer import Disposer
 from ._execution import (
     ApprovalService,
@@ -120,19 +121,6 @@ class _Restriction:
         )
 
 
-def _check_timeout(definition: ToolDefinition) -> None:
-    timeout = definition.timeout
-    if timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise TypeError(
-            f'tool "{definition.name}" timeout must be a positive finite number of seconds'
-        )
-
-
 def _names(value: Iterable[str] | None, label: str) -> frozenset[str] | None:
     if value is None:
         return None
@@ -150,17 +138,32 @@ class ToolRegistry:
 
     Args:
         approval: the service that answers ``Ask`` decisions; without one, ``Ask`` denies.
+        thread_limit: the most sync tool bodies (plain ``def``) running in worker threads at
+            once, across every call of this registry (one ``trio.CapacityLimiter``). A call
+            waiting for a slot has not started: cancelled there, it is
+            ``ABORTED_BEFORE_DISPATCH``.
+
+    Raises:
+        TypeError: ``thread_limit`` is not an ``int`` (``bool`` is not accepted).
+        ValueError: ``thread_limit`` is less than 1.
 
     Registrations return a :class:`~dsh_tools.Disposer`. ``scope(agent)`` gives the per-agent
     layer (tools, guards, hooks, restrictions heard only by that agent's calls).
     """
 
-    __slots__ = ("_approval", "_global", "_hook_lists", "_scopes", "hooks")
+    __slots__ = ("_approval", "_global", "_hook_lists", "_scopes", "_thread_limiter", "hooks")
 
     hooks: ToolHooks
     """The global hooks: heard by every call (see :class:`ToolHooks`)."""
 
-    def __init__(self, approval: ApprovalService | None = None) -> None:
+    def __init__(self, approval: ApprovalService | None = None, *, thread_limit: int = 8) -> None:
+        if isinstance(thread_limit, bool) or not isinstance(thread_limit, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"thread_limit must be a positive integer, not {type(thread_limit).__name__}"
+            )
+        if thread_limit < 1:
+            raise ValueError(f"thread_limit must be a positive integer, not {thread_limit}")
+        self._thread_limiter = trio.CapacityLimiter(thread_limit)
         self._approval = approval
         self._global = _Layer()
         self._scopes: dict[int, ToolScope] = {}
@@ -178,9 +181,10 @@ class ToolRegistry:
         """Register a global tool.
 
         Raises:
-            TypeError: ``definition`` is not a :class:`~dsh_tools.ToolDefinition`, or its
-                ``timeout`` is not a positive finite number of seconds.
-            ValueError: a global tool of that name is already registered.
+            TypeError: ``definition`` is not a :class:`~dsh_tools.ToolDefinition`.
+            ValueError: a global tool of that name is already registered, or the definition's
+                ``timeout`` is not a positive finite number of seconds (the one rule of
+                ``check_timeout``).
             Exception: whatever a ``change`` listener raised (the registration is rolled back).
         """
         return self._register(self._global, definition, None)
@@ -195,7 +199,8 @@ class ToolRegistry:
     ) -> Disposer:
         if not isinstance(definition, ToolDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
-        _check_timeout(definition)
+        # the definition validated itself; this catches one changed behind attrs' back
+        check_timeout(definition.name, definition.timeout)
         name = definition.name
         if name in layer.tools:
             if scope is None:

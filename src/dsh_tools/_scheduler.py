@@ -26,7 +26,9 @@ after every body has unwound.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import logging
 import math
 from collections.abc import Iterable
 from typing import Final
@@ -36,16 +38,28 @@ import trio
 
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
-from ._pipeline import PreparedCall, aborted_before_dispatch_result
+from ._pipeline import (
+    PreparedCall,
+    aborted_before_dispatch_result,
+    aborted_result,
+    freeze_context,
+)
 from ._registry import ToolRegistry
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal
 
-__all__ = ["ToolBatch", "ToolCallRequest", "parse_arguments", "run_tool_calls"]
+__all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "parse_arguments", "run_tool_calls"]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
+logger: Final = logging.getLogger("dsh_tools")
+
 _str = attrs.validators.instance_of(str)
+
+
+def _model_text(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"arguments must be the model's JSON text (str); got {type(value).__name__}")
 
 
 @attrs.frozen(kw_only=True)
@@ -54,11 +68,15 @@ class ToolCallRequest:
 
     ``arguments`` is the raw JSON text; the scheduler parses it (``""`` means ``{}``, text that
     is not valid JSON is passed on as the string itself, so the tool's validation reports it).
+
+    Raises:
+        TypeError: a field is not a ``str``; for parsed arguments:
+            ``arguments must be the model's JSON text (str); got dict``.
     """
 
     call_id: str = attrs.field(validator=_str)
     name: str = attrs.field(validator=_str)
-    arguments: str = attrs.field(validator=_str)
+    arguments: str = attrs.field(validator=_model_text)
 
 
 @attrs.frozen(kw_only=True)
@@ -204,6 +222,8 @@ class _Batch:
     committed: int = 0
     in_flight: int = 0
     pool_closed: bool = False
+    active: bool = True
+    append_failed: bool = False
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
@@ -214,6 +234,68 @@ class _Batch:
         self.results = [None] * n
 
     async def run(self) -> ToolBatch:
+        token = _ACTIVE_BATCH.set(self)
+        try:
+            return await self._run()
+        except BaseException:
+            # caller-scope cancellation, or the scheduler itself failed: every tool/call we
+            # appended still gets its tool/result (synchronously: no checkpoint needed)
+            self.active = False
+            if not self.append_failed:
+                self._balance()
+            raise
+        finally:
+            self.active = False
+            _ACTIVE_BATCH.reset(token)
+
+    def _append(self, event: ToolCallEvent | ToolResultEvent | ContextMessageEvent) -> int:
+        assert self.session is not None
+        try:
+            return self.session.append(event)
+        except BaseException:
+            self.append_failed = True
+            raise
+
+    def _balance(self) -> None:
+        """Append ``tool/result`` for every started call without one: ``ABORTED`` when its body
+        ran, else ``ABORTED_BEFORE_DISPATCH``. Unstarted calls had no ``tool/call``."""
+        if self.session is None:
+            return
+        for index in range(self.committed, self.started):
+            prepared = self.prepared[index]
+            invoked = prepared is not None and prepared.body_invoked
+            result = aborted_result() if invoked else aborted_before_dispatch_result()
+            try:
+                self._append_result(index, result)
+            except Exception:
+                logger.warning(
+                    "could not balance tool/call %r after the batch failed",
+                    self.calls[index].call_id,
+                    exc_info=True,
+                )
+                return
+            self.committed = index + 1
+
+    def _append_result(self, index: int, result: ToolExecutionResult) -> None:
+        self._append(
+            ToolResultEvent(
+                turn=self.turn,
+                step=self.step,
+                call_id=self.calls[index].call_id,
+                content=result.content,
+                is_error=result.is_error,
+                error=result.error,
+                meta=result.meta,
+                source_event_seqs=(self.call_seqs[index],),
+            )
+        )
+
+    def inject(self, context: HookContext) -> None:
+        if not self.active:
+            raise RuntimeError("inject_context() called outside an active batch")
+        self.contexts.append(context)
+
+    async def _run(self) -> ToolBatch:
         # a checkpoint on every path, also when no call runs (empty or pre-cancelled batch)
         await trio.lowlevel.checkpoint()
         n = len(self.calls)
@@ -223,9 +305,10 @@ class _Batch:
             else:
                 await self._run_barrier()
         self._skip_unstarted()
+        self.active = False
         if self.session is not None:
             for context in self.contexts:
-                self.session.append(
+                self._append(
                     ContextMessageEvent(
                         content=context.content, source=context.source, meta=context.meta
                     )
@@ -257,7 +340,7 @@ class _Batch:
         """Append the call's ``tool/call`` and run its prepare stages (on the lane)."""
         call = self.calls[index]
         if self.session is not None:
-            self.call_seqs[index] = self.session.append(
+            self.call_seqs[index] = self._append(
                 ToolCallEvent(
                     turn=self.turn,
                     step=self.step,
@@ -282,22 +365,11 @@ class _Batch:
         index = self.committed
         prepared = self.prepared[index]
         assert prepared is not None
-        self.prepared[index] = None
         result = await prepared.complete()
         self.results[index] = result
         if self.session is not None:
-            self.session.append(
-                ToolResultEvent(
-                    turn=self.turn,
-                    step=self.step,
-                    call_id=self.calls[index].call_id,
-                    content=result.content,
-                    is_error=result.is_error,
-                    error=result.error,
-                    meta=result.meta,
-                    source_event_seqs=(self.call_seqs[index],),
-                )
-            )
+            self._append_result(index, result)
+        self.prepared[index] = None
         self.contexts.extend(result.additional_contexts)
         self.committed = index + 1
 
@@ -375,7 +447,7 @@ class _Batch:
         for index in range(self.started, len(self.calls)):
             call = self.calls[index]
             if self.session is not None:
-                seq = self.session.append(
+                seq = self._append(
                     ToolCallEvent(
                         turn=self.turn,
                         step=self.step,
@@ -384,7 +456,7 @@ class _Batch:
                         arguments=call.arguments,
                     )
                 )
-                self.session.append(
+                self._append(
                     ToolResultEvent(
                         turn=self.turn,
                         step=self.step,
@@ -403,3 +475,38 @@ class _Batch:
 async def _dispatch(prepared: PreparedCall, index: int, send: trio.MemorySendChannel[int]) -> None:
     await prepared.dispatch()
     send.send_nowait(index)
+
+
+_ACTIVE_BATCH: Final = contextvars.ContextVar[_Batch | None]("dsh_tools_active_batch", default=None)
+
+
+def inject_context(context: HookContext) -> None:
+    """Put ``context`` into the context FIFO of the batch running in the current task.
+
+    Call it from a tool body, an ``execute`` wrapper or a hook while :func:`run_tool_calls` runs
+    (the batch is found through a ``contextvars`` value that ``run_tool_calls`` sets, and that
+    trio passes on to the tasks and worker threads it starts). The context joins the FIFO at
+    call time: before the contexts of every call that commits later, after those of calls
+    committed already. Its ``context/message`` event, like every context's, is appended after
+    every ``tool/result`` of the batch. Not a checkpoint.
+
+    Args:
+        context: the context; checked and frozen now (its ``meta`` must be lossless JSON).
+
+    Raises:
+        TypeError: ``context`` is not a :class:`~dsh_tools.HookContext`, or is not lossless JSON:
+            ``agent context must be losslessly JSON-serializable``.
+        RuntimeError: no batch is running in this task:
+            ``inject_context() called outside an active batch``.
+    """
+    batch = _ACTIVE_BATCH.get()
+    if batch is None or not batch.active:
+        raise RuntimeError("inject_context() called outside an active batch")
+    if not isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"inject_context() takes a HookContext, not {type(context).__name__}")
+    try:
+        frozen = freeze_context(context)
+    except Exception as exc:
+        logger.warning("inject_context(): context rejected: %s", exc)
+        raise TypeError("agent context must be losslessly JSON-serializable") from exc
+    batch.inject(frozen)

@@ -24,7 +24,8 @@ from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedD
 
 import attrs
 
-from ._json import FrozenJsonObject, dumps_json, json_kind, snapshot_json, thaw_json
+from ._errors import format_js_json
+from ._json import MAX_DEPTH, FrozenJsonObject, json_kind, snapshot_json, thaw_json
 
 __all__ = [
     "SchemaProp",
@@ -86,9 +87,15 @@ def schema_spec_to_json_schema(spec: SchemaSpec) -> dict[str, Any]:
 
     Returns:
         The JSON Schema as plain JSON data.
+
+    Raises:
+        TypeError: the spec is not a mapping of mappings, or reading it raised (the error names
+            the path, e.g. ``spec.a.properties.b``).
+        ValueError: the spec is cyclic or nested deeper than :data:`~dsh_tools.MAX_DEPTH`
+            levels.
     """
     schema: dict[str, Any] = {"type": "object"}
-    properties, required = _convert_spec(spec)
+    properties, required = _convert_spec(read_spec(spec))
     schema["properties"] = properties
     if required:
         schema["required"] = required
@@ -136,6 +143,79 @@ def _plain_copy(value: object) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# Reading a spec once
+
+_PROP_KEYS: Final = ("type", "required", "description", "enum", "default", "properties", "items")
+
+
+def read_spec(spec: object) -> dict[str, SchemaProp]:
+    """A plain copy of ``spec`` holding only the keys the DSL reads, checked for shape.
+
+    Every read of the caller's mappings happens here, once: a spec that is cyclic or nested
+    deeper than :data:`~dsh_tools.MAX_DEPTH` levels raises ``ValueError`` (never
+    ``RecursionError``), and a mapping whose reads raise gives a ``TypeError`` naming the path.
+    Enum and default values are kept as given (they are snapshotted where they are used).
+    """
+    return _read_spec(spec, "spec", 0, set())
+
+
+def _read_error(path: str, exc: Exception) -> TypeError:
+    return TypeError(f"reading the schema spec at {path} raised {type(exc).__name__}: {exc}")
+
+
+def _enter(ident: int, path: str, depth: int, stack: set[int]) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the schema spec is nested deeper than {MAX_DEPTH} levels at {path}")
+    if ident in stack:
+        raise ValueError(f"the schema spec is cyclic: {path} contains itself")
+
+
+def _read_spec(spec: object, path: str, depth: int, stack: set[int]) -> dict[str, SchemaProp]:
+    ident = id(spec)
+    if not isinstance(spec, Mapping):
+        raise TypeError(f"a schema spec must be a mapping, not {type(spec).__name__}")
+    _enter(ident, path, depth, stack)
+    try:
+        entries = list(typing.cast("Mapping[object, object]", spec).items())
+    except Exception as exc:
+        raise _read_error(path, exc) from exc
+    stack.add(ident)
+    out: dict[str, SchemaProp] = {}
+    for key, prop in entries:
+        if not isinstance(key, str):
+            raise TypeError(f"a schema spec's names must be str, not {type(key).__name__}")
+        out[key] = _read_prop(prop, f"{path}.{key}", depth + 1, stack)
+    stack.discard(ident)
+    return out
+
+
+def _read_prop(prop: object, path: str, depth: int, stack: set[int]) -> SchemaProp:
+    ident = id(prop)
+    if not isinstance(prop, Mapping):
+        raise TypeError(f"a schema property must be a mapping, not {type(prop).__name__}")
+    _enter(ident, path, depth, stack)
+    source = typing.cast("Mapping[str, object]", prop)
+    out: dict[str, object] = {}
+    for key in _PROP_KEYS:
+        try:
+            value = source.get(key, _MISSING)
+        except Exception as exc:
+            raise _read_error(f"{path}.{key}", exc) from exc
+        if value is not _MISSING:
+            out[key] = value
+    stack.add(ident)
+    kind = out.get("type")
+    nested = out.get("properties")
+    if kind == "object" and nested is not None:
+        out["properties"] = _read_spec(nested, f"{path}.properties", depth + 1, stack)
+    items = out.get("items")
+    if kind == "array" and items is not None:
+        out["items"] = _read_prop(items, f"{path}.items", depth + 1, stack)
+    stack.discard(ident)
+    return typing.cast(SchemaProp, out)
+
+
+# ---------------------------------------------------------------------------------------------
 # Validation
 
 _Check: TypeAlias = Callable[[object, str, list[str]], None]
@@ -169,16 +249,21 @@ def validate_args(spec: SchemaSpec, args: object) -> list[str]:
 
     Raises:
         ValueError: the *spec* is malformed: an unknown ``type`` gives
-            ``unreachable variant in validateArgs: "weird"``. Malformed *arguments* never raise.
+            ``unreachable variant in validateArgs: "weird"``; a cyclic spec or one nested
+            deeper than :data:`~dsh_tools.MAX_DEPTH` levels says so (never ``RecursionError``).
+            Malformed *arguments* never raise.
         TypeError: the *spec* is malformed in shape (a property that is not a mapping, an
-            ``enum`` that is not a list of JSON values).
+            ``enum`` that is not a list of JSON values), or reading the spec raised (a
+            ``Mapping`` whose ``__getitem__`` fails); the message names the path. A
+            ``Mapping`` of *arguments* whose reads raise gives a ``TypeError`` naming the
+            argument's path.
     """
     return compile_spec(spec)(args)
 
 
 def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
     """Compile ``spec`` once into a validator of whole argument values."""
-    fields = _compile_fields(spec)
+    fields = _compile_fields(read_spec(spec))
 
     def validate(args: object) -> list[str]:
         out: list[str] = []
@@ -205,7 +290,12 @@ def _compile_fields(spec: SchemaSpec) -> _Fields:
 
 def _check_fields(data: Mapping[str, object], prefix: str, fields: _Fields, out: list[str]) -> None:
     for key, required, check in fields:
-        value = data.get(key, _MISSING)
+        try:
+            value = data.get(key, _MISSING)
+        except Exception as exc:
+            raise TypeError(
+                f'reading argument "{prefix}{key}" raised {type(exc).__name__}: {exc}'
+            ) from exc
         if value is _MISSING:
             if required:
                 out.append(f'missing required property "{prefix}{key}"')
@@ -260,8 +350,8 @@ def _compile_prop(prop: SchemaProp) -> _Check:
 
 def _render(value: object) -> str:
     try:
-        return dumps_json(value)
-    except (TypeError, ValueError):
+        return format_js_json(value)
+    except (TypeError, ValueError, RecursionError):
         return repr(value)
 
 
@@ -276,7 +366,7 @@ def _compile_scalar(prop: SchemaProp, test: Callable[[object], bool], message: s
         return check
 
     members = _enum_members(raw_enum)
-    enum_message = "must be one of " + dumps_json(thaw_json(snapshot_json(raw_enum)))
+    enum_message = "must be one of " + format_js_json(snapshot_json(raw_enum))
 
     def check_enum(value: object, path: str, out: list[str]) -> None:
         if not test(value):

@@ -27,12 +27,59 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, Literal, TypeAlias, TypedDict
 
-from ._errors import OutputSchemaError
-from ._json import dumps_json, json_kind, thaw_json
+from ._errors import OutputSchemaError, format_js_json
+from ._json import json_kind
 
-__all__ = ["assert_supported_output_schema", "validate_structured_value"]
+__all__ = [
+    "StructuredOutputSchema",
+    "StructuredScalar",
+    "StructuredSchemaNode",
+    "StructuredSchemaType",
+    "assert_supported_output_schema",
+    "validate_structured_value",
+]
+
+StructuredScalar: TypeAlias = str | int | float | bool | None
+"""A value ``enum`` and ``const`` may hold: a string, a finite number, a boolean or ``null``."""
+
+StructuredSchemaType: TypeAlias = Literal[
+    "object", "array", "string", "number", "integer", "boolean", "null"
+]
+"""The one ``type`` of a node of the supported subset."""
+
+
+class StructuredSchemaNode(TypedDict, total=False):
+    """One node of a structured-output schema (the supported JSON Schema subset).
+
+    Keys:
+        type: the node's :data:`StructuredSchemaType`.
+        properties: child schemas of an ``"object"`` node.
+        required: names that must be present (each one a key of ``properties``).
+        additionalProperties: ``False`` rejects undeclared keys.
+        items: the element schema of an ``"array"`` node.
+        enum: the allowed values of a scalar node (non-empty).
+        const: the one allowed value of a scalar node.
+        description / title / default / examples: annotations (JSON data).
+    """
+
+    type: StructuredSchemaType
+    properties: Mapping[str, StructuredSchemaNode]
+    required: Sequence[str]
+    additionalProperties: bool
+    items: StructuredSchemaNode
+    enum: Sequence[StructuredScalar]
+    const: StructuredScalar
+    description: str
+    title: str
+    default: object
+    examples: Sequence[object]
+
+
+class StructuredOutputSchema(StructuredSchemaNode, total=False):
+    """A whole structured-output schema: the root :class:`StructuredSchemaNode`, whose ``type``
+    must be ``"object"`` (:func:`assert_supported_output_schema` checks it)."""
 
 _TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")
 _SCALAR_TYPES: Final = frozenset({"string", "number", "integer", "boolean", "null"})
@@ -55,7 +102,7 @@ _UNSUPPORTED: Final = (
 )
 
 
-def assert_supported_output_schema(schema: object) -> None:
+def assert_supported_output_schema(schema: StructuredOutputSchema | Mapping[str, object]) -> None:
     """Check that ``schema`` stays inside the structured-output subset.
 
     Every node is walked (paths start at ``schema``, e.g. ``schema.properties.items.items``) and
@@ -204,7 +251,9 @@ def _is_json_data(value: object, stack: set[int]) -> bool:
         stack.discard(ident)
 
 
-def validate_structured_value(schema: Mapping[str, object], value: object) -> list[str]:
+def validate_structured_value(
+    schema: StructuredOutputSchema | Mapping[str, object], value: object
+) -> list[str]:
     """Validate a structured-output value against a schema of the supported subset.
 
     Paths start at ``value`` (``"value.items[2].name" must be a string``). For objects: missing
@@ -225,7 +274,7 @@ def validate_structured_value(schema: Mapping[str, object], value: object) -> li
             skipped :func:`assert_supported_output_schema`).
     """
     out: list[str] = []
-    _validate(schema, value, "value", out)
+    _validate(typing.cast("Mapping[str, object]", schema), value, "value", out)
     return out
 
 
@@ -312,7 +361,8 @@ def _json_equal(a: object, b: object) -> bool:
 
 
 def _render(value: object) -> str:
+    # as the original prints it: an integral float is ``3``, not ``3.0``
     try:
-        return dumps_json(thaw_json(typing.cast("typing.Any", value)))
-    except (TypeError, ValueError):
+        return format_js_json(value)
+    except (TypeError, ValueError, RecursionError):
         return repr(value)

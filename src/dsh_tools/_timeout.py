@@ -13,7 +13,7 @@ import trio
 
 from ._content import TextBlock
 from ._disposer import Disposer
-from ._errors import TOOL_TIMEOUT, ToolErrorInfo
+from ._errors import TOOL_TIMEOUT, ToolErrorInfo, format_js_number
 from ._execution import ToolDispatchExecution, ToolExecutionResult
 from ._hooks import ExecuteNext
 from ._registry import ToolRegistry
@@ -26,9 +26,9 @@ TOOL_TIMEOUT_ERROR_NAME: Final = "ToolTimeoutError"
 
 
 def _milliseconds(seconds: float) -> str:
-    # model-facing text keeps upstream's milliseconds; an integral value prints without ".0"
-    ms = round(seconds * 1000, 6)
-    return str(int(ms)) if ms == int(ms) else repr(ms)
+    # model-facing text keeps upstream's milliseconds, printed as JavaScript prints a number
+    # (``100``, ``1.5``, ``0.00001``); rounding drops the noise of the seconds -> ms product
+    return format_js_number(round(seconds * 1000, 6))
 
 
 def timeout_result(timeout: float) -> ToolExecutionResult:

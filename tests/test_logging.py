@@ -1,0 +1,233 @@
+"""Failures a developer can see: what the pipeline logs on the ``dsh_tools`` logger.
+
+Every exception a body, hook, guard, wrapper or observer raises is logged once, with its
+traceback, naming the tool and the call id (WARNING; DEBUG for a ``HarnessError``). Every
+stage-9 failure and every argument the boundary rejects is logged at WARNING with the detail.
+The model-facing texts stay the original's.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from dsh_tools import (
+    CancelSignal,
+    ExecuteNext,
+    HarnessError,
+    PostExecuteNext,
+    PostToolDecision,
+    PreExecuteNext,
+    PreToolDecision,
+    TextBlock,
+    ToolDefinition,
+    ToolDispatchExecution,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolOutput,
+    ToolRegistry,
+    ToolReturn,
+    ToolRunContext,
+    define_tool,
+)
+
+
+def _registry(body: Any = None) -> ToolRegistry:
+    async def ok(args: Any, context: ToolRunContext) -> ToolReturn:
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(name="t", description="d", parameters={}, execute=body or ok)
+    )
+    return registry
+
+
+def _input(arguments: object = None) -> ToolExecutionInput:
+    return ToolExecutionInput(
+        call_id="call-7",
+        name="t",
+        arguments={} if arguments is None else arguments,
+        signal=CancelSignal.never(),
+    )
+
+
+def _text(result: ToolExecutionResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextBlock)
+    return block.text
+
+
+def _records(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int, str, bool]]:
+    return [
+        (record.name, record.levelno, record.getMessage(), record.exc_info is not None)
+        for record in caplog.records
+    ]
+
+
+async def _raise_key_error(*_args: object) -> Any:
+    raise KeyError("path")
+
+
+async def test_a_raising_body_is_logged_once_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="dsh_tools")
+
+    result = await _registry(_raise_key_error).execute(_input())
+
+    expected = [
+        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): the tool body raised KeyError', True)
+    ]
+    assert ("Error: 'path'", expected) == (_text(result), _records(caplog))
+    assert caplog.records[0].exc_info is not None
+    assert isinstance(caplog.records[0].exc_info[1], KeyError)
+
+
+async def test_a_harness_error_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="dsh_tools")
+    tool = define_tool(
+        name="t",
+        description="d",
+        parameters={"x": {"type": "string", "required": True}},
+        execute=_raise_key_error,
+    )
+    registry = ToolRegistry()
+    registry.register(tool)
+
+    await registry.execute(_input())
+
+    expected = [
+        ("dsh_tools", logging.DEBUG, 'tool "t" (call-7): the tool body raised ToolArgsError', True)
+    ]
+    assert expected == _records(caplog)
+
+
+async def test_each_hook_kind_that_raises_is_logged_naming_itself(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="dsh_tools")
+    texts: list[str] = []
+    for kind in ("pre", "guard", "wrapper", "post", "observer"):
+        registry = _registry()
+        if kind == "pre":
+
+            async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+                raise ValueError("pre")
+
+            registry.hooks.pre_execute.add(pre)
+        elif kind == "guard":
+
+            def guard(execution: ToolExecution) -> str | None:
+                raise ValueError("guard")
+
+            registry.guard(guard)
+        elif kind == "wrapper":
+
+            async def wrapper(
+                execution: ToolDispatchExecution, next: ExecuteNext
+            ) -> ToolExecutionResult:
+                raise ValueError("wrapper")
+
+            registry.hooks.execute.add(wrapper)
+        elif kind == "post":
+
+            async def post(
+                execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+            ) -> PostToolDecision:
+                raise HarnessError("post", "POLICY")
+
+            registry.hooks.post_execute.add(post)
+        else:
+
+            def observer(execution: ToolExecution, result: ToolExecutionResult) -> None:
+                raise ValueError("observer")
+
+            registry.hooks.result.add(observer)
+        texts.append(_text(await registry.execute(_input())))
+
+    expected = [
+        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): a pre_execute listener raised ValueError', True),
+        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): a guard raised ValueError', True),
+        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): an execute wrapper raised ValueError', True),
+        ("dsh_tools", logging.DEBUG, 'tool "t" (call-7): a post_execute listener raised HarnessError', True),
+        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): tools/result observer failed: observer', True),
+    ]
+    assert (["Error: pre", "Error: guard", "Error: wrapper", "Error: post", "ok"], expected) == (
+        texts,
+        _records(caplog),
+    )
+
+
+@pytest.mark.parametrize(
+    ("returned", "detail"),
+    [
+        (42, "a body returned 42, an int, where str, content blocks or ToolOutput belong"),
+        (None, "a body returned None, a NoneType, where str, content blocks or ToolOutput belong"),
+        (["x"], 'content[0] is "x", a str, not a content block'),
+        (
+            ToolOutput(content=(), meta={"callback": print}),
+            "meta: $.callback: a value of type builtin_function_or_method is not JSON data",
+        ),
+    ],
+)
+async def test_a_stage_9_failure_is_logged_with_its_detail(
+    caplog: pytest.LogCaptureFixture, returned: object, detail: str
+) -> None:
+    async def body(args: Any, context: ToolRunContext) -> Any:
+        return returned
+
+    caplog.set_level(logging.DEBUG, logger="dsh_tools")
+
+    result = await _registry(body).execute(_input())
+
+    expected = [
+        (
+            "dsh_tools",
+            logging.WARNING,
+            f'tool "t" (call-7): tool result must be losslessly JSON-serializable: {detail}',
+            False,
+        )
+    ]
+    assert ("Error: tool result must be losslessly JSON-serializable", expected) == (
+        _text(result),
+        _records(caplog),
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "detail"),
+    [
+        ({"n": 2**53}, "$.n: integer 9007199254740992 is outside"),
+        ({"s": "\ud800"}, "$.s: string contains a lone surrogate"),
+    ],
+)
+async def test_arguments_the_boundary_rejects_keep_the_model_text_and_log_the_detail(
+    caplog: pytest.LogCaptureFixture, arguments: object, detail: str
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="dsh_tools")
+
+    result = await _registry().execute(_input(arguments))
+
+    prefix = f'tool "t" (call-7): arguments rejected at the JSON boundary: {detail}'
+    assert (
+        "Error: tool execution arguments must be losslessly JSON-serializable",
+        [("dsh_tools", logging.WARNING, True, False)],
+    ) == (
+        _text(result),
+        [
+            (name, level, message.startswith(prefix), traced)
+            for name, level, message, traced in _records(caplog)
+        ],
+    )
+
+
+async def test_a_successful_call_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="dsh_tools")
+
+    await _registry().execute(_input())
+
+    assert [] == _records(caplog)
