@@ -22,10 +22,12 @@ from dsh_tools import (
     PreToolDecision,
     ToolBatch,
     ToolCallRequest,
+    ToolDefinition,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
+    ToolRunContext,
     run_tool_calls,
 )
 from dsh_tools._hooks import PreExecuteNext
@@ -79,9 +81,10 @@ class Mixed:
         call("c4", "careful"),  # parallel, shielded 1 s
         call("c5", "broken"),  # parallel, fails after 0.5 s
         call("c6", "write"),  # exclusive barrier
+        call("c7", "stamp"),  # a sync body, run in a worker thread
     )
     # what each call gives when nothing is cancelled
-    undisturbed: tuple[str, ...] = ("ok", "ok", "ok", "ok", "error", "ok")
+    undisturbed: tuple[str, ...] = ("ok", "ok", "ok", "ok", "error", "ok", "ok")
     # the stages each call reaches when nothing is cancelled
     reaches: tuple[frozenset[CallStage], ...] = (
         frozenset(STAGES) - {"approval"},
@@ -90,10 +93,15 @@ class Mixed:
         frozenset(STAGES) - {"approval"},
         frozenset(STAGES) - {"approval"},
         frozenset(STAGES) - {"approval"},
+        frozenset(STAGES) - {"approval"},
     )
 
 
 MIXED = Mixed()
+
+
+def stamp(arguments: object, context: ToolRunContext) -> str:
+    return f"stamped {context.call_id}"
 
 
 def build(registry: ToolRegistry) -> list[ScriptedTool]:
@@ -106,6 +114,9 @@ def build(registry: ToolRegistry) -> list[ScriptedTool]:
     ]
     for tool in tools:
         tool.register(registry)
+    registry.register(
+        ToolDefinition(name="stamp", description="sync", parameters={}, execute=stamp)
+    )
     registry.hooks.pre_execute.add(ask_for_confirm)
     return tools
 
@@ -183,7 +194,7 @@ def test_cancelling_at_a_virtual_time_aborts_what_is_in_flight_at_that_moment() 
 
     check_batch(MIXED.calls, batch, session, tools=tools)
     # c1 (0-1) and c2 (approval 0-0.5, body 0.5-2.5) in the pool; c3 waits for the pool
-    expected = ["ok", "ABORTED", *["ABORTED_BEFORE_DISPATCH"] * 4]
+    expected = ["ok", "ABORTED", *["ABORTED_BEFORE_DISPATCH"] * 5]
     assert expected == [code(r) for r in batch.results]
     confirm = tools[1]
     assert [(0.5, 2.25, "cancelled")] == [(r.started, r.ended, r.ending) for r in confirm.runs]

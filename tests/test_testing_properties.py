@@ -28,6 +28,7 @@ from dsh_tools.testing import (
     CallStage,
     FailStep,
     HangStep,
+    InjectStep,
     ReturnsStep,
     ScriptedRun,
     ScriptedTool,
@@ -94,12 +95,23 @@ def overlap(a: ScriptedRun, b: ScriptedRun) -> bool:
 
 
 @examples
-@given(plan=tool_batches(shields=True), cap=st.integers(1, 4), at_time=interrupts)
+@given(plan=tool_batches(shields=True, injects=True), cap=st.integers(1, 4), at_time=interrupts)
 def test_every_batch_keeps_the_scheduler_invariants(
     plan: BatchPlan, cap: int, at_time: float | None
 ) -> None:
     batch, session, tools = run_plan(plan, cap, at_time=at_time)
     check_batch(plan.requests, batch, session, tools=tools)
+    # every body that started and injected: its context is in the FIFO exactly once
+    injected = sorted(
+        run.call_id for tool in tools for run in tool.runs if isinstance(tool.steps[0], InjectStep)
+    )
+    texts = sorted(
+        b.text.removeprefix("injected by ")
+        for context in batch.contexts
+        for b in context.content
+        if isinstance(b, TextBlock)
+    )
+    assert injected == texts
 
 
 @examples

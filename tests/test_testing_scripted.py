@@ -9,19 +9,23 @@ import trio.testing
 from dsh_tools import (
     CancelController,
     CancelSignal,
+    HookContext,
     MemorySessionLog,
     TextBlock,
     ToolCallRequest,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
+    UserSource,
     run_tool_calls,
 )
 from dsh_tools.testing import (
     ScriptedRun,
+    check_batch,
     checkpoint,
     fail,
     hang,
+    inject,
     returns,
     scripted_tool,
     shielded,
@@ -156,3 +160,30 @@ def test_the_plugin_fixtures_are_fresh_per_test(
     registry: ToolRegistry, session_log: MemorySessionLog
 ) -> None:
     assert ([], []) == (registry.schemas(), session_log.events())
+
+
+async def test_an_inject_step_puts_its_context_into_the_running_batch(
+    registry: ToolRegistry,
+    session_log: MemorySessionLog,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    note = HookContext(content=(TextBlock(text="remember this"),), source=UserSource())
+    scripted_tool("noting", sleep(1), inject(note)).register(registry)
+
+    batch = await run_tool_calls(
+        registry, [call("a", "noting")], signal=CancelSignal.never(), session=session_log
+    )
+
+    assert (note,) == batch.contexts
+    check_batch([call("a", "noting")], batch, session_log)
+
+
+async def test_an_inject_step_outside_a_batch_fails_the_call(
+    registry: ToolRegistry, autojump_clock: trio.testing.MockClock
+) -> None:
+    note = HookContext(content=(TextBlock(text="x"),), source=UserSource())
+    scripted_tool("noting", inject(note)).register(registry)
+
+    result = await execute(registry, "noting", CancelSignal.never())
+
+    assert "Error: inject_context() called outside an active batch" == text(result)

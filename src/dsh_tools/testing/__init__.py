@@ -1,7 +1,7 @@
 """Test kit for tools, hooks and batches (``pip install 'dsh-tools[testing]'``).
 
 - Scripted tools: :func:`scripted_tool` with the steps :func:`sleep`, :func:`checkpoint`,
-  :func:`fail`, :func:`hang`, :func:`shielded`, :func:`returns`; each tool records its runs.
+  :func:`fail`, :func:`hang`, :func:`shielded`, :func:`inject`, :func:`returns`; each tool records its runs.
 - Fault injection: :func:`cancel_at` a virtual time or a :class:`StageReached`.
 - Invariants: :func:`check_batch`.
 - Hypothesis strategies: :mod:`dsh_tools.testing.strategies` (imported on its own, so this
@@ -18,6 +18,7 @@ from ._invariants import check_batch as check_batch
 from ._scripted import CheckpointStep as CheckpointStep
 from ._scripted import FailStep as FailStep
 from ._scripted import HangStep as HangStep
+from ._scripted import InjectStep as InjectStep
 from ._scripted import ReturnsStep as ReturnsStep
 from ._scripted import RunEnding as RunEnding
 from ._scripted import ScriptedRun as ScriptedRun
@@ -28,6 +29,7 @@ from ._scripted import Step as Step
 from ._scripted import checkpoint as checkpoint
 from ._scripted import fail as fail
 from ._scripted import hang as hang
+from ._scripted import inject as inject
 from ._scripted import returns as returns
 from ._scripted import scripted_tool as scripted_tool
 from ._scripted import shielded as shielded
@@ -39,6 +41,7 @@ __all__ = [
     "CheckpointStep",
     "FailStep",
     "HangStep",
+    "InjectStep",
     "ReturnsStep",
     "RunEnding",
     "ScriptedRun",
@@ -52,6 +55,7 @@ __all__ = [
     "checkpoint",
     "fail",
     "hang",
+    "inject",
     "returns",
     "scripted_tool",
     "shielded",

@@ -1,5 +1,5 @@
-"""Scripted tools: bodies made of steps (sleep, checkpoint, fail, hang, shielded, returns) that
-record when each call started, how it ended and when, on trio's clock (virtual in tests)."""
+"""Scripted tools: bodies made of steps (sleep, checkpoint, fail, hang, shielded, inject,
+returns) that record when each call started, how it ended and when, on trio's clock (virtual in tests)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ from typing import Final, Literal, TypeAlias, final
 import attrs
 import trio
 
+from dsh_tools._content import HookContext
 from dsh_tools._definition import ToolDefinition
 from dsh_tools._disposer import Disposer
 from dsh_tools._execution import ToolRunContext
 from dsh_tools._json import JsonValue
 from dsh_tools._registry import ToolRegistry, ToolScope
+from dsh_tools._scheduler import inject_context
 
 __all__ = [
     "CheckpointStep",
     "FailStep",
     "HangStep",
+    "InjectStep",
     "ReturnsStep",
     "RunEnding",
     "ScriptedRun",
@@ -28,6 +31,7 @@ __all__ = [
     "checkpoint",
     "fail",
     "hang",
+    "inject",
     "returns",
     "scripted_tool",
     "shielded",
@@ -78,13 +82,23 @@ class ShieldedStep:
 
 @final
 @attrs.frozen(kw_only=True)
+class InjectStep:
+    """``inject_context(context)``: the context joins the running batch's FIFO now."""
+
+    context: HookContext = attrs.field(validator=attrs.validators.instance_of(HookContext))
+
+
+@final
+@attrs.frozen(kw_only=True)
 class ReturnsStep:
     """End the body, returning ``text`` (one text block). Must be the last step."""
 
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
 
 
-Step: TypeAlias = SleepStep | CheckpointStep | FailStep | HangStep | ShieldedStep | ReturnsStep
+Step: TypeAlias = (
+    SleepStep | CheckpointStep | FailStep | HangStep | ShieldedStep | InjectStep | ReturnsStep
+)
 """One step of a scripted body."""
 
 
@@ -120,6 +134,12 @@ def hang() -> HangStep:
 def shielded(seconds: float) -> ShieldedStep:
     """A step that sleeps ``seconds`` shielded from cancellation."""
     return ShieldedStep(seconds=seconds)
+
+
+def inject(context: HookContext) -> InjectStep:
+    """A step that injects ``context`` into the running batch (:func:`~dsh_tools.inject_context`;
+    outside a batch the body fails with its ``RuntimeError``)."""
+    return InjectStep(context=context)
 
 
 def returns(text: str) -> ReturnsStep:
@@ -253,6 +273,8 @@ class ScriptedTool:
             elif isinstance(step, ShieldedStep):
                 with trio.CancelScope(shield=True):
                     await trio.sleep(step.seconds)
+            elif isinstance(step, InjectStep):
+                inject_context(step.context)
             else:
                 # a script may have no schedule point at all: the caller's stages checkpoint
                 return step.text  # noqa: ASYNC910
@@ -270,7 +292,7 @@ def scripted_tool(name: str, *steps: Step, parallel: bool = True) -> ScriptedToo
     Args:
         name: the tool name the calls use.
         steps: :func:`sleep`, :func:`checkpoint`, :func:`fail`, :func:`hang`,
-            :func:`shielded`, and last, optionally, :func:`returns`.
+            :func:`shielded`, :func:`inject`, and last, optionally, :func:`returns`.
         parallel: ``True`` (default) classifies every call as parallel-safe; ``False`` makes
             each call an exclusive barrier.
     """

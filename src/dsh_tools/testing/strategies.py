@@ -21,7 +21,7 @@ import attrs
 import trio
 from hypothesis import strategies as st
 
-from dsh_tools._content import TextBlock
+from dsh_tools._content import HookContext, PluginSource, TextBlock
 from dsh_tools._disposer import Disposer
 from dsh_tools._execution import (
     Accept,
@@ -48,6 +48,7 @@ from ._scripted import (
     Step,
     fail,
     hang,
+    inject,
     returns,
     scripted_tool,
     shielded,
@@ -148,6 +149,7 @@ class BatchPlan:
 def _bodies(
     durations: Sequence[float], failures: bool, hangs: bool, shields: bool
 ) -> st.SearchStrategy[tuple[Step, ...]]:
+    """A body's steps (an injection, if any, is added by the plan)."""
     options: list[st.SearchStrategy[tuple[Step, ...]]] = [
         st.sampled_from(durations).map(lambda s: (sleep(s),))
     ]
@@ -169,11 +171,14 @@ def _plans(
     failures: bool,
     hangs: bool,
     shields: bool,
+    injects: bool,
 ) -> BatchPlan:
     count = draw(st.integers(min_calls, max_calls))
     calls: list[PlannedCall] = []
     for index in range(count):
         steps = draw(_bodies(durations, failures, hangs, shields))
+        if injects and draw(st.booleans()):
+            steps = (inject(_injected(f"c{index}")), *steps)
         if draw(st.booleans()) and not isinstance(steps[-1], FailStep):
             steps = (*steps, returns(f"result of c{index}"))
         calls.append(PlannedCall(call_id=f"c{index}", parallel=draw(st.booleans()), steps=steps))
@@ -188,6 +193,7 @@ def tool_batches(
     failures: bool = True,
     hangs: bool = False,
     shields: bool = False,
+    injects: bool = False,
 ) -> st.SearchStrategy[BatchPlan]:
     """Batches of ``min_calls``..``max_calls`` calls mixing parallel and exclusive tools.
 
@@ -199,10 +205,18 @@ def tool_batches(
         hangs: whether a body may hang until cancelled (run such batches with a cancellation,
             e.g. :func:`~dsh_tools.testing.cancel_at` at a time).
         shields: whether a body may sleep shielded from cancellation.
+        injects: whether a body may first inject a context (``injected by <call id>``) into
+            the batch.
     """
     if not 0 <= min_calls <= max_calls:
         raise ValueError("need 0 <= min_calls <= max_calls")
-    return _plans(min_calls, max_calls, tuple(durations), failures, hangs, shields)
+    return _plans(min_calls, max_calls, tuple(durations), failures, hangs, shields, injects)
+
+
+def _injected(call_id: str) -> HookContext:
+    return HookContext(
+        content=(TextBlock(text=f"injected by {call_id}"),), source=PluginSource(plugin="kit")
+    )
 
 
 # --- hook chains ---------------------------------------------------------------------------
