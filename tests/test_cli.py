@@ -54,6 +54,10 @@ def test_demo_plain_works_without_rich(tmp_path: Path) -> None:
             ["bench"],
             "`dsh-tools bench` needs the [cli] extra: python -m pip install 'dsh-tools[cli]'",
         ),
+        (
+            ["replay", "x.jsonl"],
+            "`dsh-tools replay` needs the [cli] extra: python -m pip install 'dsh-tools[cli]'",
+        ),
     ],
 )
 def test_commands_that_need_rich_say_which_extra_to_install(
@@ -91,7 +95,7 @@ def test_the_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    for command in ("demo", "bench", "acp"):
+    for command in ("demo", "bench", "replay", "acp"):
         assert f"    {command} " in out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +13,34 @@ import trio
 import trio.testing
 
 from dsh_tools import (
+    ApprovalDecidedEvent,
+    ApprovalNext,
+    ApprovalOutcome,
+    ApprovalRequest,
+    CancelController,
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    FileLocation,
+    GenericCallView,
+    GenericResultView,
     JsonlSessionLog,
     MemorySessionLog,
+    TerminalCallView,
+    TerminalResultView,
+    TextBlock,
     ToolCallEvent,
+    ToolCallKind,
+    ToolCallRequest,
+    ToolPresenter,
     ToolResultEvent,
+    ToolResultView,
+    TurnEndEvent,
+    TurnStartEvent,
+    run_tool_calls,
 )
 from dsh_tools.__main__ import main
-from dsh_tools._demo import DemoBatch, outcome, run_demo
+from dsh_tools._demo import DemoBatch, Workspace, build_registry, hunks, outcome, run_demo
 
 
 def run_on_virtual_time() -> tuple[list[DemoBatch], MemorySessionLog]:
@@ -122,3 +145,200 @@ def test_the_command_line_requires_a_command(capsys: pytest.CaptureFixture[str])
         main([])
     assert exited.value.code == 2
     assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+
+
+# --- presentation and --ask ---------------------------------------------------------------
+
+
+def test_every_call_of_the_default_demo_has_a_call_and_a_result_card() -> None:
+    batches, _session = run_on_virtual_time()
+    c1_call, c1_result = batches[0].views["c1"]
+    c5_call, c5_result = batches[0].views["c5"]
+
+    assert {"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"} == set(batches[0].views)
+    assert (
+        GenericCallView(
+            title="Read README.md",
+            kind=ToolCallKind.READ,
+            locations=[FileLocation(path="/workspace/README.md")],
+        )
+        == c1_call
+    )
+    assert (
+        GenericResultView(content=[TextBlock(text="# demo-app\nA tiny app to show dsh-tools.\n")])
+        == c1_result
+    )
+    assert isinstance(c5_call, DiffCallView)
+    assert (
+        DiffResultView(
+            title="Wrote NOTES.md",
+            diffs=[
+                FileDiff(
+                    path="/workspace/NOTES.md",
+                    old_text=None,
+                    new_text="TODO: error handling in src/app.py",
+                )
+            ],
+        )
+        == c5_result
+    )
+    # invalid arguments: the tool's presenter declines, the generic card shows the raw input
+    c7_call, _ = batches[0].views["c7"]
+    assert (
+        GenericCallView(title="read_file", kind=ToolCallKind.OTHER, raw_input={"path": 42})
+        == c7_call
+    )
+
+
+def test_hunks_of_an_edit_keep_one_line_of_context_around_each_change() -> None:
+    old = "".join(f"line {n}\n" for n in range(1, 11))
+    new = old.replace("line 2\n", "line two\n").replace("line 9\n", "")
+
+    expected = (
+        FileDiff(
+            path="/w/f", old_text="line 1\nline 2\nline 3\n", new_text="line 1\nline two\nline 3\n"
+        ),
+        FileDiff(path="/w/f", old_text="line 8\nline 9\nline 10\n", new_text="line 8\nline 10\n"),
+    )
+    assert expected == hunks("/w/f", old, new)
+
+
+def test_hunks_of_a_new_file_are_the_whole_file() -> None:
+    assert (FileDiff(path="/w/f", old_text=None, new_text="x\n"),) == hunks("/w/f", None, "x\n")
+
+
+def test_hunks_of_an_unchanged_file_are_empty() -> None:
+    assert () == hunks("/w/f", "same\n", "same\n")
+
+
+def test_the_ask_mode_asks_for_writes_and_commands_and_shows_terminal_and_diff_cards() -> None:
+    answers = iter(
+        [ApprovalOutcome.ALLOWED_ONCE, ApprovalOutcome.REJECTED]
+        + [ApprovalOutcome.ALLOWED_ONCE] * 3
+    )
+    asked: list[str] = []
+
+    async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+        asked.append(f"{request.call_id} {request.tool_name}: {request.reason}")
+        await trio.lowlevel.checkpoint()
+        return next_answer()
+
+    def next_answer() -> ApprovalOutcome:
+        return next(answers)
+
+    session = MemorySessionLog()
+    batches = trio.run(
+        functools.partial(run_demo, session, ask=True, answerer=answerer),
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )
+
+    expected_asked = [
+        "c5 write_file: changes the workspace",
+        "c8 write_file: changes the workspace",
+        "e1 run_command: runs a command",
+        "e2 write_file: changes the workspace",
+        "e3 run_command: runs a command",
+    ]
+    assert expected_asked == asked
+    assert ["ok", "ok", "ok", "TOOL_TIMEOUT", "ok", "ok", "INVALID_ARGS", "denied"] == outcomes(
+        batches[0]
+    )
+    assert 'Error: the user rejected tool "write_file"' == _text_of(batches[0], 7)
+    e1_call, e1_result = batches[2].views["e1"]
+    _, e2_result = batches[2].views["e2"]
+    assert TerminalCallView(title="grep TODO", cwd="/workspace") == e1_call
+    assert isinstance(e1_result, TerminalResultView)
+    assert 0 == e1_result.exit_code
+    expected_diff = DiffResultView(
+        title="Wrote src/app.py",
+        diffs=[
+            FileDiff(
+                path="/workspace/src/app.py",
+                old_text="def main():\n    # TODO: handle errors\n    print('hello')\n",
+                new_text="def main():\n    try:\n        print('hello')\n"
+                "    except OSError as exc:\n        print(exc)\n",
+            )
+        ],
+    )
+    assert expected_diff == e2_result
+    events = session.events()
+    assert (TurnStartEvent(turn=0), TurnEndEvent(turn=0)) == (events[0], events[-1])
+    decided = [e.outcome.value for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert ["allowed-once", "rejected", "allowed-once", "allowed-once", "allowed-once"] == decided
+
+
+def _text_of(demo: DemoBatch, index: int) -> str:
+    block = demo.batch.results[index].content[0]
+    assert isinstance(block, TextBlock)
+    return block.text
+
+
+def test_a_command_that_fails_shows_its_exit_code() -> None:
+    workspace = Workspace(files={"a.txt": "x\n"}, latency={})
+    registry = build_registry(workspace)
+    presenter = ToolPresenter(registry)
+
+    async def run() -> ToolResultView:
+        session = MemorySessionLog()
+        await run_tool_calls(
+            registry,
+            [
+                ToolCallRequest(
+                    call_id="r1", name="run_command", arguments='{"command": "cat nope"}'
+                )
+            ],
+            signal=CancelController().signal,
+            session=session,
+        )
+        call, result = session.events()
+        assert isinstance(call, ToolCallEvent)
+        assert isinstance(result, ToolResultEvent)
+        presenter.present_call(call)
+        return presenter.present_result(result)
+
+    view = trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    assert TerminalResultView(output="cat: nope: No such file or directory\n", exit_code=1) == view
+
+
+def _run_ask_demo(tmp_path: Path, stdin: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_tools", "demo", "--ask", "--log", str(tmp_path / "a.jsonl")],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_ask_mode_reads_the_answers_from_stdin(tmp_path: Path) -> None:
+    done = _run_ask_demo(tmp_path, "y\nno\nwhat?\nyes\nY\n\n")
+
+    assert (done.returncode, done.stderr) == (0, "")
+    prompts = done.stdout.count("[y/N] ")
+    assert 6 == prompts  # "what?" is asked again
+    assert 'c8   denied                   Error: the user rejected tool "write_file"' in done.stdout
+    assert (
+        "  e1   terminal $ grep TODO (in /workspace) -> terminal exit 0, 3 lines of output"
+        in done.stdout
+    )
+    assert "  e2   diff [Write src/app.py] -> diff: 1 hunk(s), 5 new line(s)" in done.stdout
+    assert (
+        'e3   denied                   Error: the user rejected tool "run_command"' in done.stdout
+    )
+
+
+def test_the_ask_mode_without_input_has_no_approval_channel(tmp_path: Path) -> None:
+    done = _run_ask_demo(tmp_path, "")
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (
+        'c5   denied                   Error: tool "write_file" requires approval, but'
+        in done.stdout
+    )
+    lines = (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()
+    decided = [
+        event["outcome"] for event in map(json.loads, lines) if event["type"] == "approval/decided"
+    ]
+    assert ["unavailable"] * 5 == decided

@@ -95,3 +95,22 @@ def test_the_public_names_of_the_core_are_exported() -> None:
     }
 
     assert set() == core - set(dsh_tools.__all__)
+
+
+def test_the_presenter_and_user_approval_names_are_exported() -> None:
+    seed_completion = {
+        "ApprovalAskedEvent",
+        "ApprovalDecidedEvent",
+        "ApprovalPolicyEvent",
+        "ToolPresenter",
+        "TurnEndEvent",
+        "TurnStartEvent",
+        "UserApproval",
+        "console_answerer",
+        "console_block",
+        "parse_call_arguments",
+        "session_turn",
+        "tool_result_from_event",
+    }
+
+    assert set() == seed_completion - set(dsh_tools.__all__)

@@ -15,6 +15,7 @@ from dsh_tools import (
     Allow,
     CancelController,
     CancelSignal,
+    ContextMessageEvent,
     Deny,
     HookContext,
     PluginSource,
@@ -125,7 +126,7 @@ def summarize(events: list[SessionEvent]) -> list[str]:
             out.append(f"call {event.call_id}")
         elif isinstance(event, ToolResultEvent):
             out.append(f"result {event.call_id}")
-        else:
+        elif isinstance(event, ContextMessageEvent):
             out.append(
                 "context " + " ".join(b.text for b in event.content if isinstance(b, TextBlock))
             )

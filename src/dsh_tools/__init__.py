@@ -3,6 +3,14 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
+from ._approval import ApprovalAnswerer as ApprovalAnswerer
+from ._approval import ApprovalNext as ApprovalNext
+from ._approval import ApprovalPolicy as ApprovalPolicy
+from ._approval import ApprovalScope as ApprovalScope
+from ._approval import UserApproval as UserApproval
+from ._approval import console_answerer as console_answerer
+from ._approval import session_turn as session_turn
+from ._arguments import parse_call_arguments as parse_call_arguments
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import MessageSource as MessageSource
@@ -80,6 +88,9 @@ from ._presentation import TerminalResultView as TerminalResultView
 from ._presentation import ToolCallKind as ToolCallKind
 from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
+from ._presenter import ToolPresenter as ToolPresenter
+from ._presenter import console_block as console_block
+from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
 from ._scheduler import ToolBatch as ToolBatch
@@ -91,6 +102,9 @@ from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
 from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
+from ._session import ApprovalAskedEvent as ApprovalAskedEvent
+from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
+from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
 from ._session import ContextMessageEvent as ContextMessageEvent
 from ._session import JsonlSessionLog as JsonlSessionLog
 from ._session import MemorySessionLog as MemorySessionLog
@@ -99,6 +113,8 @@ from ._session import SessionLog as SessionLog
 from ._session import SessionLogCorruptError as SessionLogCorruptError
 from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
+from ._session import TurnEndEvent as TurnEndEvent
+from ._session import TurnStartEvent as TurnStartEvent
 from ._signal import CancelController as CancelController
 from ._signal import CancelSignal as CancelSignal
 from ._signal import DeadlineReached as DeadlineReached
@@ -116,8 +132,15 @@ from ._timeout import install_timeout_policy as install_timeout_policy
 __all__ = [
     "Accept",
     "Allow",
+    "ApprovalAnswerer",
+    "ApprovalAskedEvent",
+    "ApprovalDecidedEvent",
+    "ApprovalNext",
     "ApprovalOutcome",
+    "ApprovalPolicy",
+    "ApprovalPolicyEvent",
     "ApprovalRequest",
+    "ApprovalScope",
     "ApprovalService",
     "Ask",
     "Block",
@@ -198,6 +221,7 @@ __all__ = [
     "ToolHooks",
     "ToolNotFoundError",
     "ToolOutput",
+    "ToolPresenter",
     "ToolRegistry",
     "ToolResult",
     "ToolResultBlock",
@@ -207,8 +231,13 @@ __all__ = [
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "UserApproval",
     "UserSource",
     "assert_supported_output_schema",
+    "console_answerer",
+    "console_block",
     "converter",
     "define_tool",
     "dumps_json",
@@ -216,11 +245,14 @@ __all__ = [
     "inject_context",
     "install_timeout_policy",
     "linked_cancel_scope",
+    "parse_call_arguments",
     "register_content_block",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "session_turn",
     "snapshot_json",
     "thaw_json",
+    "tool_result_from_event",
     "validate_args",
     "validate_structured_value",
 ]

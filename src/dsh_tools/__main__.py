@@ -10,6 +10,7 @@ lives in :mod:`dsh_tools.cli` and is imported only by the command that uses it, 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,11 +67,33 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print one JSON document")
     bench.add_argument("--quick", action="store_true", help="fewer rounds and smaller sizes")
 
+    replay = commands.add_parser(
+        "replay",
+        help="show a session log through the presenter",
+        description=(
+            "Render a JSON Lines session log (e.g. the demo's) through the tool presenter: call "
+            "cards, results, contexts, turns and approvals, as a UI showed them live."
+        ),
+    )
+    replay.add_argument("log", type=Path, metavar="LOG.jsonl", help="the session log to show")
+    replay.add_argument(
+        "--registry",
+        metavar="MODULE:NAME",
+        help="the ToolRegistry (or a function returning one) whose presenters draw the cards "
+        "(default: the demo's tools)",
+    )
+
     commands.add_parser(
         "acp",
         help="run an ACP agent over stdio",
         description="An Agent Client Protocol agent over stdio (needs the [acp] extra).",
         add_help=False,
+    )
+    demo.add_argument(
+        "--ask",
+        action="store_true",
+        help="ask on the terminal (y/n) before each write or command, and run two commands "
+        "(prints the ASCII timeline, as --plain does)",
     )
     return parser
 
@@ -83,6 +106,15 @@ def _has_rich() -> bool:
     return True
 
 
+def _quiet_library_logs() -> None:
+    """The demo provokes tool failures on purpose and shows each one in its output; without a
+    logging configuration, Python's last-resort handler would print each warning's traceback to
+    stderr as well. A configured root logger still gets every record."""
+    logger = logging.getLogger("dsh_tools")
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
@@ -90,10 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _acp(arguments[1:])
     args = _parser().parse_args(arguments)
     command: str = args.command
-    if command == "demo" and args.plain:
+    if command == "demo":
+        _quiet_library_logs()
+    if command == "demo" and (args.plain or args.ask):
+        # --ask prompts on the terminal (y/n): the ASCII timeline, not the live view, owns it
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 
-        return main_demo(log=args.log, real_time=args.real_time)
+        return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
     if command == "bench" and args.json:
         from .cli.bench import main_bench_json
 
@@ -110,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .cli.bench_view import main_bench
 
         return main_bench(quick=args.quick)
+    if command == "replay":
+        from .cli.replay import main_replay
+
+        return main_replay(args.log, registry=args.registry)
     raise AssertionError(f"unhandled command {command!r}")  # argparse rejects the rest
 
 

@@ -11,11 +11,24 @@ exclusive write as a barrier, a read of what it wrote, a call with invalid argum
 denied by a guard, and a fetch that times out. Batch 2 is interrupted by the user mid-way: the
 call in flight drains to ``ABORTED`` and the calls that never started get
 ``ABORTED_BEFORE_DISPATCH``.
+
+Every tool presents itself (:class:`~dsh_tools.ToolPresenter` turns the session's events into
+the cards a UI would draw): reads and searches as generic cards with their file locations, the
+write as a diff whose result hunks :mod:`difflib` computes from the before and after text, and
+``run_command`` (a tiny shell over the workspace) as a terminal card with its exit code.
+
+With ``ask=True`` (``dsh-tools demo --ask``) the turn runs inside :func:`session_turn` with a
+:class:`UserApproval` service: writes and commands need the user's ``y`` on the terminal
+(:func:`console_answerer`), and a third batch runs two commands.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -25,18 +38,41 @@ import attrs
 import trio
 import trio.testing
 
+from ._approval import ApprovalAnswerer, UserApproval, console_answerer, session_turn
 from ._content import HookContext, PluginSource, TextBlock
 from ._define import define_tool
-from ._execution import ToolExecution, ToolExecutionResult, ToolRunContext
+from ._definition import ToolOutput
+from ._execution import (
+    Ask,
+    PreToolDecision,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolResult,
+    ToolRunContext,
+)
+from ._hooks import PreExecuteNext
 from ._json import FrozenJsonObject
+from ._presentation import (
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    FileLocation,
+    GenericCallView,
+    TerminalCallView,
+    TerminalResultView,
+    ToolCallKind,
+    ToolCallView,
+    ToolResultView,
+)
+from ._presenter import ToolPresenter
 from ._registry import ToolRegistry
 from ._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
-from ._session import JsonlSessionLog, SessionLog
+from ._session import JsonlSessionLog, SessionEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelController
 from ._timeline import TimelineRecorder
 from ._timeout import install_timeout_policy
 
-__all__ = ["DemoBatch", "build_registry", "main_demo", "run_demo"]
+__all__ = ["DemoAgent", "DemoBatch", "build_registry", "hunks", "main_demo", "run_demo"]
 
 MAX_PARALLEL: Final = 3
 """The demo's ``max_parallel_tool_calls``: small, so the rolling pool is visible."""
@@ -45,6 +81,9 @@ INTERRUPT_AFTER: Final = 1.0
 """Seconds into batch 2 when the "user" presses Esc."""
 
 COLUMNS_PER_SECOND: Final = 20
+
+WORKSPACE_ROOT: Final = "/workspace"
+"""Where the demo's in-memory workspace pretends to live (paths on cards are absolute)."""
 
 
 # --- the workspace and its tools ----------------------------------------------------------
@@ -91,6 +130,90 @@ class FetchArgs:
     url: str = attrs.field(metadata={"description": "the URL to fetch"})
 
 
+@attrs.frozen(kw_only=True)
+class RunCommandArgs:
+    command: str = attrs.field(
+        metadata={"description": "a command line: ls, cat PATH, wc -l PATH or grep TEXT"}
+    )
+
+
+def _absolute(path: str) -> str:
+    return f"{WORKSPACE_ROOT}/{path}"
+
+
+def hunks(path: str, old: str | None, new: str, *, context: int = 1) -> tuple[FileDiff, ...]:
+    """The changed regions of ``path`` as diffs, each with ``context`` unchanged lines around
+    it (computed by :class:`difflib.SequenceMatcher`); a new file is one whole-file diff."""
+    if old is None:
+        return (FileDiff(path=path, old_text=None, new_text=new),)
+    before = old.splitlines(keepends=True)
+    after = new.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return tuple(
+        FileDiff(
+            path=path,
+            old_text="".join(before[group[0][1] : group[-1][2]]),
+            new_text="".join(after[group[0][3] : group[-1][4]]),
+        )
+        for group in matcher.get_grouped_opcodes(context)
+    )
+
+
+# --- presenters (pure functions of the arguments and the result) ---------------------------
+
+
+def _result_text(result: ToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextBlock))
+
+
+def _present_read(args: ReadFileArgs) -> ToolCallView:
+    return GenericCallView(
+        title=f"Read {args.path}",
+        kind=ToolCallKind.READ,
+        locations=[FileLocation(path=_absolute(args.path))],
+    )
+
+
+def _present_search(args: SearchArgs) -> ToolCallView:
+    return GenericCallView(title=f"Search for {args.query!r}", kind=ToolCallKind.SEARCH)
+
+
+def _present_fetch(args: FetchArgs) -> ToolCallView:
+    return GenericCallView(title=f"Fetch {args.url}", kind=ToolCallKind.FETCH)
+
+
+def _present_write(args: WriteFileArgs) -> ToolCallView:
+    path = _absolute(args.path)
+    return DiffCallView(
+        title=f"Write {args.path}",
+        diffs=[FileDiff(path=path, old_text=None, new_text=args.content)],
+        locations=[FileLocation(path=path)],
+    )
+
+
+def _present_write_result(args: WriteFileArgs, result: ToolResult) -> ToolResultView | None:
+    meta = result.meta
+    if result.is_error or not isinstance(meta, FrozenJsonObject):
+        return None
+    old = meta.get("oldText")
+    new = meta.get("newText")
+    if not isinstance(new, str) or not (old is None or isinstance(old, str)):
+        return None
+    return DiffResultView(title=f"Wrote {args.path}", diffs=hunks(_absolute(args.path), old, new))
+
+
+def _present_command(args: RunCommandArgs) -> ToolCallView:
+    return TerminalCallView(title=args.command, cwd=WORKSPACE_ROOT)
+
+
+def _present_command_result(args: RunCommandArgs, result: ToolResult) -> ToolResultView | None:
+    meta = result.meta
+    code = meta.get("exitCode") if isinstance(meta, FrozenJsonObject) else None
+    if type(code) is not int:
+        return None
+    return TerminalResultView(output=_result_text(result), exit_code=code)
+
+
 def _always(_args: object) -> bool:
     return True
 
@@ -105,9 +228,54 @@ def _deny_writes_outside(execution: ToolExecution) -> str | None:
     return None
 
 
-def build_registry(workspace: Workspace) -> ToolRegistry:
-    """The demo's registry: four tools over ``workspace``, a guard, the timeout policy."""
-    registry = ToolRegistry()
+def _shell(workspace: Workspace, command: str) -> tuple[str, int]:
+    """A very small shell over the workspace: (output, exit code)."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        return f"sh: {exc}\n", 2
+    files = workspace.files
+    match words:
+        case ["ls"]:
+            return "".join(f"{path}\n" for path in sorted(files)), 0
+        case ["cat", path] if path in files:
+            return files[path], 0
+        case ["wc", "-l", path] if path in files:
+            return f"{len(files[path].splitlines())} {path}\n", 0
+        case ["cat" | "wc", *_]:
+            return f"{words[0]}: {words[-1]}: No such file or directory\n", 1
+        case ["grep", text]:
+            hits = [
+                f"{path}:{line}\n"
+                for path, body in sorted(files.items())
+                for line in body.splitlines()
+                if text in line
+            ]
+            return "".join(hits), 0 if hits else 1
+        case [name, *_]:
+            return f"sh: {name}: command not found\n", 127
+        case _:
+            return "", 0
+
+
+_ASKS: Final = {"write_file": "changes the workspace", "run_command": "runs a command"}
+
+
+async def _ask_before_changes(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+    reason = _ASKS.get(execution.name)
+    if reason is not None:
+        return Ask(reason=reason)  # noqa: ASYNC910 - the scheduler checkpoints around hooks
+    return await next()
+
+
+def build_registry(workspace: Workspace, *, approval: UserApproval | None = None) -> ToolRegistry:
+    """The demo's registry: five tools over ``workspace``, a guard, the timeout policy.
+
+    With ``approval``, writes and commands ask the user first (a ``pre_execute`` ``Ask``).
+    """
+    registry = ToolRegistry(approval=approval)
+    if approval is not None:
+        registry.hooks.pre_execute.add(_ask_before_changes)
 
     async def read_file(args: ReadFileArgs, context: ToolRunContext) -> str:
         await trio.sleep(workspace.latency.get(args.path, 0.2))
@@ -116,8 +284,9 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
         except KeyError:
             raise FileNotFoundError(f"no such file: {args.path}") from None
 
-    async def write_file(args: WriteFileArgs, context: ToolRunContext) -> str:
+    async def write_file(args: WriteFileArgs, context: ToolRunContext) -> ToolOutput:
         await trio.sleep(0.3)
+        old = workspace.files.get(args.path)
         workspace.files[args.path] = args.content
         context.defer_context(
             HookContext(
@@ -125,7 +294,10 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
                 source=PluginSource(plugin="demo-workspace"),
             )
         )
-        return f"wrote {len(args.content)} characters to {args.path}"
+        return ToolOutput(
+            content=[TextBlock(text=f"wrote {len(args.content)} characters to {args.path}")],
+            meta={"oldText": old, "newText": args.content},
+        )
 
     async def search(args: SearchArgs, context: ToolRunContext) -> str:
         await trio.sleep(0.6)
@@ -142,6 +314,11 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
         await trio.sleep(5)
         return f"<html>{args.url}</html>"
 
+    async def run_command(args: RunCommandArgs, context: ToolRunContext) -> ToolOutput:
+        await trio.sleep(0.1)
+        output, code = _shell(workspace, args.command)
+        return ToolOutput(content=[TextBlock(text=output)], meta={"exitCode": code})
+
     registry.register(
         define_tool(
             name="read_file",
@@ -149,6 +326,7 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
             parameters=ReadFileArgs,
             execute=read_file,
             is_concurrency_safe=_always,
+            present_call=_present_read,
         )
     )
     registry.register(
@@ -157,6 +335,8 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
             description="Replace the text of a file of the workspace.",
             parameters=WriteFileArgs,
             execute=write_file,
+            present_call=_present_write,
+            present_result=_present_write_result,
         )
     )
     registry.register(
@@ -166,6 +346,7 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
             parameters=SearchArgs,
             execute=search,
             is_concurrency_safe=_always,
+            present_call=_present_search,
         )
     )
     registry.register(
@@ -176,6 +357,17 @@ def build_registry(workspace: Workspace) -> ToolRegistry:
             execute=fetch_url,
             timeout=1.0,
             is_concurrency_safe=_always,
+            present_call=_present_fetch,
+        )
+    )
+    registry.register(
+        define_tool(
+            name="run_command",
+            description="Run a command in the workspace: ls, cat PATH, wc -l PATH, grep TEXT.",
+            parameters=RunCommandArgs,
+            execute=run_command,
+            present_call=_present_command,
+            present_result=_present_command_result,
         )
     )
     registry.guard(_deny_writes_outside)
@@ -212,6 +404,24 @@ BATCH_2: Final = (
 )
 
 
+BATCH_3: Final = (
+    ToolCallRequest(call_id="e1", name="run_command", arguments='{"command": "grep TODO"}'),
+    ToolCallRequest(
+        call_id="e2",
+        name="write_file",
+        arguments=json.dumps(
+            {
+                "path": "src/app.py",
+                "content": "def main():\n    try:\n        print('hello')\n"
+                "    except OSError as exc:\n        print(exc)\n",
+            }
+        ),
+    ),
+    ToolCallRequest(call_id="e3", name="run_command", arguments='{"command": "wc -l src/app.py"}'),
+)
+"""Only with ``ask=True``: a command, an edit of an existing file, a command; each asked for."""
+
+
 @attrs.frozen(kw_only=True)
 class DemoBatch:
     """One batch of the demo: its calls, what came back, and when each body ran."""
@@ -223,65 +433,110 @@ class DemoBatch:
     spans: dict[str, tuple[float, float]]
     """Per call id, when its ``execute`` chain (wrappers + body) started and ended, relative
     to the batch's start. Calls settled before dispatch have no span."""
+    views: dict[str, tuple[ToolCallView, ToolResultView]] = attrs.field(
+        factory=lambda: dict[str, tuple[ToolCallView, ToolResultView]]()
+    )
+    """Per call id, the call and result views a UI shows (from the batch's session events)."""
+
+
+class DemoAgent:
+    """The agent the demo's calls belong to (approval routes requests by agent)."""
+
+    def __repr__(self) -> str:
+        return "<demo agent>"
 
 
 async def run_demo(
-    session: SessionLog, recorder: TimelineRecorder | None = None
+    session: SessionLog,
+    *,
+    ask: bool = False,
+    answerer: ApprovalAnswerer | None = None,
+    recorder: TimelineRecorder | None = None,
 ) -> list[DemoBatch]:
     """Run the scripted turn, appending its events to ``session``.
 
-    Returns the two batches with their timelines. Sleeps (virtual or real, depending on the
-    clock ``trio.run`` was given) for about three seconds of clock time. ``recorder`` (e.g. one
-    with an ``on_change`` callback for a live view) records the bodies' timeline.
+    Returns the batches with their timelines and views. Sleeps (virtual or real, depending on
+    the clock ``trio.run`` was given) for about three seconds of clock time.
+
+    Args:
+        session: where the events go.
+        ask: run the turn inside :func:`session_turn` with a :class:`UserApproval` service;
+            writes and commands ask first, and a third batch runs two commands.
+        answerer: who answers (with ``ask``); :func:`console_answerer` by default.
+        recorder: records the bodies' timeline (e.g. one with an ``on_change`` callback for a
+            live view); a fresh one by default.
     """
     workspace = _sample_workspace()
-    registry = build_registry(workspace)
+    approval = None
+    if ask:
+        approval = UserApproval(session)
+        approval.answerers.add(answerer if answerer is not None else console_answerer())
+    registry = build_registry(workspace, approval=approval)
+    presenter = ToolPresenter(registry)
+    agent = DemoAgent()
     recorder = TimelineRecorder() if recorder is None else recorder
     recorder.install(registry)
 
-    batches: list[DemoBatch] = []
-    started = trio.current_time()
-    batch = await run_tool_calls(
-        registry,
-        BATCH_1,
-        signal=CancelController().signal,
-        max_parallel_tool_calls=MAX_PARALLEL,
-        session=session,
-        turn=0,
-        step=0,
-    )
-    batches.append(_demo_batch("batch 1", BATCH_1, batch, started, recorder))
+    async def run_batch(
+        title: str, calls: tuple[ToolCallRequest, ...], step: int, interrupt_after: float | None
+    ) -> DemoBatch:
+        recorder.clear()
+        first = len(session.events())
+        interrupt = CancelController()
+        started = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            if interrupt_after is not None:
 
-    recorder.clear()
-    interrupt = CancelController()
-    started = trio.current_time()
-    async with trio.open_nursery() as nursery:
+                async def user_presses_escape() -> None:
+                    await trio.sleep(interrupt_after)
+                    interrupt.cancel("the user interrupted the turn")
 
-        async def user_presses_escape() -> None:
-            await trio.sleep(INTERRUPT_AFTER)
-            interrupt.cancel("the user interrupted the turn")
+                nursery.start_soon(user_presses_escape)
+            batch = await run_tool_calls(
+                registry,
+                calls,
+                signal=interrupt.signal,
+                agent=agent,
+                max_parallel_tool_calls=MAX_PARALLEL,
+                session=session,
+                turn=0,
+                step=step,
+            )
+            nursery.cancel_scope.cancel()
+        demo = _demo_batch(title, calls, batch, started, recorder)
+        return attrs.evolve(demo, views=_views(presenter, session.events()[first:]))
 
-        nursery.start_soon(user_presses_escape)
-        batch = await run_tool_calls(
-            registry,
-            BATCH_2,
-            signal=interrupt.signal,
-            max_parallel_tool_calls=MAX_PARALLEL,
-            session=session,
-            turn=0,
-            step=1,
-        )
-        nursery.cancel_scope.cancel()
-    batches.append(
-        _demo_batch(
-            f"batch 2 (the user interrupts at {INTERRUPT_AFTER:g}s)",
-            BATCH_2,
-            batch,
-            started,
-            recorder,
-        )
-    )
-    return batches
+    async def run_all() -> list[DemoBatch]:
+        batches = [
+            await run_batch("batch 1", BATCH_1, 0, None),
+            await run_batch(
+                f"batch 2 (the user interrupts at {INTERRUPT_AFTER:g}s)",
+                BATCH_2,
+                1,
+                INTERRUPT_AFTER,
+            ),
+        ]
+        if ask:
+            batches.append(await run_batch("batch 3 (each call asked for)", BATCH_3, 2, None))
+        return batches
+
+    if not ask:
+        return await run_all()
+    async with session_turn(session, 0):
+        return await run_all()
+
+
+def _views(
+    presenter: ToolPresenter, events: list[SessionEvent]
+) -> dict[str, tuple[ToolCallView, ToolResultView]]:
+    calls: dict[str, ToolCallView] = {}
+    views: dict[str, tuple[ToolCallView, ToolResultView]] = {}
+    for event in events:
+        if isinstance(event, ToolCallEvent):
+            calls[event.call_id] = presenter.present_call(event)
+        elif isinstance(event, ToolResultEvent):
+            views[event.call_id] = (calls[event.call_id], presenter.present_result(event))
+    return views
 
 
 def _demo_batch(
@@ -339,7 +594,9 @@ def render_batch(demo: DemoBatch) -> str:
     for tick in range(0, width + 1, COLUMNS_PER_SECOND // 2):
         label = f"{tick / COLUMNS_PER_SECOND:g}s"
         axis[tick : tick + len(label)] = list(label)
-    lines.append(f"  {'call':<4} {'tool':<10} |{''.join(axis).rstrip()}")
+    names = max((len(call.name) for call in demo.calls), default=0)
+    tool = max(names, 10)
+    lines.append(f"  {'call':<4} {'tool':<{tool}} |{''.join(axis).rstrip()}")
     for call, result in zip(demo.calls, demo.batch.results, strict=True):
         span = demo.spans.get(call.call_id)
         label = outcome(result, span is not None)
@@ -351,7 +608,7 @@ def render_batch(demo: DemoBatch) -> str:
             stop = max(round(span[1] * COLUMNS_PER_SECOND), start + 1)
             bar = " " * start + "=" * (stop - start) + " " * max(width - stop, 0)
             when = f"{span[0]:.2f}s - {span[1]:.2f}s"
-        lines.append(f"  {call.call_id:<4} {call.name:<10} |{bar}| {when:<16} {label}")
+        lines.append(f"  {call.call_id:<4} {call.name:<{tool}} |{bar}| {when:<16} {label}")
     lines.append("")
     lines.append("  what the model receives:")
     for call, result in zip(demo.calls, demo.batch.results, strict=True):
@@ -361,7 +618,39 @@ def render_batch(demo: DemoBatch) -> str:
         text = " ".join(b.text for b in context.content if isinstance(b, TextBlock))
         source = getattr(context.source, "plugin", "user")
         lines.append(f"  context from {source}: {text}")
+    if demo.views:
+        lines.append("")
+        lines.append("  what a UI shows (call card -> result card):")
+        for call in demo.calls:
+            views = demo.views.get(call.call_id)
+            if views is not None:
+                lines.append(
+                    f"  {call.call_id:<4} {describe_call_view(views[0])} -> "
+                    f"{describe_result_view(views[1])}"
+                )
     return "\n".join(lines)
+
+
+def describe_call_view(view: ToolCallView) -> str:
+    """One line for a call card."""
+    if isinstance(view, TerminalCallView):
+        return f"terminal $ {view.title}" + ("" if view.cwd is None else f" (in {view.cwd})")
+    if isinstance(view, DiffCallView):
+        return f"diff [{view.title}]"
+    where = "" if not view.locations else " @ " + ", ".join(loc.path for loc in view.locations)
+    return f"{view.kind or 'other'} [{view.title}]{where}"
+
+
+def describe_result_view(view: ToolResultView) -> str:
+    """One line for a result card."""
+    if isinstance(view, TerminalResultView):
+        status = f"exit {view.exit_code}" if view.signal is None else f"signal {view.signal}"
+        return f"terminal {status}, {len((view.output or '').splitlines())} lines of output"
+    if isinstance(view, DiffResultView):
+        changed = sum(len((diff.new_text or "").splitlines()) for diff in view.diffs)
+        return f"diff: {len(view.diffs)} hunk(s), {changed} new line(s)"
+    text = " ".join(b.text for b in view.content or () if isinstance(b, TextBlock))
+    return f"generic: {_first_line(text, 48)}"
 
 
 def _default_log_path() -> Path:
@@ -370,19 +659,25 @@ def _default_log_path() -> Path:
     return Path(name)
 
 
-def main_demo(*, log: Path | None, real_time: bool, out: TextIO | None = None) -> int:
-    """Run the demo and print it; return the process exit code."""
+def main_demo(
+    *, log: Path | None, real_time: bool, out: TextIO | None = None, ask: bool = False
+) -> int:
+    """Run the demo and print it; return the process exit code.
+
+    With ``ask``, writes and commands ask on the terminal first (``y`` allows one call).
+    """
     stream = out if out is not None else sys.stdout
     path = log if log is not None else _default_log_path()
     session = JsonlSessionLog(path)
     first_seq = len(session.events())
     clock = None if real_time else trio.testing.MockClock(autojump_threshold=0)
-    batches = trio.run(run_demo, session, clock=clock)
     print(
         "dsh-tools demo: a scripted agent turn through the registry, pipeline, timeout policy "
         f"and scheduler ({'real time' if real_time else 'virtual time'})",
         file=stream,
+        flush=True,
     )
+    batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
     for demo in batches:
         print("", file=stream)
         print(render_batch(demo), file=stream)

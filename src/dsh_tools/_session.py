@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
 import cattrs
@@ -28,9 +28,13 @@ import cattrs
 from ._content import ContentBlock, MessageSource
 from ._converter import converter, register_wire_class
 from ._errors import ToolErrorInfo
+from ._execution import ApprovalOutcome
 from ._json import JsonValue, snapshot_json
 
 __all__ = [
+    "ApprovalAskedEvent",
+    "ApprovalDecidedEvent",
+    "ApprovalPolicyEvent",
     "ContextMessageEvent",
     "JsonlSessionLog",
     "MemorySessionLog",
@@ -39,6 +43,8 @@ __all__ = [
     "SessionLogCorruptError",
     "ToolCallEvent",
     "ToolResultEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
 ]
 
 
@@ -93,8 +99,84 @@ class ContextMessageEvent:
     meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
 
 
-SessionEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextMessageEvent
-"""Every event the scheduler appends."""
+# --- turns and approvals (appended by session_turn and UserApproval) ----------------------
+
+_nonempty_str = attrs.validators.and_(
+    attrs.validators.instance_of(str), attrs.validators.min_len(1)
+)
+
+
+def _turn_number(_instance: object, _attribute: object, value: int) -> None:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"turn must be a non-negative int, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class TurnStartEvent:
+    """A turn of the agent began (wire ``turn/start``).
+
+    ``trigger`` is what started it, as opaque JSON (absent when not recorded).
+    """
+
+    turn: int = attrs.field(validator=_turn_number)
+    trigger: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+
+
+@attrs.frozen(kw_only=True)
+class TurnEndEvent:
+    """A turn of the agent ended (wire ``turn/end``, ``{"turn": 1, "reason": {"kind": ...}}``).
+
+    ``kind`` is why: ``"completed"``, or ``"aborted"`` when the turn raised or was cancelled.
+    """
+
+    turn: int = attrs.field(validator=_turn_number)
+    kind: str = attrs.field(default="completed", validator=_nonempty_str)
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalAskedEvent:
+    """The approval service was asked about a call (wire ``approval/asked``).
+
+    ``id`` is fresh per request and pairs this event with its ``approval/decided``.
+    """
+
+    id: str = attrs.field(validator=_nonempty_str)
+    tool_name: str
+    call_id: str | None = None
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalDecidedEvent:
+    """The approval service decided the request ``id`` (wire ``approval/decided``)."""
+
+    id: str = attrs.field(validator=_nonempty_str)
+    outcome: ApprovalOutcome = attrs.field(converter=ApprovalOutcome)
+
+
+def _check_policy(_instance: object, _attribute: object, value: object) -> None:
+    if value not in ("ask", "never") or type(value) is not str:
+        raise ValueError('approval policy must be one of "ask" or "never"')
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalPolicyEvent:
+    """The approval policy changed (wire ``approval/policy``); the last one logged is in effect."""
+
+    policy: Literal["ask", "never"] = attrs.field(validator=_check_policy)
+
+
+SessionEvent: TypeAlias = (
+    ToolCallEvent
+    | ToolResultEvent
+    | ContextMessageEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | ApprovalAskedEvent
+    | ApprovalDecidedEvent
+    | ApprovalPolicyEvent
+)
+"""Every event the library appends: the scheduler's, a turn's bounds, approval audit events."""
 
 
 @runtime_checkable
@@ -137,6 +219,46 @@ for _cls, _tag in (
         _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
     )
 del _cls, _tag
+
+for _cls, _tag in (
+    (TurnStartEvent, "turn/start"),
+    (TurnEndEvent, "turn/end"),
+    (ApprovalAskedEvent, "approval/asked"),
+    (ApprovalDecidedEvent, "approval/decided"),
+    (ApprovalPolicyEvent, "approval/policy"),
+):
+    register_wire_class(
+        _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
+    )
+del _cls, _tag
+
+
+def _unstructure_turn_end(event: TurnEndEvent) -> dict[str, Any]:
+    # the original nests the reason: {"type": "turn/end", "turn": 1, "reason": {"kind": ...}}
+    return {"type": "turn/end", "turn": event.turn, "reason": {"kind": event.kind}}
+
+
+def _structure_turn_end(value: object, _tp: object) -> TurnEndEvent:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object (TurnEndEvent), got {type(value).__name__}")
+    data = cast("dict[str, object]", value)
+    if data.get("type") != "turn/end":
+        raise ValueError(f'expected type "turn/end" for TurnEndEvent, got {data.get("type")!r}')
+    extra = sorted(set(data) - {"type", "turn", "reason"})
+    if extra:
+        raise ValueError(f"TurnEndEvent has unknown keys: {', '.join(extra)}")
+    reason = data.get("reason")
+    if not isinstance(reason, dict) or set(cast("dict[str, object]", reason)) != {"kind"}:
+        raise ValueError('TurnEndEvent "reason" must be an object with exactly a "kind"')
+    kind = cast("dict[str, object]", reason)["kind"]
+    turn = data.get("turn")
+    if type(turn) is not int or type(kind) is not str:
+        raise TypeError('TurnEndEvent needs an integer "turn" and a string reason "kind"')
+    return TurnEndEvent(turn=turn, kind=kind)
+
+
+converter.register_unstructure_hook(TurnEndEvent, _unstructure_turn_end)
+converter.register_structure_hook(TurnEndEvent, _structure_turn_end)
 
 
 def event_to_wire(event: SessionEvent) -> dict[str, Any]:

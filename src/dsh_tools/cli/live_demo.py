@@ -9,6 +9,7 @@ interrupt in batch 2. The view learns everything through public hooks: a
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -259,7 +260,9 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
         "timeout policy and scheduler (real time)"
     )
     with Live(get_renderable=view.render, console=console, refresh_per_second=15):
-        batches = trio.run(run_demo, _ObservedSession(session, view), recorder)
+        batches = trio.run(
+            functools.partial(run_demo, _ObservedSession(session, view), recorder=recorder)
+        )
     console.print()
     for demo in batches:
         console.print(f"[bold]{demo.title}[/bold]: what the model receives")

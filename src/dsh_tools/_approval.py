@@ -1,0 +1,425 @@
+"""User approval: an :class:`~dsh_tools.ApprovalService` that asks answerers and keeps an audit
+trail in the session log (the original's ``dsh-user-approval`` service, upstream §2.8).
+
+One request, in order::
+
+    open turn?          no  -> RuntimeError, nothing appended
+    append approval/asked {id, toolName, callId?, reason?}     (id: a fresh UUID)
+    signal cancelled?   yes -> cancelled      (no answerer asked)
+    policy "never"?     yes -> rejected       (no answerer asked, a prepended one neither)
+    answerers           waterfall of the request agent's answerers; the end answers unavailable;
+                        a raise or a value outside ApprovalOutcome -> unavailable;
+                        the signal fires meanwhile -> cancelled at once, the late answer dropped
+    append approval/decided {id, outcome}
+    return outcome
+
+Every request appends exactly one ``approval/asked`` and one ``approval/decided`` with the same
+id, also when the caller's own trio scope is cancelled while an answerer waits (then the decided
+outcome is ``cancelled`` and ``trio.Cancelled`` propagates). A failing append propagates: an
+approval that could not be recorded is not given.
+
+The policy is part of the log: :meth:`UserApproval.set_policy` appends ``approval/policy``, and
+the policy in effect is the last one logged (the constructor's default until then).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Final, Literal, TypeAlias, cast
+
+import trio
+
+from ._disposer import Disposer
+from ._errors import error_message
+from ._execution import ApprovalOutcome, ApprovalRequest
+from ._hooks import HookList, HookPoint
+from ._session import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    ApprovalPolicyEvent,
+    SessionEvent,
+    SessionLog,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from ._signal import linked_cancel_scope
+
+__all__ = [
+    "ApprovalAnswerer",
+    "ApprovalNext",
+    "ApprovalPolicy",
+    "ApprovalScope",
+    "UserApproval",
+    "console_answerer",
+    "session_turn",
+]
+
+logger: Final = logging.getLogger("dsh_tools")
+
+ApprovalPolicy: TypeAlias = Literal["ask", "never"]
+"""``"ask"``: answerers decide; ``"never"``: every request is rejected without asking."""
+
+ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome]]
+"""Asks the rest of the answerers (``UNAVAILABLE`` at the end of the chain)."""
+
+ApprovalAnswerer: TypeAlias = Callable[[ApprovalRequest, ApprovalNext], Awaitable[ApprovalOutcome]]
+"""``async (request, next) -> ApprovalOutcome``: answer, or delegate with ``return await next()``."""
+
+_POLICY_ERROR: Final = 'approval policy must be one of "ask" or "never"'
+_OUTCOMES: Final = {outcome.value: outcome for outcome in ApprovalOutcome}
+
+
+def _check_policy(policy: object) -> ApprovalPolicy:
+    if type(policy) is not str and not isinstance(policy, str):
+        raise TypeError(_POLICY_ERROR)
+    if policy not in ("ask", "never"):
+        raise ValueError(_POLICY_ERROR)
+    return cast("ApprovalPolicy", str(policy))
+
+
+class ApprovalScope:
+    """The answerers of one agent: heard only for requests whose ``agent`` is that agent.
+
+    Obtain it with ``approval.scope(agent)``; ``close()`` (or leaving the ``with`` block)
+    removes every answerer added through it.
+    """
+
+    __slots__ = ("_approval", "_closed", "_owned", "agent", "answerers")
+
+    agent: object
+    """The agent (compared by identity)."""
+
+    answerers: HookPoint[ApprovalAnswerer]
+    """``add(fn, *, prepend=False) -> Disposer`` for this agent's answerers."""
+
+    def __init__(self, approval: UserApproval, agent: object) -> None:
+        self._approval = approval
+        self.agent = agent
+        self._closed = False
+        self._owned: list[Disposer] = []
+        self.answerers = HookPoint(approval._answerer_list, agent, self._own)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._closed
+
+    def _own(self, disposer: Disposer) -> Disposer:
+        if self._closed:
+            disposer()
+            raise RuntimeError("this approval scope is closed")
+        self._owned.append(disposer)
+        return disposer
+
+    def close(self) -> None:
+        """Remove every answerer added through this scope, last first. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        while self._owned:
+            self._owned.pop()()
+        scopes = self._approval._scopes
+        if scopes.get(id(self.agent)) is self:
+            del scopes[id(self.agent)]
+
+    def __enter__(self) -> ApprovalScope:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<ApprovalScope {state} agent={self.agent!r}>"
+
+
+class UserApproval:
+    """Asks the user (through answerers) whether a call marked ``Ask`` may run, and records
+    every request and decision in ``session``.
+
+    Pass it as ``ToolRegistry(approval=UserApproval(session))``. Answerers are added with
+    ``approval.answerers.add(fn)`` (every agent's requests) or
+    ``approval.scope(agent).answerers.add(fn)`` (that agent's only); they form a waterfall in
+    registration order (``prepend=True`` puts one first), each an
+    ``async (request, next) -> ApprovalOutcome``.
+
+    Args:
+        session: the agent's session log: requests need an open turn in it (see
+            :func:`session_turn`), and the audit events and policy changes go there.
+        policy: the policy until one is logged: ``"ask"`` (default) or ``"never"``.
+
+    Raises:
+        TypeError, ValueError: ``policy`` is not ``"ask"`` or ``"never"``.
+    """
+
+    __slots__ = ("_answerer_list", "_default_policy", "_scopes", "_session", "answerers")
+
+    answerers: HookPoint[ApprovalAnswerer]
+    """``add(fn, *, prepend=False) -> Disposer`` for answerers heard by every agent."""
+
+    def __init__(self, session: SessionLog, *, policy: ApprovalPolicy = "ask") -> None:
+        self._session = session
+        self._default_policy: ApprovalPolicy = _check_policy(policy)
+        self._answerer_list = HookList[ApprovalAnswerer]()
+        self._scopes: dict[int, ApprovalScope] = {}
+        self.answerers = HookPoint(self._answerer_list)
+
+    @property
+    def session(self) -> SessionLog:
+        """The session log the audit events go to."""
+        return self._session
+
+    def scope(self, agent: object) -> ApprovalScope:
+        """The answerer scope of ``agent`` (not ``None``): the same object until it is closed."""
+        if agent is None:
+            raise TypeError("scope() needs an agent: None is the global scope")
+        scope = self._scopes.get(id(agent))
+        if scope is None or scope.agent is not agent:
+            scope = self._scopes[id(agent)] = ApprovalScope(self, agent)
+        return scope
+
+    @property
+    def policy(self) -> ApprovalPolicy:
+        """The policy in effect: the last ``approval/policy`` in the session, else the default.
+
+        Reads the session's events (a file read for a :class:`~dsh_tools.JsonlSessionLog`).
+        """
+        return _policy_in(self._session.events(), self._default_policy)
+
+    def set_policy(self, policy: ApprovalPolicy) -> None:
+        """Validate ``policy`` and log it as ``approval/policy``; it applies from the next request.
+
+        Raises:
+            TypeError, ValueError: ``policy`` is not ``"ask"`` or ``"never"`` (text:
+                ``approval policy must be one of "ask" or "never"``); nothing is appended.
+        """
+        self._session.append(ApprovalPolicyEvent(policy=_check_policy(policy)))
+
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+        """Decide ``request`` and record it (``approval/asked`` then ``approval/decided``).
+
+        A checkpoint on entry, before anything is appended. Cancellation through
+        ``request.signal`` is an outcome (``CANCELLED``), at once even while an answerer
+        waits: the answerer is cancelled and whatever it would have answered is dropped. A
+        cancellation of the caller's own trio scope while an answerer waits logs
+        ``cancelled`` as the decision and propagates.
+
+        Raises:
+            RuntimeError: the session is not inside an open turn (nothing is appended).
+            TypeError: ``request`` is not an :class:`~dsh_tools.ApprovalRequest`.
+            Exception: whatever the session's ``append`` raises.
+        """
+        await trio.lowlevel.checkpoint()
+        if not isinstance(request, ApprovalRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"request() takes an ApprovalRequest, not {type(request).__name__}")
+        events = self._session.events()
+        _check_open_turn(events)
+        policy = _policy_in(events, self._default_policy)
+        request_id = str(uuid.uuid4())
+        self._session.append(
+            ApprovalAskedEvent(
+                id=request_id,
+                tool_name=request.tool_name,
+                call_id=request.call_id,
+                reason=request.reason,
+            )
+        )
+        try:
+            outcome = await self._decide(request, policy)
+        except BaseException:
+            # the caller's own scope was cancelled (or the process is going down): the request
+            # still gets its decision, and the original exception goes on
+            try:
+                self._session.append(
+                    ApprovalDecidedEvent(id=request_id, outcome=ApprovalOutcome.CANCELLED)
+                )
+            except Exception:
+                logger.exception("approval %s: could not append approval/decided", request_id)
+            raise
+        self._session.append(ApprovalDecidedEvent(id=request_id, outcome=outcome))
+        return outcome
+
+    async def _decide(self, request: ApprovalRequest, policy: ApprovalPolicy) -> ApprovalOutcome:
+        signal = request.signal
+        if signal.cancelled:
+            return ApprovalOutcome.CANCELLED  # noqa: ASYNC910 - request() checkpointed
+        if policy == "never":
+            return ApprovalOutcome.REJECTED  # noqa: ASYNC910 - request() checkpointed
+        answerers = self._answerer_list.for_agent(request.agent)
+        outcome = ApprovalOutcome.UNAVAILABLE
+        with linked_cancel_scope(signal):
+            try:
+                outcome = await _chain(answerers, request)()
+            except Exception as exc:
+                logger.warning(
+                    "tool %r call %r: an approval answerer raised: %s",
+                    request.tool_name,
+                    request.call_id,
+                    error_message(exc),
+                    exc_info=exc,
+                )
+                outcome = ApprovalOutcome.UNAVAILABLE
+        if signal.cancelled:
+            return ApprovalOutcome.CANCELLED  # noqa: ASYNC910 - request() checkpointed
+        return outcome  # noqa: ASYNC910 - request() checkpointed
+
+    def __repr__(self) -> str:
+        return f"<UserApproval session={self._session!r}>"
+
+
+def _policy_in(events: Sequence[SessionEvent], default: ApprovalPolicy) -> ApprovalPolicy:
+    for event in reversed(events):
+        if isinstance(event, ApprovalPolicyEvent):
+            return event.policy
+    return default
+
+
+def _check_open_turn(events: Sequence[SessionEvent]) -> None:
+    for event in reversed(events):
+        if isinstance(event, TurnStartEvent):
+            return
+        if isinstance(event, TurnEndEvent):
+            raise RuntimeError(  # noqa: TRY004 - a state error, not a type error
+                f"approval.request() outside an open turn: turn {event.turn} has ended"
+            )
+    raise RuntimeError(
+        "approval.request() outside an open turn: the session has no turn/start "
+        "(run the agent's turn inside session_turn())"
+    )
+
+
+async def _unavailable() -> ApprovalOutcome:
+    await trio.lowlevel.checkpoint()
+    return ApprovalOutcome.UNAVAILABLE
+
+
+def _chain(answerers: Sequence[ApprovalAnswerer], request: ApprovalRequest) -> ApprovalNext:
+    chain: ApprovalNext = _unavailable
+    for answerer in reversed(answerers):
+        chain = _bind(answerer, request, chain)
+    return chain
+
+
+def _bind(answerer: ApprovalAnswerer, request: ApprovalRequest, rest: ApprovalNext) -> ApprovalNext:
+    async def step() -> ApprovalOutcome:
+        pending = cast(object, answerer(request, rest))  # a plug-in: do not trust its annotation
+        if not inspect.isawaitable(pending):
+            await trio.lowlevel.checkpoint()
+            return _rogue(request, pending, "returned (not awaitable)")
+        answer = cast(object, await pending)
+        known = _OUTCOMES.get(answer) if isinstance(answer, str) else None
+        if known is None:
+            return _rogue(request, answer, "answered")
+        return known
+
+    return step
+
+
+def _rogue(request: ApprovalRequest, answer: object, how: str) -> ApprovalOutcome:
+    logger.warning(
+        "tool %r call %r: an approval answerer %s %r, not an ApprovalOutcome: unavailable",
+        request.tool_name,
+        request.call_id,
+        how,
+        answer,
+    )
+    return ApprovalOutcome.UNAVAILABLE
+
+
+# --- turns --------------------------------------------------------------------------------
+
+
+class _SessionTurn:
+    __slots__ = ("_session", "_trigger", "_turn")
+
+    def __init__(self, session: SessionLog, turn: int, trigger: object) -> None:
+        self._session = session
+        self._turn = turn
+        self._trigger = trigger
+
+    async def __aenter__(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self._session.append(TurnStartEvent(turn=self._turn, trigger=self._trigger))
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        kind = "completed" if exc_type is None else "aborted"
+        self._session.append(TurnEndEvent(turn=self._turn, kind=kind))
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+def session_turn(
+    session: SessionLog, turn: int, *, trigger: object = None
+) -> AbstractAsyncContextManager[None]:
+    """Bound one agent turn in ``session``: ``async with session_turn(session, 1): ...``.
+
+    Appends ``turn/start`` on entry (after a checkpoint: a cancelled caller appends nothing)
+    and ``turn/end`` on exit, with ``kind="aborted"`` when the block raised (a cancellation
+    included), else ``"completed"``. Exiting is a schedule point that does not raise
+    ``trio.Cancelled``. :class:`UserApproval` answers only inside an open turn.
+
+    Args:
+        session: the agent's session log.
+        turn: the turn's number (a non-negative ``int``).
+        trigger: what started the turn, as JSON (optional; logged on ``turn/start``).
+    """
+    TurnStartEvent(turn=turn, trigger=trigger)  # validate before the block runs
+    return _SessionTurn(session, turn, trigger)
+
+
+# --- a console answerer -------------------------------------------------------------------
+
+_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N] '
+
+
+def console_answerer(
+    *,
+    prompt: str = _DEFAULT_PROMPT,
+    read_line: Callable[[str], str] = builtins.input,
+) -> ApprovalAnswerer:
+    """An answerer that asks on the terminal: ``y`` / ``yes`` allows the call once, ``n`` /
+    ``no`` / an empty line rejects it, anything else asks again.
+
+    The line is read in a worker thread (``trio.to_thread.run_sync``), so the event loop keeps
+    running while the user thinks. When the request is cancelled the answerer returns at once
+    (the thread is abandoned: it ends when its read does, and that answer is dropped). At the
+    end of input (``EOFError``: no terminal) it delegates with ``next()``. One question is
+    asked at a time.
+
+    Args:
+        prompt: a :meth:`str.format` template with ``{tool_name}``, ``{call_id}`` and
+            ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty).
+        read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
+    """
+    lock = trio.Lock()
+
+    async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+        text = prompt.format(
+            tool_name=request.tool_name,
+            call_id=request.call_id,
+            reason="" if request.reason is None else f" ({request.reason})",
+        )
+        async with lock:
+            while True:
+                try:
+                    line = await trio.to_thread.run_sync(read_line, text, abandon_on_cancel=True)
+                except EOFError:
+                    break
+                reply = line.strip().lower()
+                if reply in ("y", "yes"):
+                    return ApprovalOutcome.ALLOWED_ONCE
+                if reply in ("", "n", "no"):
+                    return ApprovalOutcome.REJECTED
+        return await next()
+
+    return answer

@@ -1,0 +1,56 @@
+"""Parsing a tool call's raw argument text: the one rule the scheduler and the presenter share.
+
+The model sends a call's arguments as JSON text. ``""`` means ``{}`` (a call with no arguments);
+text that is not lossless JSON is passed on as the text itself, so the tool's own validation
+reports it to the model (the original loop does the same with text ``JSON.parse`` rejects).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from ._json import FrozenJsonObject, JsonSnapshotError, JsonValue, snapshot_json
+
+__all__ = ["parse_call_arguments"]
+
+_EMPTY: Final = snapshot_json({})
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+# one decoder for every call: ``json.loads`` with a keyword argument builds a new one each time
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def parse_call_arguments(text: str) -> JsonValue:
+    """Parse a call's raw argument text the way the original agent loop does.
+
+    Args:
+        text: the arguments exactly as the model emitted them.
+
+    Returns:
+        ``{}`` (a frozen empty object) for ``""``; the parsed, deeply immutable value (objects
+        as :class:`~dsh_tools.FrozenJsonObject`, arrays as ``tuple``) for lossless JSON text;
+        otherwise ``text`` itself. "Otherwise" covers text that is not JSON, Python's JSON
+        extensions (``NaN``, ``Infinity``), nesting deeper than the parser or
+        :data:`~dsh_tools.MAX_DEPTH` allows, and values that would not survive the lossless
+        boundary (an integer beyond ±(2**53 - 1), a number too large for a float, ``-0.0``, a
+        lone surrogate in a string). Never raises for any ``str``.
+
+    Raises:
+        TypeError: ``text`` is not a ``str``.
+    """
+    if type(text) is not str and not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"tool call arguments must be JSON text (str), not {type(text).__name__}")
+    if text == "":
+        return _EMPTY
+    try:
+        return snapshot_json(_DECODER.decode(text))
+    except (ValueError, RecursionError, JsonSnapshotError):
+        return text
+
+
+assert isinstance(_EMPTY, FrozenJsonObject)

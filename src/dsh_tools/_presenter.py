@@ -1,0 +1,238 @@
+"""The presenter: a tool's render intents for the events of a session, with every fallback.
+
+:class:`ToolPresenter` turns a ``tool/call`` event into a call view and the matching
+``tool/result`` event into a result view, by calling the tool's own ``present_call`` /
+``present_result`` and falling back to a generic card whenever that gives nothing usable:
+
+====================================  ===============================================================
+the tool ...                          the view
+====================================  ===============================================================
+is unknown, has no ``present_call``,  ``GenericCallView(title=<tool name>, kind=other,
+returns ``None``, raises, or returns  raw_input=<parsed arguments>)``; a raise (or a value that is
+something that is not a call view     not a view) goes to ``on_error(exc, call_id)``, never up
+has no remembered call, no            ``GenericResultView(content=<the result's raw content>)``
+``present_result``, returns ``None``,
+raises, or returns a non-view
+returns a generic result without      the same view with the raw content filled in
+content
+returns a terminal result for a call  ``GenericResultView(content=<raw content>)`` (orphan guard: a
+whose card was not a terminal card    terminal result needs the terminal its call opened)
+====================================  ===============================================================
+
+Presenters are pure functions of the arguments (and the result), so the views depend only on the
+events: presenting a live run and replaying its session log give the same views.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Final, TypeAlias, cast
+
+import attrs
+
+from ._arguments import parse_call_arguments
+from ._errors import error_message
+from ._execution import ToolResult
+from ._json import JsonSnapshotError, JsonValue
+from ._presentation import (
+    DiffCallView,
+    DiffResultView,
+    GenericCallView,
+    GenericResultView,
+    TerminalCallView,
+    TerminalResultView,
+    ToolCallKind,
+    ToolCallView,
+    ToolResultView,
+)
+from ._registry import ToolRegistry
+from ._session import ToolCallEvent, ToolResultEvent
+
+__all__ = [
+    "ToolPresenter",
+    "console_block",
+    "tool_result_from_event",
+]
+
+logger: Final = logging.getLogger("dsh_tools")
+
+PresenterErrorSink: TypeAlias = Callable[[Exception, str], object]
+"""``(exc, call_id) -> None``: told about a presenter that raised or returned a non-view."""
+
+_CALL_VIEWS: Final = (GenericCallView, TerminalCallView, DiffCallView)
+_RESULT_VIEWS: Final = (GenericResultView, TerminalResultView, DiffResultView)
+_BACKTICKS: Final = re.compile(r"`+")
+
+
+def console_block(output: str) -> str:
+    """The fenced ``console`` block a UI without terminals shows for a command's output.
+
+    Trailing newlines of ``output`` are stripped; ``console_block("ok\\n")`` gives::
+
+        ```console
+        ok
+        ```
+
+    When the output itself contains a run of three or more backticks, the fence is one
+    backtick longer than the longest run, so the output cannot close the block early
+    (CommonMark's rule).
+    """
+    longest = max((len(run) for run in _BACKTICKS.findall(output)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}console\n{output.rstrip(chr(10))}\n{fence}"
+
+
+def tool_result_from_event(event: ToolResultEvent) -> ToolResult:
+    """What a tool's ``present_result`` receives for a ``tool/result`` event: its content,
+    ``is_error`` and ``meta`` (the body's private presentation payload)."""
+    return ToolResult(content=event.content, is_error=event.is_error, meta=event.meta)
+
+
+@attrs.frozen
+class _Pending:
+    name: str
+    arguments: JsonValue
+    card: ToolCallView
+
+
+def _generic_call(name: str, arguments: JsonValue) -> GenericCallView:
+    try:
+        return GenericCallView(title=name, kind=ToolCallKind.OTHER, raw_input=arguments)
+    except JsonSnapshotError:
+        # raw text with a lone surrogate (parse_call_arguments keeps it as text): show it
+        # with U+FFFD in its place rather than lose the card
+        assert isinstance(arguments, str)
+        text = arguments.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return GenericCallView(title=name, kind=ToolCallKind.OTHER, raw_input=text)
+
+
+class ToolPresenter:
+    """Presents the ``tool/call`` and ``tool/result`` events of one agent's session.
+
+    Args:
+        registry: where the tools (and their presenters) are looked up.
+        agent: the agent whose view of the registry is used (its scoped tools shadow global
+            ones); ``None`` for the global tools.
+        on_error: ``(exc, call_id) -> None``, told when a tool's presenter raised or returned
+            something that is not a view. Every such failure is also logged (logger
+            ``dsh_tools``, WARNING). Whatever ``on_error`` raises is logged and contained.
+
+    A presenter remembers ``(name, arguments, call view)`` for each call it presented until it
+    presents that call's result, so ``present_result`` sees the same arguments and can check
+    the call's card. The methods are synchronous and never raise for anything a tool, a log or
+    the model supplied.
+    """
+
+    __slots__ = ("_agent", "_on_error", "_pending", "_registry")
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        agent: object | None = None,
+        on_error: PresenterErrorSink | None = None,
+    ) -> None:
+        self._registry = registry
+        self._agent = agent
+        self._on_error = on_error
+        self._pending: dict[str, _Pending] = {}
+
+    @property
+    def pending_call_ids(self) -> tuple[str, ...]:
+        """The calls presented whose result has not been presented yet, in presentation order."""
+        return tuple(self._pending)
+
+    def present_call(self, event: ToolCallEvent) -> ToolCallView:
+        """The view of a call that started (its pending state); remembers it for its result.
+
+        The arguments are parsed from the event's raw text with
+        :func:`~dsh_tools.parse_call_arguments`, exactly as the scheduler parsed them.
+        """
+        name = event.name
+        arguments = parse_call_arguments(event.arguments)
+        card = self._call_view(event.call_id, name, arguments)
+        self._pending[event.call_id] = _Pending(name, arguments, card)
+        return card
+
+    def _call_view(self, call_id: str, name: str, arguments: JsonValue) -> ToolCallView:
+        definition = self._registry.get(name, self._agent)
+        presenter = None if definition is None else definition.present_call
+        if presenter is None:
+            return _generic_call(name, arguments)
+        try:
+            view = cast(object, presenter(arguments))  # a plug-in: do not trust its annotation
+        except Exception as exc:
+            self._report(exc, call_id, name, "present_call")
+            return _generic_call(name, arguments)
+        if view is None:
+            return _generic_call(name, arguments)
+        if not isinstance(view, _CALL_VIEWS):
+            self._report(
+                TypeError(f"present_call returned {type(view).__name__}, not a ToolCallView"),
+                call_id,
+                name,
+                "present_call",
+            )
+            return _generic_call(name, arguments)
+        return view
+
+    def present_result(self, event: ToolResultEvent) -> ToolResultView:
+        """The view of a committed call (its completed state); forgets the remembered call."""
+        pending = self._pending.pop(event.call_id, None)
+        raw = GenericResultView(content=event.content)
+        if pending is None:
+            return raw
+        definition = self._registry.get(pending.name, self._agent)
+        presenter = None if definition is None else definition.present_result
+        if presenter is None:
+            return raw
+        try:
+            view = cast(object, presenter(pending.arguments, tool_result_from_event(event)))
+        except Exception as exc:
+            self._report(exc, event.call_id, pending.name, "present_result")
+            return raw
+        if view is None:
+            return raw
+        if isinstance(view, GenericResultView):
+            return view if view.content is not None else attrs.evolve(view, content=event.content)
+        if isinstance(view, TerminalResultView):
+            if not isinstance(pending.card, TerminalCallView):
+                logger.debug(
+                    "tool %r call %r: a terminal result for a %s call card is shown as raw content",
+                    pending.name,
+                    event.call_id,
+                    type(pending.card).__name__,
+                )
+                return raw
+            return view
+        if isinstance(view, DiffResultView):
+            return view
+        self._report(
+            TypeError(f"present_result returned {type(view).__name__}, not a ToolResultView"),
+            event.call_id,
+            pending.name,
+            "present_result",
+        )
+        return raw
+
+    def _report(self, exc: Exception, call_id: str, name: str, what: str) -> None:
+        logger.warning(
+            "tool %r call %r: %s failed: %s",
+            name,
+            call_id,
+            what,
+            error_message(exc),
+            exc_info=exc,
+        )
+        sink = self._on_error
+        if sink is None:
+            return
+        try:
+            sink(exc, call_id)
+        except Exception:
+            logger.exception("tool %r call %r: the presenter's on_error raised", name, call_id)
+
+    def __repr__(self) -> str:
+        return f"<ToolPresenter agent={self._agent!r} pending={len(self._pending)}>"

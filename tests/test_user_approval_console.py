@@ -1,0 +1,175 @@
+"""console_answerer: y/n on a terminal, read in a worker thread (the real-stdin case is in
+tests/test_demo.py, which pipes answers into ``dsh-tools demo --ask``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import trio
+import trio.testing
+
+from dsh_tools import (
+    ApprovalOutcome,
+    ApprovalRequest,
+    CancelController,
+    CancelSignal,
+    MemorySessionLog,
+    TurnStartEvent,
+    UserApproval,
+    console_answerer,
+)
+
+
+def _lines(*lines: str) -> tuple[Callable[[str], str], list[str]]:
+    prompts: list[str] = []
+    remaining = list(lines)
+
+    def read_line(prompt: str) -> str:
+        prompts.append(prompt)
+        if not remaining:
+            raise EOFError
+        return remaining.pop(0)
+
+    return read_line, prompts
+
+
+def _request(signal: CancelSignal | None = None, reason: str | None = None) -> ApprovalRequest:
+    return ApprovalRequest(
+        agent=object(),
+        tool_name="write_file",
+        call_id="c1",
+        signal=CancelSignal.never() if signal is None else signal,
+        reason=reason,
+    )
+
+
+async def _fallback() -> ApprovalOutcome:
+    await trio.lowlevel.checkpoint()
+    return ApprovalOutcome.UNAVAILABLE
+
+
+async def test_yes_allows_the_call_once() -> None:
+    read_line, prompts = _lines(" Yes ")
+    answer = console_answerer(read_line=read_line)
+
+    assert ApprovalOutcome.ALLOWED_ONCE == await answer(_request(reason="writes"), _fallback)
+    assert ['Allow tool "write_file" (writes)? [y/N] '] == prompts
+
+
+async def test_no_or_an_empty_line_rejects() -> None:
+    for line in ("n", "NO", ""):
+        read_line, _prompts = _lines(line)
+        answer = console_answerer(read_line=read_line)
+
+        assert ApprovalOutcome.REJECTED == await answer(_request(), _fallback)
+
+
+async def test_anything_else_asks_again() -> None:
+    read_line, prompts = _lines("maybe", "y")
+    answer = console_answerer(read_line=read_line, prompt="{call_id} {tool_name}{reason}: ")
+
+    assert ApprovalOutcome.ALLOWED_ONCE == await answer(_request(), _fallback)
+    assert ["c1 write_file: ", "c1 write_file: "] == prompts
+
+
+async def test_the_end_of_input_delegates_to_the_next_answerer() -> None:
+    read_line, _prompts = _lines()
+    delegated: list[bool] = []
+
+    async def next_answerer() -> ApprovalOutcome:
+        delegated.append(True)
+        await trio.lowlevel.checkpoint()
+        return ApprovalOutcome.REJECTED
+
+    answer = console_answerer(read_line=read_line)
+
+    assert ApprovalOutcome.REJECTED == await answer(_request(), next_answerer)
+    assert [True] == delegated
+
+
+async def test_the_read_runs_in_a_worker_thread_while_the_loop_keeps_running() -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    released = threading.Event()
+    released_by_the_loop: list[bool] = []
+
+    def read_line(prompt: str) -> str:
+        threads.append(threading.get_ident())
+        # only the event loop sets ``released``: a read that blocked the loop would time out
+        released_by_the_loop.append(released.wait(10))
+        return "y"
+
+    answer = console_answerer(read_line=read_line)
+    outcomes: list[ApprovalOutcome] = []
+
+    async with trio.open_nursery() as nursery:
+
+        async def ask() -> None:
+            outcomes.append(await answer(_request(), _fallback))
+
+        nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        released.set()
+
+    assert [ApprovalOutcome.ALLOWED_ONCE] == outcomes
+    assert [True] == released_by_the_loop
+    assert loop_thread not in threads
+
+
+async def test_a_cancelled_request_returns_at_once_and_drops_the_late_answer() -> None:
+    entered = threading.Event()
+    released = threading.Event()
+
+    def read_line(prompt: str) -> str:
+        entered.set()
+        released.wait(10)
+        return "y"
+
+    controller = CancelController()
+    answer = console_answerer(read_line=read_line)
+    outcomes: list[object] = []
+
+    async def ask() -> None:
+        session = MemorySessionLog()
+        session.append(TurnStartEvent(turn=1))
+        approval = UserApproval(session)
+        approval.answerers.add(answer)
+        outcomes.append(await approval.request(_request(signal=controller.signal)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.to_thread.run_sync(entered.wait, 10)
+        controller.cancel("esc")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [ApprovalOutcome.CANCELLED] == outcomes  # while the read is still pending
+        released.set()
+
+
+async def test_one_question_at_a_time() -> None:
+    entered: list[str] = []
+    first_read = threading.Event()
+    release = threading.Event()
+
+    def read_line(prompt: str) -> str:
+        entered.append(prompt)
+        first_read.set()
+        release.wait(10)
+        return "y"
+
+    answer = console_answerer(read_line=read_line)
+    results: list[ApprovalOutcome] = []
+
+    async def ask() -> None:
+        results.append(await answer(_request(), _fallback))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(ask)
+        await trio.to_thread.run_sync(first_read.wait, 10)
+        await trio.testing.wait_all_tasks_blocked()
+        assert 1 == len(entered)  # the other two wait for the first answer
+        release.set()
+
+    assert [ApprovalOutcome.ALLOWED_ONCE] * 3 == results
+    assert 3 == len(entered)
