@@ -43,7 +43,7 @@ def _describe_event(event: SessionEvent) -> str:
     if isinstance(event, ToolResultEvent):
         code = "ok" if not event.is_error else (event.error.code if event.error else "error")
         return f"tool/result  {event.call_id} {code} <- {list(event.source_event_seqs)}"
-    if isinstance(event, ContextMessageEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(event, ContextMessageEvent):
         return "context/message"
     return type(event).__name__  # events added by other modules (approval, turns)
 
