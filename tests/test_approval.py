@@ -105,6 +105,13 @@ async def test_ask_without_a_service_denies_with_the_ask_reason_when_given() -> 
     assert expected == await registry.execute(_input(Agent()))
 
 
+async def test_ask_without_a_service_keeps_an_empty_reason_as_given() -> None:
+    registry, _, _ = _setup(reason="")
+
+    expected = _error("Error: ")
+    assert expected == await registry.execute(_input(Agent()))
+
+
 async def test_ask_for_a_call_without_agent_denies_without_consulting_the_service() -> None:
     service = Service(ApprovalOutcome.ALLOWED_ONCE)
     registry, _, _ = _setup(service)

@@ -8,8 +8,9 @@ Each matrix case cancels the call's signal while the call is blocked at one poin
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
+import pytest
 import trio
 import trio.testing
 
@@ -18,22 +19,29 @@ from dsh_tools import (
     ApprovalRequest,
     Ask,
     CancelController,
+    CancelSignal,
     ExecuteNext,
     HookContext,
+    MemorySessionLog,
     PostExecuteNext,
     PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
+    SessionEvent,
     TextBlock,
+    ToolCallEvent,
+    ToolCallRequest,
     ToolDefinition,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
+    ToolResultEvent,
     ToolReturn,
     ToolRunContext,
     UserSource,
+    run_tool_calls,
 )
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
 
@@ -394,3 +402,107 @@ async def test_an_aborted_replacement_keeps_the_wrapper_contexts() -> None:
         content=ABORTED.content, is_error=True, error=ABORTED.error, additional_contexts=(note,)
     )
     assert expected == result
+
+
+# --- the caller's own trio scope: every appended tool/call still gets its tool/result ----------
+
+
+@pytest.mark.parametrize(
+    ("cancel_at", "expected"),
+    [
+        # c1 is in its pre_execute: its body never ran
+        (0.25, [("c1", "ABORTED_BEFORE_DISPATCH")]),
+        # c1's body runs, c2 is in its pre_execute
+        (0.75, [("c1", "ABORTED"), ("c2", "ABORTED_BEFORE_DISPATCH")]),
+        # both bodies run
+        (1.25, [("c1", "ABORTED"), ("c2", "ABORTED")]),
+        # c1 committed; c2's body runs
+        (2.0, [("c1", "done"), ("c2", "ABORTED")]),
+        # c3 (the barrier) is in its pre_execute
+        (3.25, [("c1", "done"), ("c2", "done"), ("c3", "ABORTED_BEFORE_DISPATCH")]),
+        # c3's body runs
+        (4.0, [("c1", "done"), ("c2", "done"), ("c3", "ABORTED")]),
+    ],
+)
+async def test_cancelling_the_caller_scope_balances_every_appended_call(
+    autojump_clock: trio.testing.MockClock, cancel_at: float, expected: list[tuple[str, str]]
+) -> None:
+    registry = ToolRegistry()
+
+    def tool(name: str, seconds: float, parallel: bool) -> None:
+        async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+            await trio.sleep(seconds)
+            return "done"
+
+        registry.register(
+            ToolDefinition(
+                name=name,
+                description="d",
+                parameters={},
+                execute=body,
+                is_concurrency_safe=(lambda args: True) if parallel else None,
+            )
+        )
+
+    tool("p1", 1, True)
+    tool("p2", 2, True)
+    tool("x", 1, False)
+
+    async def slow_policy(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        await trio.sleep(0.5)
+        return await next()
+
+    registry.hooks.pre_execute.add(slow_policy)
+    session = MemorySessionLog()
+    calls = [
+        ToolCallRequest(call_id="c1", name="p1", arguments="{}"),
+        ToolCallRequest(call_id="c2", name="p2", arguments="{}"),
+        ToolCallRequest(call_id="c3", name="x", arguments="{}"),
+    ]
+
+    with trio.move_on_after(cancel_at) as scope:
+        await run_tool_calls(
+            registry, calls, signal=CancelSignal.never(), session=session, max_parallel_tool_calls=2
+        )
+
+    events = session.events()
+    called = [event.call_id for event in events if isinstance(event, ToolCallEvent)]
+    answered = [
+        (
+            event.call_id,
+            event.error.code if event.error is not None else cast(TextBlock, event.content[0]).text,
+        )
+        for event in events
+        if isinstance(event, ToolResultEvent)
+    ]
+    assert (True, [call_id for call_id, _ in expected], expected) == (
+        scope.cancelled_caught,
+        called,
+        answered,
+    )
+
+
+async def test_a_failing_append_is_not_balanced_and_its_error_propagates() -> None:
+    class Full(MemorySessionLog):
+        def append(self, event: SessionEvent, /) -> int:
+            if isinstance(event, ToolResultEvent):
+                raise OSError("disk full")
+            return super().append(event)
+
+    registry = ToolRegistry()
+
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        return "done"
+
+    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
+    session = Full()
+
+    with pytest.raises(OSError, match="disk full"):
+        await run_tool_calls(
+            registry,
+            [ToolCallRequest(call_id="c1", name="t", arguments="{}")],
+            signal=CancelSignal.never(),
+            session=session,
+        )
+
+    assert [ToolCallEvent] == [type(event) for event in session.events()]

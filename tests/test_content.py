@@ -9,7 +9,6 @@ from hypothesis import given
 from dsh_tools import (
     FrozenJsonObject,
     HookContext,
-
     PluginSource,
     ReasoningBlock,
     TextBlock,

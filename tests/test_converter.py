@@ -115,7 +115,9 @@ PINNED: list[tuple[object, object]] = [
     (UserSource(), {"kind": "user"}),
     (PluginSource(plugin="lint"), {"kind": "plugin", "plugin": "lint"}),
     (
-        HookContext(content=[TextBlock(text="note")], source=UserSource(), meta=snapshot_json({"a": [1]})),
+        HookContext(
+            content=[TextBlock(text="note")], source=UserSource(), meta=snapshot_json({"a": [1]})
+        ),
         {
             "content": [{"type": "text", "text": "note"}],
             "source": {"kind": "user"},

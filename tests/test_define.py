@@ -4,6 +4,7 @@ presenters and classifier, the timeout check, and the attrs-class derivation."""
 from __future__ import annotations
 
 import enum
+import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -48,7 +49,15 @@ def _context(arguments: JsonValue = None) -> ToolRunContext:
 
 
 async def _run(definition: ToolDefinition, arguments: object) -> ToolReturn:
-    return await definition.execute(arguments, _context())
+    return await _call(definition, arguments, _context())
+
+
+async def _call(
+    definition: ToolDefinition, arguments: object, context: ToolRunContext
+) -> ToolReturn:
+    returned = definition.execute(arguments, context)
+    assert inspect.isawaitable(returned), "an async body gives an async execute"
+    return await returned
 
 
 RESULT = ToolResult(content=[TextBlock(text="ok")], is_error=False)
@@ -192,7 +201,7 @@ async def test_the_body_receives_the_context() -> None:
 
     definition = define_tool(name="t", description="d", parameters={}, execute=body)
     context = _context()
-    await definition.execute(snapshot_json({}), context)
+    await _call(definition, snapshot_json({}), context)
 
     assert seen == [context]
 

@@ -16,7 +16,7 @@ from dsh_tools import (
     ToolNotFoundError,
     error_message,
 )
-from dsh_tools._errors import error_info
+from dsh_tools._errors import error_info, format_js_json, format_js_number
 
 
 class _Unprintable(Exception):
@@ -205,3 +205,34 @@ def test_error_info_is_a_frozen_value() -> None:
 
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         info.code = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [
+        (3.0, "3"),
+        (-3.0, "-3"),
+        (-0.0, "0"),
+        (0.1, "0.1"),
+        (100, "100"),
+        (2**53 - 1, "9007199254740991"),
+        (1e20, "100000000000000000000"),
+        (1e21, "1e+21"),
+        (1.5e300, "1.5e+300"),
+        (1e-6, "0.000001"),
+        (1e-7, "1e-7"),
+        (-2.5e-10, "-2.5e-10"),
+        (123.456, "123.456"),
+        (5e-324, "5e-324"),
+        (float("inf"), "Infinity"),
+        (float("nan"), "NaN"),
+    ],
+)
+def test_a_number_prints_as_javascript_prints_it(number: float, text: str) -> None:
+    assert text == format_js_number(number)
+
+
+def test_json_in_messages_prints_numbers_as_javascript_does() -> None:
+    value = {"a": [1.0, 2.5, True, None, "é"], "b": {"c": 1e-7}}
+
+    assert '{"a":[1,2.5,true,null,"é"],"b":{"c":1e-7}}' == format_js_json(value)

@@ -147,8 +147,11 @@ class _AllowAndDeny(Allow, Deny):
             "(RuntimeError('no reason')); the call is denied",
         ),
         (_forged(_AllowAndDeny, reason="both"), "Error: both"),
-        (_forged(Ask, reason=42), "Error: tools/pre-execute returned an Ask whose reason is "
-         "42, an int, not a str or None"),
+        (
+            _forged(Ask, reason=42),
+            "Error: tools/pre-execute returned an Ask whose reason is "
+            "42, an int, not a str or None",
+        ),
         (None, "Error: tools/pre-execute returned None, not Allow, Deny or Ask"),
         ("allow", 'Error: tools/pre-execute returned "allow", not Allow, Deny or Ask'),
         (3.0, "Error: tools/pre-execute returned 3, not Allow, Deny or Ask"),
@@ -232,8 +235,7 @@ async def test_an_approval_answer_is_read_by_its_value_and_anything_else_denies(
         (None, "Error: tools/post-execute returned None, not Accept or Block"),
         (
             _forged(Accept, content=None, additional_contexts=42),
-            "Error: tools/post-execute returned an unreadable Accept: "
-            "'int' object is not iterable",
+            "Error: tools/post-execute returned an unreadable Accept: 'int' object is not iterable",
         ),
         (
             _forged(Block, feedback=None, additional_contexts=()),
@@ -295,13 +297,9 @@ async def test_a_wrapper_result_the_pipeline_cannot_read_becomes_the_invalid_res
         context.defer_context(HookContext(content=(), source=UserSource()))
         return SECRET
 
-    lab.registry.register(
-        ToolDefinition(name="d", description="d", parameters={}, execute=defer)
-    )
+    lab.registry.register(ToolDefinition(name="d", description="d", parameters={}, execute=defer))
 
-    async def wrapper(
-        execution: ToolDispatchExecution, next: ExecuteNext
-    ) -> ToolExecutionResult:
+    async def wrapper(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
         await next()
         return cast(ToolExecutionResult, returned)
 

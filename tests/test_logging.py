@@ -9,7 +9,7 @@ The model-facing texts stay the original's.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -40,9 +40,7 @@ def _registry(body: Any = None) -> ToolRegistry:
         return "ok"
 
     registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(name="t", description="d", parameters={}, execute=body or ok)
-    )
+    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body or ok))
     return registry
 
 
@@ -150,11 +148,31 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
         texts.append(_text(await registry.execute(_input())))
 
     expected = [
-        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): a pre_execute listener raised ValueError', True),
+        (
+            "dsh_tools",
+            logging.WARNING,
+            'tool "t" (call-7): a pre_execute listener raised ValueError',
+            True,
+        ),
         ("dsh_tools", logging.WARNING, 'tool "t" (call-7): a guard raised ValueError', True),
-        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): an execute wrapper raised ValueError', True),
-        ("dsh_tools", logging.DEBUG, 'tool "t" (call-7): a post_execute listener raised HarnessError', True),
-        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): tools/result observer failed: observer', True),
+        (
+            "dsh_tools",
+            logging.WARNING,
+            'tool "t" (call-7): an execute wrapper raised ValueError',
+            True,
+        ),
+        (
+            "dsh_tools",
+            logging.DEBUG,
+            'tool "t" (call-7): a post_execute listener raised HarnessError',
+            True,
+        ),
+        (
+            "dsh_tools",
+            logging.WARNING,
+            'tool "t" (call-7): tools/result observer failed: observer',
+            True,
+        ),
     ]
     assert (["Error: pre", "Error: guard", "Error: wrapper", "Error: post", "ok"], expected) == (
         texts,
@@ -169,7 +187,7 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
         (None, "a body returned None, a NoneType, where str, content blocks or ToolOutput belong"),
         (["x"], 'content[0] is "x", a str, not a content block'),
         (
-            ToolOutput(content=(), meta={"callback": print}),
+            ToolOutput(content=(), meta=cast(Any, {"callback": print})),
             "meta: $.callback: a value of type builtin_function_or_method is not JSON data",
         ),
     ],

@@ -19,6 +19,7 @@ from dsh_tools import (
     ToolErrorInfo,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolOutput,
     ToolRegistry,
     ToolResultBlock,
     ToolReturn,
@@ -27,7 +28,8 @@ from dsh_tools import (
     register_content_block,
     snapshot_json,
 )
-from dsh_tools._pipeline import _materialize, aborted_result
+from dsh_tools._pipeline import aborted_result
+from dsh_tools._pipeline import materialize as _materialize
 
 INVALID = ToolExecutionResult(
     content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
@@ -66,6 +68,7 @@ VALID = [
     _result(error=ToolErrorInfo(name="E", code="C"), is_error=True),
     _result(meta={"a": [1, 2]}),
 ]
+
 
 def snapshot_metas(result: ToolExecutionResult) -> ToolExecutionResult:
     contexts = tuple(
@@ -248,3 +251,31 @@ def test_an_unregistered_block_type_is_an_invalid_result() -> None:
 
     expected = INVALID
     assert expected == _materialize(result)
+
+
+@pytest.mark.parametrize("where", ["output meta", "context meta"])
+async def test_meta_that_is_not_json_is_refused_only_at_stage_9_with_the_exact_text(
+    where: str,
+) -> None:
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        context.defer_context(
+            HookContext(
+                content=(),
+                source=UserSource(),
+                meta={"callback": print} if where == "context meta" else None,
+            )
+        )
+        # neither constructor checks meta: the body gets this far
+        return ToolOutput(
+            content=(TextBlock(text="ok"),),
+            meta={"callback": print} if where == "output meta" else None,
+        )
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
+
+    result = await registry.execute(
+        ToolExecutionInput(call_id="c", name="t", arguments={}, signal=CancelSignal.never())
+    )
+
+    assert INVALID == result

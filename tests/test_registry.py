@@ -137,9 +137,7 @@ def test_a_definition_with_a_negative_timeout_cannot_be_built() -> None:
 def test_define_tool_a_raw_definition_and_register_share_one_timeout_rule() -> None:
     messages: list[str] = []
     for build in (
-        lambda: define_tool(
-            name="slow", description="d", parameters={}, execute=_body, timeout=0
-        ),
+        lambda: define_tool(name="slow", description="d", parameters={}, execute=_body, timeout=0),
         lambda: _tool("slow", timeout=0),
     ):
         with pytest.raises(ValueError) as caught:

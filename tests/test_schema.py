@@ -487,3 +487,16 @@ def test_a_spec_that_is_not_a_mapping_is_a_type_error() -> None:
 def test_an_unknown_type_that_is_not_json_is_shown_by_its_repr() -> None:
     with pytest.raises(ValueError, match=r"^unreachable variant in validateArgs: <class 'int'>$"):
         validate_args(_spec({"x": {"type": int}}), {})
+
+
+def test_enum_numbers_in_a_violation_print_as_javascript_prints_them() -> None:
+    spec = cast(SchemaSpec, {"n": {"type": "number", "enum": [1.0, 2.5, 1e21]}})
+
+    assert ['"n" must be one of [1,2.5,1e+21]'] == validate_args(spec, {"n": 3})
+
+
+def test_an_unknown_integral_float_type_prints_without_a_decimal() -> None:
+    with pytest.raises(ValueError) as caught:
+        validate_args(cast(SchemaSpec, {"n": {"type": 3.0}}), {})
+
+    assert "unreachable variant in validateArgs: 3" == str(caught.value)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,8 +23,17 @@ SUBSET = (
 
 def _violations(schema: object) -> list[str]:
     with pytest.raises(OutputSchemaError) as caught:
-        assert_supported_output_schema(schema)
+        assert_supported_output_schema(cast(Any, schema))
     return list(caught.value.violations)
+
+
+def _violations_or_none(schema: object) -> list[str]:
+    """The schema's violations, ``[]`` when the assertion accepts it."""
+    try:
+        assert_supported_output_schema(cast(Any, schema))
+    except OutputSchemaError as error:
+        return list(error.violations)
+    return []
 
 
 def _object(**properties: Any) -> dict[str, Any]:
@@ -51,11 +60,16 @@ def test_a_supported_schema_passes() -> None:
         "additionalProperties": False,
     }
 
-    assert_supported_output_schema(schema)
+    assert_supported_output_schema(schema)  # raises on any violation
+    assert ['"value.count" must be 3'] == validate_structured_value(
+        schema, {"name": "n", "count": 4}
+    )
 
 
 def test_a_frozen_schema_counts_as_plain_objects() -> None:
-    assert_supported_output_schema(snapshot_json(_object(a={"type": "string"})))
+    schema = snapshot_json(_object(a={"type": "string"}))
+    assert_supported_output_schema(cast(Any, schema))  # raises on any violation
+    assert ['"value.a" must be a string'] == validate_structured_value(cast(Any, schema), {"a": 1})
 
 
 def test_the_error_carries_its_code_and_joined_message() -> None:
@@ -87,7 +101,7 @@ def test_a_node_on_its_own_path_is_circular() -> None:
 def test_a_node_reused_by_siblings_is_fine() -> None:
     shared = {"type": "string"}
 
-    assert_supported_output_schema(_object(a=shared, b=shared))
+    assert [] == _violations_or_none(_object(a=shared, b=shared))
 
 
 @pytest.mark.parametrize("keyword", ["oneOf", "anyOf", "allOf", "not", "$ref", "minimum"])
@@ -256,11 +270,23 @@ def test_a_const_must_be_a_scalar(const: object) -> None:
 
 
 def test_a_null_const_is_a_scalar() -> None:
-    assert_supported_output_schema(_object(a={"type": "null", "const": None}))
+    assert [] == _violations_or_none(_object(a={"type": "null", "const": None}))
 
 
 def test_enum_and_const_are_not_checked_against_the_type() -> None:
-    assert_supported_output_schema(_object(a={"type": "string", "enum": [1, True], "const": 2}))
+    assert [] == _violations_or_none(_object(a={"type": "string", "enum": [1, True], "const": 2}))
+
+
+def test_numbers_in_messages_print_as_javascript_prints_them() -> None:
+    schema: Any = _object(
+        a={"type": "number", "const": 3.0},
+        b={"type": "number", "enum": [1.0, 2.5, 1e21, 1e-7]},
+    )
+
+    assert [
+        '"value.a" must be 3',
+        '"value.b" must be one of [1,2.5,1e+21,1e-7]',
+    ] == validate_structured_value(schema, {"a": 4, "b": 7})
 
 
 def test_a_root_of_another_type_is_reported_when_nothing_else_is_wrong() -> None:

@@ -278,6 +278,9 @@ async def test_disposing_the_policy_removes_the_timeout(
         (1.5, "1500"),
         (0.007, "7"),
         (0.0000015, "0.0015"),
+        (0.00000001, "0.00001"),
+        (3.0, "3000"),
+        (1e18, "1e+21"),
     ],
 )
 def test_the_timeout_text_keeps_milliseconds_without_a_needless_decimal(

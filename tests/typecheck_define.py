@@ -98,3 +98,26 @@ def spec_form_accepts_an_inline_spec_literal() -> ToolDefinition:
         },
         execute=echo,
     )
+
+
+def read_sync(args: ReadArgs, context: ToolRunContext) -> ToolReturn:
+    return args.path
+
+
+def class_form_accepts_a_plain_def_body() -> ToolDefinition:
+    return define_tool(
+        name="read",
+        description="Read a file.",
+        parameters=ReadArgs,
+        execute=read_sync,
+        abandon_on_cancel=True,
+    )
+
+
+def spec_form_accepts_a_sync_lambda_and_infers_the_frozen_mapping() -> ToolDefinition:
+    return define_tool(
+        name="echo",
+        description="Echo.",
+        parameters={"text": {"type": "string", "required": True}},
+        execute=lambda args, context: str(assert_type(args, FrozenJsonObject).get("text")),
+    )

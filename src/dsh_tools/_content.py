@@ -6,11 +6,18 @@ tag, absent optionals omitted) is owned by :data:`dsh_tools.converter`.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 import attrs
 
 from ._json import JsonValue
+
+
+def unchecked_meta(value: object) -> JsonValue:
+    """Accept any ``meta`` as given (plain ``dict`` / ``list`` data included); the pipeline
+    checks and freezes it once, at final materialization."""
+    return cast(JsonValue, value)
+
 
 __all__ = [
     "ContentBlock",
@@ -95,4 +102,4 @@ class HookContext:
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     source: MessageSource
-    meta: JsonValue = None
+    meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)

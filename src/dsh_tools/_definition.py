@@ -14,9 +14,9 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._content import ContentBlock
-from ._execution import ToolResult, ToolRunContext
+from ._content import ContentBlock, unchecked_meta
 from ._errors import format_js_number
+from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
 
@@ -48,7 +48,7 @@ class ToolOutput:
     """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
-    meta: JsonValue = None
+    meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
 
 
 ToolReturn: TypeAlias = Sequence[ContentBlock] | ToolOutput | str
@@ -67,7 +67,7 @@ def is_async_body(body: object) -> bool:
     and runs in a worker thread."""
     if inspect.iscoroutinefunction(body):
         return True
-    call = getattr(type(body), "__call__", None)
+    call = getattr(type(body), "__call__", None)  # noqa: B004 (the method, to test it)
     return call is not None and inspect.iscoroutinefunction(call)
 
 

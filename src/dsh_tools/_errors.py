@@ -230,5 +230,7 @@ def format_js_json(value: object) -> str:
             parts.append(json.dumps(key, ensure_ascii=False) + ":" + format_js_json(item))
         return "{" + ",".join(parts) + "}"
     if isinstance(value, list | tuple):
-        return "[" + ",".join(format_js_json(item) for item in cast("Sequence[object]", value)) + "]"
+        return (
+            "[" + ",".join(format_js_json(item) for item in cast("Sequence[object]", value)) + "]"
+        )
     raise TypeError(f"a value of type {type(value).__name__} is not JSON data")

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, NoReturn, Protocol, TypeAlias
 
 import attrs
 
-from ._content import ContentBlock, HookContext
+from ._content import ContentBlock, HookContext, unchecked_meta
 from ._errors import ToolErrorInfo
 from ._json import JsonValue
 from ._signal import CancelSignal
@@ -182,7 +182,7 @@ class ToolExecutionResult:
     is_error: bool
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
-    meta: JsonValue = None
+    meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
 
 
 @attrs.frozen(kw_only=True)

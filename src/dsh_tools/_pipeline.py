@@ -87,7 +87,13 @@ if TYPE_CHECKING:
     from ._hooks import ExecuteHook, PostExecuteHook, PreExecuteHook
     from ._registry import ToolRegistry
 
-__all__ = ["PreparedCall", "aborted_before_dispatch_result", "prepare"]
+__all__ = [
+    "PreparedCall",
+    "aborted_before_dispatch_result",
+    "freeze_context",
+    "materialize",
+    "prepare",
+]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -371,7 +377,7 @@ def _freeze_result(result: object) -> ToolExecutionResult:
     return attrs.evolve(result, additional_contexts=frozen_contexts, meta=frozen_meta)
 
 
-def _materialize(result: object) -> ToolExecutionResult:
+def materialize(result: object) -> ToolExecutionResult:
     """Stage 9 without logging: the frozen result, or the canonical invalid-result error."""
     try:
         return _freeze_result(result)
@@ -428,12 +434,12 @@ class PreparedCall:
     """
 
     __slots__ = (
+        "_bad_return",
         "_caller",
         "_deferred",
         "_dispatched",
         "_final",
         "_invoked",
-        "_bad_return",
         "_outcome",
         "_registry",
         "execution",
@@ -603,12 +609,13 @@ class PreparedCall:
         lock = threading.Lock()
         state = {"started": False, "given_up": False}
 
-        def run() -> object:
+        def run() -> tuple[object]:
+            # boxed: trio refuses a thread function that returns a coroutine; we report it
             with lock:
                 if state["given_up"]:
-                    return _MISSING
+                    return (_MISSING,)
                 state["started"] = True
-            return body(arguments, context)
+            return (body(arguments, context),)
 
         returned: object = _MISSING
         failure: Exception | None = None
@@ -619,7 +626,7 @@ class PreparedCall:
         )
         try:
             with scope:
-                returned = await trio.to_thread.run_sync(
+                (returned,) = await trio.to_thread.run_sync(
                     run,
                     abandon_on_cancel=tool.abandon_on_cancel,
                     limiter=self._registry._thread_limiter,

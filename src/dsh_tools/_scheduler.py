@@ -59,7 +59,9 @@ _str = attrs.validators.instance_of(str)
 
 def _model_text(_instance: object, _attribute: object, value: object) -> None:
     if not isinstance(value, str):
-        raise TypeError(f"arguments must be the model's JSON text (str); got {type(value).__name__}")
+        raise TypeError(
+            f"arguments must be the model's JSON text (str); got {type(value).__name__}"
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -81,6 +81,7 @@ class StructuredOutputSchema(StructuredSchemaNode, total=False):
     """A whole structured-output schema: the root :class:`StructuredSchemaNode`, whose ``type``
     must be ``"object"`` (:func:`assert_supported_output_schema` checks it)."""
 
+
 _TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")
 _SCALAR_TYPES: Final = frozenset({"string", "number", "integer", "boolean", "null"})
 _CONSTRAINTS: Final = frozenset(

@@ -1,0 +1,133 @@
+"""``inject_context``: a context put into the running batch's FIFO at call time (upstream §2.11)."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any, cast
+
+import pytest
+import trio
+
+from dsh_tools import (
+    CancelSignal,
+    ContextMessageEvent,
+    HookContext,
+    MemorySessionLog,
+    PluginSource,
+    TextBlock,
+    ToolCallEvent,
+    ToolCallRequest,
+    ToolDefinition,
+    ToolRegistry,
+    ToolResultEvent,
+    ToolReturn,
+    ToolRunContext,
+    inject_context,
+    run_tool_calls,
+)
+
+
+def _context(label: str, meta: object = None) -> HookContext:
+    return HookContext(
+        content=(TextBlock(text=label),), source=PluginSource(plugin=label), meta=cast(Any, meta)
+    )
+
+
+def _label(context: HookContext) -> str:
+    assert isinstance(context.source, PluginSource)
+    return context.source.plugin
+
+
+def _call(call_id: str, name: str) -> ToolCallRequest:
+    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
+
+
+def test_inject_context_outside_a_batch_is_a_runtime_error() -> None:
+    with pytest.raises(RuntimeError) as caught:
+        inject_context(_context("x"))
+
+    assert "inject_context() called outside an active batch" == str(caught.value)
+
+
+async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_and_follows_results() -> (
+    None
+):
+    injected = trio.Event()
+    registry = ToolRegistry()
+
+    async def slow(args: Any, context: ToolRunContext) -> ToolReturn:
+        await injected.wait()
+        context.defer_context(_context("slow's own"))
+        return "slow"
+
+    async def injector(args: Any, context: ToolRunContext) -> ToolReturn:
+        inject_context(_context("injected", meta={"rows": [1]}))
+        context.defer_context(_context("injector's own"))
+        injected.set()
+        return "fast"
+
+    for name, body in (("slow", slow), ("injector", injector)):
+        registry.register(
+            ToolDefinition(
+                name=name,
+                description="d",
+                parameters={},
+                execute=body,
+                is_concurrency_safe=lambda args: True,
+            )
+        )
+    session = MemorySessionLog()
+
+    batch = await run_tool_calls(
+        registry,
+        [_call("c1", "slow"), _call("c2", "injector")],
+        signal=CancelSignal.never(),
+        session=session,
+    )
+
+    events = session.events()
+    assert (
+        ["injected", "slow's own", "injector's own"],
+        [ToolCallEvent, ToolCallEvent, ToolResultEvent, ToolResultEvent]
+        + [ContextMessageEvent] * 3,
+        {"rows": (1,)},
+    ) == (
+        [_label(context) for context in batch.contexts],
+        [type(event) for event in events],
+        batch.contexts[0].meta,
+    )
+
+
+async def test_a_context_that_is_not_lossless_json_is_refused_at_injection() -> None:
+    registry = ToolRegistry()
+
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        inject_context(_context("bad", meta={"when": b"now"}))
+        return "unreachable"
+
+    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
+
+    batch = await run_tool_calls(registry, [_call("c1", "t")], signal=CancelSignal.never())
+
+    block = batch.results[0].content[0]
+    assert (
+        TextBlock(text="Error: agent context must be losslessly JSON-serializable"),
+        (),
+    ) == (block, batch.contexts)
+
+
+async def test_an_injection_after_the_batch_settled_is_refused() -> None:
+    registry = ToolRegistry()
+    captured: list[contextvars.Context] = []
+
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        captured.append(contextvars.copy_context())
+        return "ok"
+
+    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
+    await run_tool_calls(registry, [_call("c1", "t")], signal=CancelSignal.never())
+
+    with pytest.raises(RuntimeError) as caught:
+        captured[0].run(inject_context, _context("late"))
+
+    assert "inject_context() called outside an active batch" == str(caught.value)
