@@ -192,8 +192,9 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
         return _result_card(event, presenter.present_result(event))
     if isinstance(event, ContextMessageEvent):
         source = getattr(event.source, "plugin", "user")
-        return Text.assemble(("context ", "bold magenta"), (f"from {source}: ", "magenta"),
-                             _texts(event.content))  # fmt: skip
+        return Text.assemble(
+            ("context ", "bold magenta"), (f"from {source}: ", "magenta"), _texts(event.content)
+        )
     if isinstance(event, TurnStartEvent):
         return Rule(f"turn {event.turn}", style="bold")
     if isinstance(event, TurnEndEvent):
@@ -201,8 +202,9 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
     if isinstance(event, ApprovalAskedEvent):
         reason = f": {event.reason}" if event.reason else ""
         call = f" ({event.call_id})" if event.call_id else ""
-        return Text.assemble(("? ", "bold yellow"),
-                             f"approval asked for {event.tool_name}{call}{reason}")  # fmt: skip
+        return Text.assemble(
+            ("? ", "bold yellow"), f"approval asked for {event.tool_name}{call}{reason}"
+        )
     if isinstance(event, ApprovalDecidedEvent):
         style = "green" if event.outcome == "allowed-once" else "red"
         return Text.assemble(("  ", ""), ("approval " + str(event.outcome), style))

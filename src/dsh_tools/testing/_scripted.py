@@ -190,11 +190,13 @@ class ScriptedTool:
         name: the tool's name.
         steps: the body's steps.
         parallel: whether calls of this tool may join a parallel pool.
+        pool: the tool's capacity class (``ToolDefinition.pool``), or ``None``.
     """
 
     name: str
     steps: tuple[Step, ...]
     parallel: bool = True
+    pool: str | None = None
     _runs: list[ScriptedRun] = attrs.field(init=False, factory=lambda: list[ScriptedRun]())
     _definition: ToolDefinition = attrs.field(init=False)
 
@@ -211,6 +213,7 @@ class ScriptedTool:
             parameters=_PARAMETERS,
             execute=self,
             is_concurrency_safe=(lambda _arguments: parallel),
+            pool=self.pool,
         )
 
     @property
@@ -281,7 +284,9 @@ class ScriptedTool:
         return f"done {context.call_id}"  # noqa: ASYNC910
 
 
-def scripted_tool(name: str, *steps: Step, parallel: bool = True) -> ScriptedTool:
+def scripted_tool(
+    name: str, *steps: Step, parallel: bool = True, pool: str | None = None
+) -> ScriptedTool:
     """A tool named ``name`` whose body runs ``steps`` and records its runs.
 
     Example::
@@ -295,5 +300,6 @@ def scripted_tool(name: str, *steps: Step, parallel: bool = True) -> ScriptedToo
             :func:`shielded`, :func:`inject`, and last, optionally, :func:`returns`.
         parallel: ``True`` (default) classifies every call as parallel-safe; ``False`` makes
             each call an exclusive barrier.
+        pool: the tool's capacity class (see ``run_tool_calls(..., pool_limits=...)``).
     """
-    return ScriptedTool(name=name, steps=steps, parallel=parallel)
+    return ScriptedTool(name=name, steps=steps, parallel=parallel, pool=pool)

@@ -99,11 +99,13 @@ def json_values(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
 @final
 @attrs.frozen(kw_only=True)
 class PlannedCall:
-    """One planned call: its id, whether its tool is parallel-safe, its body's steps."""
+    """One planned call: its id, whether its tool is parallel-safe, its body's steps, its
+    tool's capacity class."""
 
     call_id: str
     parallel: bool
     steps: tuple[Step, ...]
+    pool: str | None = None
 
     @property
     def tool_name(self) -> str:
@@ -133,7 +135,7 @@ class BatchPlan:
     def build(self, registry: ToolRegistry) -> tuple[ScriptedTool, ...]:
         """Register one fresh scripted tool per call; return them in model order."""
         tools = tuple(
-            scripted_tool(call.tool_name, *call.steps, parallel=call.parallel)
+            scripted_tool(call.tool_name, *call.steps, parallel=call.parallel, pool=call.pool)
             for call in self.calls
         )
         for tool in tools:
@@ -172,6 +174,7 @@ def _plans(
     hangs: bool,
     shields: bool,
     injects: bool,
+    pools: tuple[str, ...],
 ) -> BatchPlan:
     count = draw(st.integers(min_calls, max_calls))
     calls: list[PlannedCall] = []
@@ -181,7 +184,9 @@ def _plans(
             steps = (inject(_injected(f"c{index}")), *steps)
         if draw(st.booleans()) and not isinstance(steps[-1], FailStep):
             steps = (*steps, returns(f"result of c{index}"))
-        calls.append(PlannedCall(call_id=f"c{index}", parallel=draw(st.booleans()), steps=steps))
+        parallel = draw(st.booleans())
+        pool = draw(st.sampled_from((None, *pools))) if pools else None
+        calls.append(PlannedCall(call_id=f"c{index}", parallel=parallel, steps=steps, pool=pool))
     return BatchPlan(calls=tuple(calls))
 
 
@@ -194,6 +199,7 @@ def tool_batches(
     hangs: bool = False,
     shields: bool = False,
     injects: bool = False,
+    pools: Sequence[str] = (),
 ) -> st.SearchStrategy[BatchPlan]:
     """Batches of ``min_calls``..``max_calls`` calls mixing parallel and exclusive tools.
 
@@ -207,10 +213,13 @@ def tool_batches(
         shields: whether a body may sleep shielded from cancellation.
         injects: whether a body may first inject a context (``injected by <call id>``) into
             the batch.
+        pools: capacity classes a call's tool may belong to (or none).
     """
     if not 0 <= min_calls <= max_calls:
         raise ValueError("need 0 <= min_calls <= max_calls")
-    return _plans(min_calls, max_calls, tuple(durations), failures, hangs, shields, injects)
+    return _plans(
+        min_calls, max_calls, tuple(durations), failures, hangs, shields, injects, tuple(pools)
+    )
 
 
 def _injected(call_id: str) -> HookContext:
