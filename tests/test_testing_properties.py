@@ -6,6 +6,7 @@ Each example runs under its own ``trio.run`` on a fresh virtual clock."""
 
 from __future__ import annotations
 
+import attrs
 import trio
 import trio.testing
 from hypothesis import given, settings
@@ -221,3 +222,21 @@ def test_a_guard_denial_reaches_post_execute_unless_a_listener_replaces_it(
 @given(value=json_values())
 def test_json_values_survive_the_lossless_boundary(value: object) -> None:
     assert value == thaw_json(snapshot_json(value))
+
+
+@examples
+@given(
+    chain=hook_chains()
+    .map(lambda chain: attrs.evolve(chain, wrappers=(*chain.wrappers, "cancel_after")))
+    .filter(lambda chain: chain.body_runs)
+)
+def test_a_wrapper_cancelling_after_a_successful_body_makes_it_aborted(chain: HookChain) -> None:
+    batch, tool = run_chain(chain)
+    assert ["returned"] == [run.ending for run in tool.runs]
+    deciders = [action for action in chain.post if action in ("accept", "block", "raise")]
+    if deciders[:1] == ["block"]:
+        assert "error" == code(batch.results[0])  # a block is never overwritten
+    elif deciders[:1] == ["raise"]:
+        assert "error" == code(batch.results[0])  # nor a post_execute failure
+    else:
+        assert "ABORTED" == code(batch.results[0])

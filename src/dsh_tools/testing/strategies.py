@@ -232,12 +232,21 @@ def _injected(call_id: str) -> HookContext:
 
 PreAction: TypeAlias = Literal["pass", "await", "cancel", "allow", "deny", "ask", "raise"]
 GuardAction: TypeAlias = Literal["none", "cancel", "deny", "raise"]
-WrapperAction: TypeAlias = Literal["pass", "await", "cancel_before", "short", "raise"]
+WrapperAction: TypeAlias = Literal[
+    "pass", "await", "cancel_before", "cancel_after", "short", "raise"
+]
 PostAction: TypeAlias = Literal["pass", "await", "cancel", "accept", "block", "raise"]
 
 _PRE: Final[tuple[PreAction, ...]] = ("pass", "await", "cancel", "allow", "deny", "ask", "raise")
 _GUARD: Final[tuple[GuardAction, ...]] = ("none", "cancel", "deny", "raise")
-_WRAPPER: Final[tuple[WrapperAction, ...]] = ("pass", "await", "cancel_before", "short", "raise")
+_WRAPPER: Final[tuple[WrapperAction, ...]] = (
+    "pass",
+    "await",
+    "cancel_before",
+    "cancel_after",
+    "short",
+    "raise",
+)
 _POST: Final[tuple[PostAction, ...]] = ("pass", "await", "cancel", "accept", "block", "raise")
 
 
@@ -253,8 +262,9 @@ class HookChain:
     ``pre``: ``pass`` / ``await`` (a checkpoint) / ``cancel`` (cancels the controller) then
     delegate; ``allow`` / ``deny`` / ``ask`` / ``raise`` decide without delegating.
     ``guards``: ``none``, ``cancel`` (cancel, no denial), ``deny``, ``raise``.
-    ``wrappers``: ``pass``, ``await``, ``cancel_before`` (cancel, then delegate), ``short``
-    (return a result without the body), ``raise``. ``post``: ``pass`` / ``await`` /
+    ``wrappers``: ``pass``, ``await``, ``cancel_before`` (cancel, then delegate),
+    ``cancel_after`` (delegate, then cancel: a successful body's result becomes ``ABORTED``),
+    ``short`` (return a result without the body), ``raise``. ``post``: ``pass`` / ``await`` /
     ``cancel`` then delegate; ``accept`` / ``block`` / ``raise`` decide.
 
     The predictions assume a registry without an approval service (``ask`` denies) and a
@@ -364,6 +374,10 @@ def _wrapper(action: WrapperAction, controller: CancelController) -> Any:
             await trio.lowlevel.checkpoint()
         elif action == "cancel_before":
             controller.cancel("cancelled by a wrapper")
+        elif action == "cancel_after":
+            result = await next()
+            controller.cancel("cancelled by a wrapper after the body")
+            return result
         elif action == "short":
             return _SHORT  # noqa: ASYNC910 - decides at once, as a real policy may
         elif action == "raise":
