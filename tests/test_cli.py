@@ -128,6 +128,11 @@ def test_bench_reports_overlap_barriers_and_memory(tiny_report: dict[str, Any]) 
     # 100 sleeping calls in one pool overlap: far less wall time than ten rounds of ten
     assert overlap["cap_100"]["wall_ms"] < overlap["cap_10"]["wall_ms"]
     assert (25, 100.0) == (tiny_report["barriers"]["calls"], tiny_report["barriers"]["ideal_ms"])
+    # the timeline of one extra run: never more bodies at once than the cap allows, and the
+    # barrier batch never more than its pools of four
+    assert 1 <= overlap["cap_100"]["peak_in_flight"] <= 100
+    assert 1 <= overlap["cap_10"]["peak_in_flight"] <= 10
+    assert 1 <= tiny_report["barriers"]["peak_in_flight"] <= 4
     memory = tiny_report["memory"]
     assert 50 == memory["in_flight_calls"]
     assert (

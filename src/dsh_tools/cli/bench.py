@@ -9,7 +9,8 @@ What it measures, each against a floor built from plain trio:
   of the argument dict, then the body: what people write without a library), for N = 1, 100,
   1,000, 10,000. Ratios above 1 are what the registry, the pipeline and the scheduler cost.
 - ``overlap``: 100 calls of a tool that sleeps 10 ms (real clock) with cap 100 and cap 10: wall
-  time, and the overlap factor (summed sleep / wall time; 100 is perfect with cap 100).
+  time, the overlap factor (summed sleep / wall time; 100 is perfect with cap 100), and the most
+  bodies that really ran at once (one extra run under a :class:`~dsh_tools.TimelineRecorder`).
 - ``barriers``: a mixed batch (groups of four parallel calls, each group followed by an
   exclusive call, every body sleeping 10 ms): wall time against the ideal (one 10 ms slot per
   pool and per barrier).
@@ -21,6 +22,7 @@ No ``rich`` here: :mod:`dsh_tools.cli.bench_view` draws the table.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import platform
@@ -36,6 +38,7 @@ import trio
 
 from dsh_tools import (
     CancelSignal,
+    TimelineRecorder,
     ToolCallRequest,
     ToolRegistry,
     ToolRunContext,
@@ -237,6 +240,26 @@ def _wall_ms(
     return trio.run(measure)
 
 
+def _peak_in_flight(registry: ToolRegistry, batch: list[ToolCallRequest], cap: int) -> int:
+    """One more run with a :class:`~dsh_tools.TimelineRecorder` (wall clock): the most bodies
+    that really ran at once. Kept out of the timed rounds."""
+    recorder = TimelineRecorder(clock=time.perf_counter)
+    remove = recorder.install(registry)
+    try:
+        trio.run(
+            functools.partial(
+                run_tool_calls,
+                registry,
+                batch,
+                signal=CancelSignal.never(),
+                max_parallel_tool_calls=cap,
+            )
+        )
+    finally:
+        remove()
+    return recorder.peak_running()
+
+
 def overlap(config: BenchConfig, progress: Progress) -> dict[str, Any]:
     rounds = config.rounds
     registry = _sleepy_registry(lambda _path: True)
@@ -250,6 +273,7 @@ def overlap(config: BenchConfig, progress: Progress) -> dict[str, Any]:
             "ideal_ms": ideal,
             "overlap": round(1000 / wall, 1),  # 100 calls x 10 ms of sleep, over the wall time
             "ratio_to_ideal": round(wall / ideal, 2),
+            "peak_in_flight": _peak_in_flight(registry, batch, cap),
         }
         progress(f"overlap cap={cap}")
     return rows
@@ -268,6 +292,7 @@ def barriers(config: BenchConfig, progress: Progress) -> dict[str, Any]:
     ]
     wall = _wall_ms(registry, batch, 10, rounds=rounds)
     ideal = 10.0 * 2 * groups  # each group: one pool slot, then one barrier
+    peak = _peak_in_flight(registry, batch, 10)
     progress("barriers")
     return {
         "calls": len(batch),
@@ -275,6 +300,7 @@ def barriers(config: BenchConfig, progress: Progress) -> dict[str, Any]:
         "wall_ms": round(wall, 2),
         "ideal_ms": ideal,
         "ratio_to_ideal": round(wall / ideal, 2),
+        "peak_in_flight": peak,
     }
 
 

@@ -37,7 +37,7 @@ def render_report(report: dict[str, Any]) -> list[Table]:
         )
 
     timing = Table(title="Parallelism (real clock, bodies sleep 10 ms)", title_justify="left")
-    for column in ("batch", "wall ms", "ideal ms", "vs ideal", "overlap"):
+    for column in ("batch", "wall ms", "ideal ms", "vs ideal", "overlap", "peak in flight"):
         timing.add_column(column, justify="right" if column != "batch" else "left")
     for cap in ("cap_100", "cap_10"):
         row = report["overlap"][cap]
@@ -47,6 +47,7 @@ def render_report(report: dict[str, Any]) -> list[Table]:
             f"{row['ideal_ms']:.0f}",
             _ratio(row["ratio_to_ideal"], 1.5, 3),
             f"{row['overlap']:.1f}x",
+            str(row["peak_in_flight"]),
         )
     barrier = report["barriers"]
     timing.add_row(
@@ -55,6 +56,7 @@ def render_report(report: dict[str, Any]) -> list[Table]:
         f"{barrier['ideal_ms']:.0f}",
         _ratio(barrier["ratio_to_ideal"], 1.5, 3),
         "",
+        str(barrier["peak_in_flight"]),
     )
 
     memory = report["memory"]
