@@ -162,8 +162,8 @@ def test_the_bench_table_shows_the_ratios(tiny_report: dict[str, Any]) -> None:
     text = console.export_text()
     ratio = tiny_report["overhead"]["per_n"]["10"]["ratio_to_hand_rolled"]
     assert f"{ratio:.2f}x" in text
-    assert "100 sleeping calls, cap 100" in text
-    assert "mixed barriers: 5 x (4 parallel, then 1 exclusive)" in text
+    assert "100 sleeps, cap 100" in text
+    assert "5 x (4 pool + 1 barrier)" in text
 
 
 def test_bench_json_prints_one_document(
