@@ -31,6 +31,7 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
     define_tool,
+    install_timeout_policy,
 )
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
 
@@ -349,4 +350,34 @@ def test_abandon_on_cancel_must_be_a_bool_and_defaults_to_false() -> None:
     assert (False, "abandon_on_cancel must be a bool, not int") == (
         tool.abandon_on_cancel,
         str(caught.value),
+    )
+
+
+async def test_a_sync_body_over_its_timeout_on_virtual_time_is_reported_after_its_thread(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    gate = Gate()
+    registry = ToolRegistry()
+    install_timeout_policy(registry)
+    registry.register(
+        ToolDefinition(name="t", description="d", parameters={}, execute=gate.body, timeout=5)
+    )
+    results: list[tuple[float, ToolExecutionResult]] = []
+
+    async def call() -> None:
+        result = await registry.execute(_input("t"))
+        results.append((trio.current_time(), result))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call)
+        await trio.to_thread.run_sync(gate.entered.wait)
+        await trio.sleep(60)  # virtual: the 5 s deadline passes while the thread still runs
+        pending_at_60 = list(results)
+        gate.release.set()
+
+    ((finished_at, result),) = results
+    assert ([], True, "Error: tool call timed out after 5000ms") == (
+        pending_at_60,
+        finished_at >= 60,
+        _text(result),
     )
