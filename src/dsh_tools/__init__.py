@@ -148,6 +148,8 @@ from ._structured import StructuredSchemaNode as StructuredSchemaNode
 from ._structured import StructuredSchemaType as StructuredSchemaType
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
+from ._timeline import TimelineRecorder as TimelineRecorder
+from ._timeline import TimelineSpan as TimelineSpan
 from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
@@ -222,6 +224,8 @@ __all__ = [
     "TerminalCallView",
     "TerminalResultView",
     "TextBlock",
+    "TimelineRecorder",
+    "TimelineSpan",
     "ToolArgsError",
     "ToolBatch",
     "ToolBody",
