@@ -108,7 +108,7 @@ def test_main_prints_the_timeline_and_the_log_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "demo.jsonl"
-    assert main(["demo", "--log", str(log)]) == 0
+    assert main(["demo", "--plain", "--log", str(log)]) == 0
     out = capsys.readouterr().out
     assert f"session log (25 events): {log}" in out
     assert "  c4   fetch_url  |        ====================           | 0.40s - 1.40s" in out
@@ -118,7 +118,7 @@ def test_main_prints_the_timeline_and_the_log_path(
 def test_the_demo_runs_as_a_command_and_names_every_outcome(tmp_path: Path) -> None:
     log = tmp_path / "x.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "dsh_tools", "demo", "--log", str(log)],
+        [sys.executable, "-m", "dsh_tools", "demo", "--plain", "--log", str(log)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -25,6 +25,7 @@ from dsh_tools import (
     TurnEndEvent,
     TurnStartEvent,
     UserApproval,
+    converter,
     session_turn,
 )
 
@@ -106,6 +107,20 @@ async def test_a_request_appends_one_asked_and_one_decided_event_with_the_same_i
     assert expected == asked
     assert ApprovalDecidedEvent(id=asked.id, outcome=ALLOWED) == decided
     assert str(uuid.UUID(asked.id)) == asked.id
+
+
+async def test_a_request_without_a_call_id_is_audited_without_one() -> None:
+    session = _open_session()
+    approval = UserApproval(session)
+    approval.answerers.add(_answer(ALLOWED))
+    request = ApprovalRequest(agent=None, tool_name="deploy", signal=CancelSignal.never())
+
+    outcome = await approval.request(request)
+
+    asked, _ = _audit(session)
+    assert (ALLOWED, None) == (outcome, request.call_id)
+    assert ApprovalAskedEvent(id=asked.id, tool_name="deploy") == asked  # type: ignore[union-attr]
+    assert "callId" not in converter.unstructure(asked, SessionEvent)
 
 
 async def test_every_request_gets_a_fresh_id() -> None:

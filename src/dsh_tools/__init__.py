@@ -7,10 +7,11 @@ The public namespace only re-exports names from private modules; see the docs fo
 # other). pyproject.toml's import-linter contract checks it, TYPE_CHECKING imports included.
 #
 #   CLI          __main__
-#   integrations acp mcp otel providers (subpackages behind optional extras; never imported
-#                from the core, only by __main__)
+#   integrations acp cli mcp otel providers testing (subpackages, most behind optional
+#                extras; never imported from the core, only by __main__)
 #   demo         _demo
 #   batches      _presenter (views for events) _scheduler _timeout (a policy)
+#                _timeline (when each body ran)
 #   registry     _registry _approval (the user-approval service)
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
@@ -152,6 +153,8 @@ from ._structured import StructuredSchemaNode as StructuredSchemaNode
 from ._structured import StructuredSchemaType as StructuredSchemaType
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
+from ._timeline import TimelineRecorder as TimelineRecorder
+from ._timeline import TimelineSpan as TimelineSpan
 from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
@@ -226,6 +229,8 @@ __all__ = [
     "TerminalCallView",
     "TerminalResultView",
     "TextBlock",
+    "TimelineRecorder",
+    "TimelineSpan",
     "ToolArgsError",
     "ToolBatch",
     "ToolBody",

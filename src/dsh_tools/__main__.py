@@ -1,13 +1,23 @@
-"""The ``dsh-tools`` command line (also ``python -m dsh_tools``)."""
+"""The ``dsh-tools`` command line (also ``python -m dsh_tools``).
+
+Subcommands: ``demo`` (a scripted agent turn; a live ``rich`` view, or ``--plain`` ASCII),
+``bench`` (the parallel-dispatch benchmark), ``replay`` (a session log through the presenter)
+and ``acp`` (an ACP agent over stdio). Everything that needs ``rich`` (the ``[cli]`` extra)
+lives in :mod:`dsh_tools.cli` and is imported only by the command that uses it, so
+``dsh-tools demo --plain`` works with the core dependencies alone.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["main"]
+
+_NEEDS_CLI = "`dsh-tools {command}` needs the [cli] extra: python -m pip install 'dsh-tools[cli]'"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -15,14 +25,21 @@ def _parser() -> argparse.ArgumentParser:
         prog="dsh-tools", description="Tools for the dsh-tools tool-execution layer."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     demo = commands.add_parser(
         "demo",
         help="run a scripted agent turn through the real registry, pipeline and scheduler",
         description=(
             "Run a scripted agent turn (no model, no network) through the real registry, "
-            "pipeline, timeout policy and scheduler; print its timeline and results and write "
-            "its session log as JSON Lines."
+            "pipeline, timeout policy and scheduler; show its pools, barriers, timeout and "
+            "interrupt live (or, with --plain, print the ASCII timeline) and write its session "
+            "log as JSON Lines."
         ),
+    )
+    demo.add_argument(
+        "--plain",
+        action="store_true",
+        help="print the ASCII timeline instead of the live view (no [cli] extra needed)",
     )
     demo.add_argument(
         "--log",
@@ -33,31 +50,114 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--real-time",
         action="store_true",
-        help="sleep for real (about 3 s) instead of on trio's virtual clock",
+        help="with --plain: sleep for real (about 3 s) instead of on trio's virtual clock "
+        "(the live view always runs in real time)",
+    )
+
+    bench = commands.add_parser(
+        "bench",
+        help="measure the scheduler against bare trio nurseries",
+        description=(
+            "The parallel-dispatch benchmark: per-call overhead of run_tool_calls against a "
+            "bare trio nursery and a nursery with json.loads + hand validation (N = 1, 100, "
+            "1,000, 10,000), overlap of 100 sleeping calls, a mixed barrier batch, and memory "
+            "per in-flight call."
+        ),
+    )
+    bench.add_argument("--json", action="store_true", help="print one JSON document")
+    bench.add_argument("--quick", action="store_true", help="fewer rounds and smaller sizes")
+
+    replay = commands.add_parser(
+        "replay",
+        help="show a session log through the presenter",
+        description=(
+            "Render a JSON Lines session log (e.g. the demo's) through the tool presenter: call "
+            "cards, results, contexts, turns and approvals, as a UI showed them live."
+        ),
+    )
+    replay.add_argument("log", type=Path, metavar="LOG.jsonl", help="the session log to show")
+    replay.add_argument(
+        "--registry",
+        metavar="MODULE:NAME",
+        help="the ToolRegistry (or a function returning one) whose presenters draw the cards "
+        "(default: the demo's tools)",
+    )
+
+    commands.add_parser(
+        "acp",
+        help="run an ACP agent over stdio",
+        description="An Agent Client Protocol agent over stdio (needs the [acp] extra).",
+        add_help=False,
     )
     demo.add_argument(
         "--ask",
         action="store_true",
-        help="ask on the terminal (y/n) before each write or command, and run two commands",
+        help="ask on the terminal (y/n) before each write or command, and run two commands "
+        "(prints the ASCII timeline, as --plain does)",
     )
-    # listed for the help only: main() hands ``acp`` and what follows to dsh_tools.acp.main
-    commands.add_parser("acp", help="serve an ACP agent over stdio to editors (dsh-tools[acp])")
     return parser
+
+
+def _has_rich() -> bool:
+    try:
+        import rich  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return False
+    return True
+
+
+def _quiet_library_logs() -> None:
+    """The demo provokes tool failures on purpose and shows each one in its output; without a
+    logging configuration, Python's last-resort handler would print each warning's traceback to
+    stderr as well. A configured root logger still gets every record.
+    """
+    logger = logging.getLogger("dsh_tools")
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    if arguments[:1] == ["acp"]:  # every option after ``acp`` (--help too) is its own
-        from .acp import main as acp_main  # imported late: an optional integration
-
-        return acp_main(arguments[1:])
+    if arguments[:1] == ["acp"]:
+        return _acp(arguments[1:])
     args = _parser().parse_args(arguments)
-    if args.command == "demo":
+    command: str = args.command
+    if command == "demo":
+        _quiet_library_logs()
+    if command == "demo" and (args.plain or args.ask):
+        # --ask prompts on the terminal (y/n): the ASCII timeline, not the live view, owns it
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 
         return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
-    raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects the rest
+    if command == "bench" and args.json:
+        from .cli.bench import main_bench_json
+
+        return main_bench_json(quick=args.quick)
+    if not _has_rich():
+        hint = " (or `dsh-tools demo --plain`)" if command == "demo" else ""
+        print(_NEEDS_CLI.format(command=command) + hint, file=sys.stderr)
+        return 1
+    if command == "demo":
+        from .cli.live_demo import main_live_demo
+
+        return main_live_demo(log=args.log)
+    if command == "bench":
+        from .cli.bench_view import main_bench
+
+        return main_bench(quick=args.quick)
+    if command == "replay":
+        from .cli.replay import main_replay
+
+        return main_replay(args.log, registry=args.registry)
+    raise AssertionError(f"unhandled command {command!r}")  # argparse rejects the rest
+
+
+def _acp(argv: list[str]) -> int:
+    # dsh_tools.acp imports only trio; its main() names the [acp] extra when that is missing
+    from .acp import main as acp_main
+
+    return acp_main(argv)
 
 
 if __name__ == "__main__":

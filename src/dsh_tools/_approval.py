@@ -408,7 +408,7 @@ def console_answerer(
     async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         text = prompt.format(
             tool_name=request.tool_name,
-            call_id=request.call_id,
+            call_id="" if request.call_id is None else request.call_id,
             reason="" if request.reason is None else f" ({request.reason})",
         )
         async with lock:

@@ -44,6 +44,7 @@ def define_tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[A], bool] | None = None,
+    pool: str | None = None,
     present_call: Callable[[A], ToolCallView | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -59,6 +60,7 @@ def define_tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
+    pool: str | None = None,
     present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
     present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -73,6 +75,7 @@ def define_tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
+    pool: str | None = None,
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition:
@@ -111,6 +114,8 @@ def define_tool(
             ``Error: tool call aborted (its worker thread was abandoned and may still be
             running)`` at once instead of waiting for the thread to return.
         is_concurrency_safe: ``(arguments) -> bool``; ``True`` lets a call join a parallel pool.
+        pool: the capacity class of the tool's calls (``run_tool_calls(..., pool_limits=...)``
+            limits how many of a class run at once inside a parallel pool).
         present_call: ``(arguments) -> ToolCallView | None``.
         present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
 
@@ -125,7 +130,7 @@ def define_tool(
             deeply.
         TypeError: ``parameters`` is neither a spec nor an attrs class, the spec is malformed in
             shape or cannot be read, the attrs class has a field type the DSL cannot express,
-            or ``abandon_on_cancel`` is not a ``bool``.
+            ``abandon_on_cancel`` is not a ``bool``, or ``pool`` is not a non-empty ``str``.
     """
     check_timeout(name, timeout)
 
@@ -189,6 +194,7 @@ def define_tool(
         is_concurrency_safe=None
         if is_concurrency_safe is None
         else _soft_classifier(validate, convert, is_concurrency_safe),
+        pool=pool,
         present_call=None
         if present_call is None
         else _soft_call_presenter(validate, convert, present_call),

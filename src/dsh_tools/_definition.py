@@ -132,6 +132,13 @@ def _check_abandon(_instance: object, _attribute: object, value: object) -> None
         raise TypeError(f"abandon_on_cancel must be a bool, not {type(value).__name__}")
 
 
+def _check_pool(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    if value is not None and (type(value) is not str or not value):
+        raise TypeError(
+            f'tool "{instance.name}": pool must be a non-empty str or None, not {value!r}'
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ToolDefinition:
     """A registered tool: its schema, its body, and host-only metadata.
@@ -151,6 +158,9 @@ class ToolDefinition:
             running)``) instead of waiting for the thread to return.
         is_concurrency_safe: ``(arguments) -> bool``; only ``True`` lets a call join a parallel
             pool. Never shown to the model.
+        pool: the capacity class of the tool's calls (e.g. ``"network"``): inside a parallel
+            pool a call also needs a free slot of its class, whose size
+            ``run_tool_calls(..., pool_limits=...)`` sets. ``None``: no class.
         present_call / present_result: pure render-intent presenters for UIs.
     """
 
@@ -161,6 +171,7 @@ class ToolDefinition:
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
     abandon_on_cancel: bool = attrs.field(default=False, validator=_check_abandon)
     is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(default=None, repr=False)
+    pool: str | None = attrs.field(default=None, validator=_check_pool)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
         default=None, repr=False
     )

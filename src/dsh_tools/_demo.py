@@ -27,7 +27,6 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-import logging
 import os
 import shlex
 import sys
@@ -46,13 +45,12 @@ from ._definition import ToolOutput
 from ._execution import (
     Ask,
     PreToolDecision,
-    ToolDispatchExecution,
     ToolExecution,
     ToolExecutionResult,
     ToolResult,
     ToolRunContext,
 )
-from ._hooks import ExecuteNext, PreExecuteNext
+from ._hooks import PreExecuteNext
 from ._json import FrozenJsonObject
 from ._presentation import (
     DiffCallView,
@@ -71,6 +69,7 @@ from ._registry import ToolRegistry
 from ._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
 from ._session import JsonlSessionLog, SessionEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelController
+from ._timeline import TimelineRecorder
 from ._timeout import install_timeout_policy
 
 __all__ = ["DemoAgent", "DemoBatch", "build_registry", "hunks", "main_demo", "run_demo"]
@@ -449,7 +448,11 @@ class DemoAgent:
 
 
 async def run_demo(
-    session: SessionLog, *, ask: bool = False, answerer: ApprovalAnswerer | None = None
+    session: SessionLog,
+    *,
+    ask: bool = False,
+    answerer: ApprovalAnswerer | None = None,
+    recorder: TimelineRecorder | None = None,
 ) -> list[DemoBatch]:
     """Run the scripted turn, appending its events to ``session``.
 
@@ -461,6 +464,8 @@ async def run_demo(
         ask: run the turn inside :func:`session_turn` with a :class:`UserApproval` service;
             writes and commands ask first, and a third batch runs two commands.
         answerer: who answers (with ``ask``); :func:`console_answerer` by default.
+        recorder: records the bodies' timeline (e.g. one with an ``on_change`` callback for a
+            live view); a fresh one by default.
     """
     workspace = _sample_workspace()
     approval = None
@@ -470,23 +475,13 @@ async def run_demo(
     registry = build_registry(workspace, approval=approval)
     presenter = ToolPresenter(registry)
     agent = DemoAgent()
-    spans: dict[str, tuple[float, float]] = {}
-
-    async def record_span(
-        execution: ToolDispatchExecution, next: ExecuteNext
-    ) -> ToolExecutionResult:
-        started = trio.current_time()
-        try:
-            return await next()
-        finally:
-            spans[execution.call_id] = (started, trio.current_time())
-
-    registry.hooks.execute.add(record_span, prepend=True)
+    recorder = TimelineRecorder() if recorder is None else recorder
+    recorder.install(registry)
 
     async def run_batch(
         title: str, calls: tuple[ToolCallRequest, ...], step: int, interrupt_after: float | None
     ) -> DemoBatch:
-        spans.clear()
+        recorder.clear()
         first = len(session.events())
         interrupt = CancelController()
         started = trio.current_time()
@@ -509,7 +504,7 @@ async def run_demo(
                 step=step,
             )
             nursery.cancel_scope.cancel()
-        demo = _demo_batch(title, calls, batch, started, spans)
+        demo = _demo_batch(title, calls, batch, started, recorder)
         return attrs.evolve(demo, views=_views(presenter, session.events()[first:]))
 
     async def run_all() -> list[DemoBatch]:
@@ -550,14 +545,18 @@ def _demo_batch(
     calls: tuple[ToolCallRequest, ...],
     batch: ToolBatch,
     started: float,
-    spans: dict[str, tuple[float, float]],
+    recorder: TimelineRecorder,
 ) -> DemoBatch:
     return DemoBatch(
         title=title,
         calls=calls,
         batch=batch,
         duration=trio.current_time() - started,
-        spans={key: (a - started, b - started) for key, (a, b) in spans.items()},
+        spans={
+            span.call_id: (span.started - started, span.finished - started)
+            for span in recorder.spans
+            if span.finished is not None
+        },
     )
 
 
@@ -678,21 +677,10 @@ def main_demo(
         file=stream,
         flush=True,
     )
-    # The demo prints every outcome itself; the failures it scripts would otherwise repeat on
-    # stderr through logging's last-resort handler (the library logs every raising body).
-    library_log = logging.getLogger("dsh_tools")
-    propagate = library_log.propagate
-    library_log.propagate = False
-    quiet = logging.NullHandler()
-    library_log.addHandler(quiet)
-    try:
-        with JsonlSessionLog(path) as session:
-            first_seq = len(session.events())
-            batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
-            written = len(session.events()) - first_seq
-    finally:
-        library_log.removeHandler(quiet)
-        library_log.propagate = propagate
+    with JsonlSessionLog(path) as session:
+        first_seq = len(session.events())
+        batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
+        written = len(session.events()) - first_seq
     for demo in batches:
         print("", file=stream)
         print(render_batch(demo), file=stream)

@@ -313,12 +313,16 @@ class ApprovalOutcome(enum.StrEnum):
 
 @attrs.frozen(kw_only=True)
 class ApprovalRequest:
-    """One request for the user's approval of a call."""
+    """One request for the user's approval of a call.
+
+    The registry always fills ``call_id``; other callers of an approval service (a plugin asking
+    before something that is not a tool call) may leave it out.
+    """
 
     agent: object
     tool_name: str
-    call_id: str
     signal: CancelSignal
+    call_id: str | None = None
     reason: str | None = None
 
 

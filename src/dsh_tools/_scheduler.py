@@ -29,8 +29,8 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import deque
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Final, cast
 
 import attrs
 import trio
@@ -92,6 +92,26 @@ class ToolBatch:
     contexts: tuple[HookContext, ...]
 
 
+_POOL_LIMITS_TYPE: Final = "pool_limits must map class names (str) to positive integers"
+
+
+def _check_pool_limits(value: object) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{_POOL_LIMITS_TYPE}, not {type(value).__name__}")
+    limits: dict[str, int] = {}
+    for name, limit in cast("Mapping[object, object]", value).items():
+        if type(name) is not str or not name:
+            raise TypeError(f"{_POOL_LIMITS_TYPE}: {name!r} is not a class name")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f'pool_limits["{name}"] must be a positive integer')
+        if limit < 1:
+            raise ValueError(f'pool_limits["{name}"] must be a positive integer')
+        limits[name] = limit
+    return limits
+
+
 def _check_cap(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("max_parallel_tool_calls must be a positive integer")
@@ -110,6 +130,7 @@ async def run_tool_calls(
     session: SessionLog | None = None,
     turn: int = 0,
     step: int = 0,
+    pool_limits: Mapping[str, int] | None = None,
 ) -> ToolBatch:
     """Run one model response's tool calls and return one result per call, in model order.
 
@@ -132,6 +153,11 @@ async def run_tool_calls(
             ``tool/result`` when it commits, then one ``context/message`` per batch context.
         turn: recorded on the events.
         step: recorded on the events.
+        pool_limits: capacity classes, e.g. ``{"network": 2, "shell": 1}``: inside a parallel
+            pool, a call of a tool whose ``pool`` is a listed class also needs a free slot of
+            that class. Calls still start in model order: a call waiting for its class holds
+            back the calls behind it, so the order and the results stay deterministic. Classes
+            not listed are limited only by ``max_parallel_tool_calls``.
 
     Returns:
         The results (exactly one per call, in model order) and the batch's contexts.
@@ -139,7 +165,9 @@ async def run_tool_calls(
     Raises:
         TypeError: ``max_parallel_tool_calls`` is not an ``int`` (``bool`` is not accepted), a
             call is not a :class:`ToolCallRequest`, or ``signal`` is not a :class:`CancelSignal`.
-        ValueError: ``max_parallel_tool_calls`` is less than 1.
+        ValueError: ``max_parallel_tool_calls`` is less than 1, or a ``pool_limits`` value is.
+            (A ``pool_limits`` that is not a mapping of ``str`` to ``int`` is a
+            ``TypeError``.)
         trio.Cancelled: the caller's own trio scope was cancelled; raised after every started
             body has unwound.
 
@@ -150,6 +178,7 @@ async def run_tool_calls(
     This is a checkpoint on every path.
     """
     cap = _check_cap(max_parallel_tool_calls)
+    limits = _check_pool_limits(pool_limits)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     requests = tuple(calls)
@@ -165,6 +194,7 @@ async def run_tool_calls(
         session=session,
         turn=turn,
         step=step,
+        limits=limits,
     )
     return await batch.run()
 
@@ -189,6 +219,11 @@ class _Batch:
     session: SessionLog | None
     turn: int
     step: int
+    # capacity classes: the limit of each class, the bodies of each class in flight, and the
+    # class of each dispatched call until it reports back
+    limits: dict[str, int] = attrs.field(factory=lambda: dict[str, int]())
+    class_in_flight: dict[str, int] = attrs.field(init=False, factory=lambda: dict[str, int]())
+    class_of: dict[int, str] = attrs.field(init=False, factory=lambda: dict[int, str]())
     # per call, O(1) each: the input (built when first classified), the prepared call until it
     # commits, whether it is ready to commit, its tool/call seq, its result
     inputs: list[ToolExecutionInput | None] = attrs.field(init=False)
@@ -406,7 +441,10 @@ class _Batch:
                     # every result that is ready, then one commit group
                     while settled:
                         self.in_flight -= 1
-                        self.ready[settled.popleft()] = _READY
+                        index = settled.popleft()
+                        if self.class_of:
+                            self._release_class(index)
+                        self.ready[index] = _READY
                     while self._may_commit():
                         await self._commit_next()
             except Exception as exc:
@@ -434,13 +472,34 @@ class _Batch:
         if not self._is_parallel(self.started):
             self.pool_closed = True
             return False
+        if self.limits:
+            # the model-order start rule: a call waiting for its class holds back the rest
+            pool = self._pool_of(self.started)
+            if pool is not None and self.class_in_flight.get(pool, 0) >= self.limits[pool]:
+                return False
         return True
+
+    def _pool_of(self, index: int) -> str | None:
+        """The limited capacity class of the call's visible tool, if any."""
+        call = self.calls[index]
+        tool = self.host.lookup(call.name, self.agent)
+        pool = None if tool is None else tool.pool
+        return pool if pool is not None and pool in self.limits else None
+
+    def _release_class(self, index: int) -> None:
+        pool = self.class_of.pop(index, None)
+        if pool is not None:
+            self.class_in_flight[pool] -= 1
 
     async def _start_in_pool(self, nursery: trio.Nursery, bodies: trio.Nursery | None) -> None:
         index = self.started
+        pool = self._pool_of(index) if self.limits else None
         prepared = await self._start(index)
         if prepared.needs_dispatch:
             self.in_flight += 1
+            if pool is not None:
+                self.class_of[index] = pool
+                self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
             if bodies is not None and not self.host.hooks.execute.for_agent(self.agent):
                 bodies.start_soon(_dispatch_linked, prepared, index, self.settled, self.lot)
             else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import pytest
 from acp_wire import assert_valid_update
 
@@ -482,13 +481,8 @@ def test_without_a_session_cwd_titles_stay_as_given() -> None:
 # --- surface ops (DESIGN §5: ``surface_op`` absent means ``append``) ------------------------
 
 
-@attrs.frozen(kw_only=True)
-class _SurfacedResult(ToolResultEvent):
-    surface_op: str | None = None
-
-
 def _surfaced(surface_op: str | None) -> ToolResultEvent:
-    return _SurfacedResult(
+    return ToolResultEvent(
         turn=0,
         step=0,
         call_id="c1",

@@ -105,8 +105,7 @@ class AcpSessionBridge:
         if isinstance(event, ToolCallEvent):
             return self._call_update(event)
         if isinstance(event, ToolResultEvent):
-            surface_op: object = getattr(event, "surface_op", None)
-            if surface_op is not None and surface_op != _APPEND:
+            if event.surface_op is not None and event.surface_op != _APPEND:
                 return None
             return self._result_update(event)
         return None

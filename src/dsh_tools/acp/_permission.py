@@ -69,8 +69,7 @@ class AcpPermissionAnswerer:
         A checkpoint on every path. Cancellation propagates (the request's pending RPC is
         abandoned; a late answer is discarded by the connection).
         """
-        # DESIGN §5: callers other than the registry may leave call_id out
-        call_id = cast("str | None", request.call_id)
+        call_id = request.call_id  # callers other than the registry may leave it out
         session_id = self.session_id_for(request.agent)
         if session_id is None or call_id is None:
             return await next()

@@ -2,12 +2,21 @@
 into a registry or a scope (extra ``[mcp]``; the core never imports this package).
 """
 
-from ._mount import MCP_TOOL_ERROR as MCP_TOOL_ERROR
-from ._mount import McpConnectionError as McpConnectionError
-from ._mount import McpToolError as McpToolError
-from ._mount import MountedServer as MountedServer
-from ._mount import MountTarget as MountTarget
-from ._mount import mount_mcp as mount_mcp
+try:
+    from ._mount import MCP_TOOL_ERROR as MCP_TOOL_ERROR
+    from ._mount import McpConnectionError as McpConnectionError
+    from ._mount import McpToolError as McpToolError
+    from ._mount import MountedServer as MountedServer
+    from ._mount import MountTarget as MountTarget
+    from ._mount import mount_mcp as mount_mcp
+except ModuleNotFoundError as exc:
+    if (exc.name or "").partition(".")[0] not in ("mcp", "jsonschema"):
+        raise
+    raise ModuleNotFoundError(
+        f"dsh_tools.mcp needs the [mcp] extra (mcp >= 2 and jsonschema): {exc}; "
+        "install it with: python -m pip install 'dsh-tools[mcp]'",
+        name=exc.name,
+    ) from exc
 
 __all__ = [
     "MCP_TOOL_ERROR",

@@ -337,6 +337,17 @@ async def _follow_changes(
         task_status.started()
 
 
+def _check_mount_arguments(target: object, client: object, prefix: object) -> None:
+    if not isinstance(target, ToolRegistry | ToolScope):
+        raise TypeError(
+            f"mount_mcp() mounts into a ToolRegistry or a ToolScope, not {type(target).__name__}"
+        )
+    if not isinstance(client, mcp.Client):
+        raise TypeError(f"mount_mcp() needs an entered mcp.Client, not {type(client).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"mount_mcp() prefix must be a str, not {type(prefix).__name__}")
+
+
 @asynccontextmanager
 async def mount_mcp(
     target: ToolRegistry | ToolScope,
@@ -365,20 +376,34 @@ async def mount_mcp(
         prefix: prepended to every tool name (e.g. ``"files_"``), to keep servers apart.
 
     Raises:
+        TypeError: ``target`` is not a registry or a scope, ``client`` is not an
+            ``mcp.Client``, or ``prefix`` is not a ``str`` (before anything is sent).
         ValueError: a tool name is already registered in ``target``.
         mcp.MCPError: listing the tools failed.
 
     A checkpoint on entry and exit; cancellation while listing the tools leaves nothing
-    registered.
+    registered. An exception raised in the ``async with`` block leaves it as itself (not
+    wrapped in an exception group by the listener's nursery).
     """
+    _check_mount_arguments(target, client, prefix)
     mounted = MountedServer(target=target, client=client, prefix=prefix)
+    lone: BaseException | None = None
     try:
         await mounted.sync()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(_follow_changes, mounted, client)
-            try:
-                yield mounted
-            finally:
-                nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(_follow_changes, mounted, client)
+                try:
+                    yield mounted
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # the listener's nursery would wrap whatever the block raises: a lone exception
+            # (the block's own, as a rule) leaves as itself, so `except ValueError` still works
+            if len(group.exceptions) != 1:
+                raise
+            lone = group.exceptions[0]
+        if lone is not None:
+            raise lone
     finally:
         mounted._unmount()

@@ -26,6 +26,7 @@ from dsh_tools import (
     ToolDispatchExecution,
     ToolExecutionResult,
     ToolRegistry,
+    ToolScope,
 )
 
 __all__ = ["OTHER_ERROR", "install_tracing"]
@@ -92,7 +93,7 @@ def _error_text(result: ToolExecutionResult) -> str:
 
 
 def install_tracing(
-    registry: ToolRegistry, *, tracer_provider: trace.TracerProvider | None = None
+    registry: ToolRegistry | ToolScope, *, tracer_provider: trace.TracerProvider | None = None
 ) -> Disposer:
     """Trace every tool call that ``registry`` dispatches.
 
@@ -117,7 +118,21 @@ def install_tracing(
 
     Returns:
         A :class:`~dsh_tools.Disposer` that removes the wrapper.
+
+    Raises:
+        TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry` (or a
+            :class:`~dsh_tools.ToolScope`, whose wrapper traces only its agent's calls), or
+            ``tracer_provider`` is not an OpenTelemetry ``TracerProvider``.
     """
+    if not isinstance(registry, ToolRegistry | ToolScope):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"install_tracing() takes a ToolRegistry or a ToolScope, not {type(registry).__name__}"
+        )
+    if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            "install_tracing() tracer_provider must be an OpenTelemetry TracerProvider, "
+            f"not {type(tracer_provider).__name__}"
+        )
     tracer = trace.get_tracer("dsh_tools", tracer_provider=tracer_provider)
 
     async def trace_call(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, cast
 
 from dsh_tools._content import ContentBlock, HookContext, TextBlock
 from dsh_tools._converter import converter
+from dsh_tools._definition import ToolSchema
 from dsh_tools._execution import ToolExecutionResult
 from dsh_tools._scheduler import ToolBatch, ToolCallRequest
 
@@ -16,6 +17,7 @@ __all__ = [
     "as_list",
     "as_mapping",
     "check_batch",
+    "checked_schemas",
     "content_text",
     "context_texts",
     "plain_json",
@@ -66,6 +68,27 @@ def require_str(container: Mapping[str, object], key: str, where: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f'{where}."{key}" must be a string, not {type(value).__name__}')
     return value
+
+
+def checked_schemas(schemas: Iterable[ToolSchema]) -> list[ToolSchema]:
+    """``schemas`` as a list, each a :class:`~dsh_tools.ToolSchema` with a non-empty ``str``
+    name and a ``str`` description (what every provider requires); a ``TypeError`` naming the
+    index and the tool otherwise, before anything is sent.
+    """
+    checked = list(schemas)
+    for index, schema in enumerate(checked):
+        if not isinstance(schema, ToolSchema):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"schemas[{index}] must be a ToolSchema, not {type(schema).__name__}")
+        name: object = schema.name
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"schemas[{index}].name must be a non-empty str, not {name!r}")
+        description: object = schema.description
+        if not isinstance(description, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f'schemas[{index}] (tool "{name}"): description must be a str, '
+                f"not {type(description).__name__}"
+            )
+    return checked
 
 
 def plain_json(value: object) -> Any:

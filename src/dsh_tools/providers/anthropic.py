@@ -19,6 +19,7 @@ from ._common import (
     as_list,
     as_mapping,
     check_batch,
+    checked_schemas,
     content_text,
     context_texts,
     plain_json,
@@ -33,20 +34,17 @@ def tool_params(schemas: Iterable[ToolSchema]) -> list[JsonDict]:
     ``{"name", "description", "input_schema"}`` as plain JSON data, in order.
 
     Raises:
-        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`.
+        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`, or its name is not a
+            non-empty ``str`` or its description not a ``str``.
     """
-    params: list[JsonDict] = []
-    for index, schema in enumerate(schemas):
-        if not isinstance(schema, ToolSchema):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"schemas[{index}] must be a ToolSchema, not {type(schema).__name__}")
-        params.append(
-            {
-                "name": schema.name,
-                "description": schema.description,
-                "input_schema": plain_json(schema.parameters),
-            }
-        )
-    return params
+    return [
+        {
+            "name": schema.name,
+            "description": schema.description,
+            "input_schema": plain_json(schema.parameters),
+        }
+        for schema in checked_schemas(schemas)
+    ]
 
 
 def tool_calls(

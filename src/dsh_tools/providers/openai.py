@@ -24,6 +24,7 @@ from ._common import (
     as_list,
     as_mapping,
     check_batch,
+    checked_schemas,
     content_text,
     context_texts,
     plain_json,
@@ -39,14 +40,6 @@ __all__ = [
     "tool_messages",
     "tool_params",
 ]
-
-
-def _checked_schemas(schemas: Iterable[ToolSchema]) -> list[ToolSchema]:
-    checked = list(schemas)
-    for index, schema in enumerate(checked):
-        if not isinstance(schema, ToolSchema):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"schemas[{index}] must be a ToolSchema, not {type(schema).__name__}")
-    return checked
 
 
 def _parameters(schema: ToolSchema, strict: bool) -> JsonDict:
@@ -73,12 +66,13 @@ def tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False) -> list[
         One entry per schema, in order.
 
     Raises:
-        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`.
+        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`, or its name is not a
+            non-empty ``str`` or its description not a ``str``.
         ValueError: with ``strict=True``, a schema has an object that strict mode cannot express
             (one without ``properties``, or with ``additionalProperties`` other than ``false``).
     """
     params: list[JsonDict] = []
-    for schema in _checked_schemas(schemas):
+    for schema in checked_schemas(schemas):
         function: JsonDict = {
             "name": schema.name,
             "description": schema.description,
@@ -98,7 +92,7 @@ def responses_tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False
     ``strict=True`` the parameters are the strict-mode copy described in :func:`tool_params`.
 
     Raises:
-        TypeError: an element is not a :class:`~dsh_tools.ToolSchema`.
+        TypeError: as :func:`tool_params`.
         ValueError: as :func:`tool_params`.
     """
     return [
@@ -109,7 +103,7 @@ def responses_tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False
             "parameters": _parameters(schema, strict),
             "strict": strict,
         }
-        for schema in _checked_schemas(schemas)
+        for schema in checked_schemas(schemas)
     ]
 
 
@@ -136,7 +130,7 @@ def _strict_map(
     if strict_schemas is None:
         return None
     return {
-        schema.name: plain_json(schema.parameters) for schema in _checked_schemas(strict_schemas)
+        schema.name: plain_json(schema.parameters) for schema in checked_schemas(strict_schemas)
     }
 
 

@@ -1,0 +1,432 @@
+"""The parallel-dispatch benchmark behind ``dsh-tools bench`` (and ``benchmarks/``).
+
+What it measures, each against a floor built from plain trio:
+
+- ``overhead``: per-call cost of :func:`~dsh_tools.run_tool_calls` over N parallel-safe no-op
+  calls (cap = N) of a ``define_tool`` tool with an attrs parameter class, against a **bare
+  nursery** (one task per call that awaits the same body with pre-parsed arguments: trio's own
+  floor) and a **hand-rolled loop** (one task per call doing ``json.loads`` + hand validation
+  of the argument dict, then the body: what people write without a library), for N = 1, 100,
+  1,000, 10,000. Ratios above 1 are what the registry, the pipeline and the scheduler cost.
+- ``overlap``: 100 calls of a tool that sleeps 10 ms (real clock) with cap 100 and cap 10: wall
+  time, the overlap factor (summed sleep / wall time; 100 is perfect with cap 100), and the most
+  bodies that really ran at once (one extra run under a :class:`~dsh_tools.TimelineRecorder`).
+- ``barriers``: a mixed batch (groups of four parallel calls, each group followed by an
+  exclusive call, every body sleeping 10 ms): wall time against the ideal (one 10 ms slot per
+  pool and per barrier).
+- ``memory``: peak traced memory (``tracemalloc``) per in-flight call with N calls in flight at
+  once, through the scheduler, through the hand-rolled loop, and for bare sleeping tasks.
+
+No ``rich`` here: :mod:`dsh_tools.cli.bench_view` draws the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import json
+import platform
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, cast
+
+import attrs
+import trio
+
+from dsh_tools import (
+    CancelSignal,
+    TimelineRecorder,
+    ToolCallRequest,
+    ToolRegistry,
+    ToolRunContext,
+    define_tool,
+    run_tool_calls,
+)
+
+__all__ = ["FULL", "QUICK", "SIZES", "BenchConfig", "main_bench_json", "run", "steps"]
+
+SIZES: Final = (1, 100, 1000, 10000)
+"""The batch sizes of the overhead measurement."""
+
+
+@attrs.frozen(kw_only=True)
+class BenchConfig:
+    """How much work each measurement does.
+
+    Attributes:
+        sizes: the batch sizes N of the overhead measurement.
+        work: calls per timed round of the overhead measurement (at least one batch).
+        rounds: timed rounds per measurement; the median is reported.
+        in_flight: calls in flight at once for the memory measurement.
+    """
+
+    sizes: tuple[int, ...] = SIZES
+    work: int = 20000
+    rounds: int = 7
+    in_flight: int = 10000
+
+    @property
+    def quick(self) -> bool:
+        """Whether this is less work than :data:`FULL`."""
+        return self != FULL
+
+
+FULL: Final = BenchConfig()
+"""The full benchmark (about a minute on a laptop)."""
+
+QUICK: Final = BenchConfig(work=2000, rounds=3, in_flight=2000)
+"""``--quick``: the same measurements with fewer rounds (a few seconds)."""
+
+Progress = Callable[[str], object]
+"""Told the label of each measurement as it finishes."""
+
+
+@attrs.frozen(kw_only=True)
+class Args:
+    path: str
+
+
+async def _noop(args: Args, context: ToolRunContext) -> str:
+    return "ok"  # noqa: ASYNC910 - the benchmark measures everything around the body
+
+
+async def _bare_body(path: str) -> str:
+    return "ok"  # noqa: ASYNC910 - the same no-op body, without a context
+
+
+def _calls(n: int, name: str = "noop") -> list[ToolCallRequest]:
+    return [
+        ToolCallRequest(call_id=f"c{i}", name=name, arguments='{"path": "a.txt"}') for i in range(n)
+    ]
+
+
+def _noop_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(
+        define_tool(
+            name="noop",
+            description="does nothing",
+            parameters=Args,
+            execute=_noop,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    return registry
+
+
+async def bare_nursery(batch: list[ToolCallRequest]) -> None:
+    """Trio's floor: one task per call awaiting the body with arguments parsed up front."""
+    results: list[object] = [None] * len(batch)
+
+    async def run_one(index: int) -> None:
+        results[index] = await _bare_body("a.txt")
+
+    async with trio.open_nursery() as nursery:
+        for index in range(len(batch)):
+            nursery.start_soon(run_one, index)
+
+
+async def hand_rolled(batch: list[ToolCallRequest]) -> None:
+    """What a loop without a library does: ``json.loads``, check the dict by hand, call."""
+    results: list[object] = [None] * len(batch)
+
+    async def run_one(index: int, call: ToolCallRequest) -> None:
+        try:
+            arguments: object = json.loads(call.arguments) if call.arguments else {}
+        except ValueError as exc:
+            results[index] = f"Error: invalid JSON: {exc}"
+            return  # noqa: ASYNC910 - a task body; start_soon was its schedule point
+        path = (
+            cast("dict[str, object]", arguments).get("path")
+            if isinstance(arguments, dict)
+            else None
+        )
+        if not isinstance(path, str):
+            results[index] = 'Error: invalid arguments: "path" must be a string'
+            return  # noqa: ASYNC910 - as above
+        results[index] = await _bare_body(path)
+
+    async with trio.open_nursery() as nursery:
+        for index, call in enumerate(batch):
+            nursery.start_soon(run_one, index, call)
+
+
+def _per_call_us(
+    runner: Callable[[list[ToolCallRequest]], Awaitable[object]],
+    n: int,
+    *,
+    repeats: int,
+    rounds: int,
+) -> float:
+    """Median over ``rounds`` of the per-call cost (µs) of ``repeats`` batches of ``n``."""
+
+    async def measure() -> float:
+        batch = _calls(n)
+        await runner(batch)  # warm up
+        samples: list[float] = []
+        for _ in range(rounds):
+            gc.collect()
+            started = time.perf_counter_ns()
+            for _ in range(repeats):
+                await runner(batch)
+            samples.append((time.perf_counter_ns() - started) / 1000 / (repeats * n))
+        return statistics.median(samples)
+
+    return trio.run(measure)
+
+
+def overhead(config: BenchConfig, progress: Progress) -> dict[str, Any]:
+    registry = _noop_registry()
+    signal = CancelSignal.never()
+
+    async def scheduled(batch: list[ToolCallRequest]) -> object:
+        return await run_tool_calls(
+            registry, batch, signal=signal, max_parallel_tool_calls=max(len(batch), 1)
+        )
+
+    rounds = config.rounds
+    rows: dict[str, dict[str, float]] = {}
+    for n in config.sizes:
+        repeats = max(config.work // n, 1)
+        scheduler_us = _per_call_us(scheduled, n, repeats=repeats, rounds=rounds)
+        bare_us = _per_call_us(bare_nursery, n, repeats=repeats, rounds=rounds)
+        hand_us = _per_call_us(hand_rolled, n, repeats=repeats, rounds=rounds)
+        rows[str(n)] = {
+            "scheduler_us_per_call": round(scheduler_us, 2),
+            "bare_nursery_us_per_call": round(bare_us, 2),
+            "hand_rolled_us_per_call": round(hand_us, 2),
+            "ratio_to_bare": round(scheduler_us / bare_us, 2),
+            "ratio_to_hand_rolled": round(scheduler_us / hand_us, 2),
+        }
+        progress(f"overhead N={n}")
+    return {"per_n": rows}
+
+
+def _sleepy_registry(classify: Callable[[str], bool]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    async def nap(args: Args, context: ToolRunContext) -> str:
+        await trio.sleep(0.010)
+        return "ok"
+
+    registry.register(
+        define_tool(
+            name="nap",
+            description="sleeps 10 ms",
+            parameters=Args,
+            execute=nap,
+            is_concurrency_safe=lambda args: classify(args.path),
+        )
+    )
+    return registry
+
+
+def _wall_ms(
+    registry: ToolRegistry, batch: list[ToolCallRequest], cap: int, *, rounds: int
+) -> float:
+    async def measure() -> float:
+        samples: list[float] = []
+        for _ in range(rounds):
+            started = time.perf_counter_ns()
+            await run_tool_calls(
+                registry, batch, signal=CancelSignal.never(), max_parallel_tool_calls=cap
+            )
+            samples.append((time.perf_counter_ns() - started) / 1e6)
+        return statistics.median(samples)  # noqa: ASYNC910 - rounds >= 1, each awaits a batch
+
+    return trio.run(measure)
+
+
+def _peak_in_flight(registry: ToolRegistry, batch: list[ToolCallRequest], cap: int) -> int:
+    """One more run with a :class:`~dsh_tools.TimelineRecorder` (wall clock): the most bodies
+    that really ran at once. Kept out of the timed rounds.
+    """
+    recorder = TimelineRecorder(clock=time.perf_counter)
+    remove = recorder.install(registry)
+    try:
+        trio.run(
+            functools.partial(
+                run_tool_calls,
+                registry,
+                batch,
+                signal=CancelSignal.never(),
+                max_parallel_tool_calls=cap,
+            )
+        )
+    finally:
+        remove()
+    return recorder.peak_running()
+
+
+def overlap(config: BenchConfig, progress: Progress) -> dict[str, Any]:
+    rounds = config.rounds
+    registry = _sleepy_registry(lambda _path: True)
+    batch = _calls(100, "nap")
+    rows: dict[str, dict[str, float]] = {}
+    for cap in (100, 10):
+        wall = _wall_ms(registry, batch, cap, rounds=rounds)
+        ideal = 10.0 * -(-100 // cap)
+        rows[f"cap_{cap}"] = {
+            "wall_ms": round(wall, 2),
+            "ideal_ms": ideal,
+            "overlap": round(1000 / wall, 1),  # 100 calls x 10 ms of sleep, over the wall time
+            "ratio_to_ideal": round(wall / ideal, 2),
+            "peak_in_flight": _peak_in_flight(registry, batch, cap),
+        }
+        progress(f"overlap cap={cap}")
+    return rows
+
+
+def barriers(config: BenchConfig, progress: Progress) -> dict[str, Any]:
+    rounds = config.rounds
+    registry = _sleepy_registry(lambda path: path != "x")
+    groups = 5
+    batch = [
+        ToolCallRequest(
+            call_id=f"g{g}c{i}", name="nap", arguments='{"path": "%s"}' % ("x" if i == 4 else "p")
+        )
+        for g in range(groups)
+        for i in range(5)
+    ]
+    wall = _wall_ms(registry, batch, 10, rounds=rounds)
+    ideal = 10.0 * 2 * groups  # each group: one pool slot, then one barrier
+    peak = _peak_in_flight(registry, batch, 10)
+    progress("barriers")
+    return {
+        "calls": len(batch),
+        "shape": "5 x (4 parallel, then 1 exclusive), 10 ms each, cap 10",
+        "wall_ms": round(wall, 2),
+        "ideal_ms": ideal,
+        "ratio_to_ideal": round(wall / ideal, 2),
+        "peak_in_flight": peak,
+    }
+
+
+def _in_flight_peak_bytes(n: int, *, scheduled: bool) -> int:
+    gate = trio.Event()
+    started = 0
+
+    async def wait_for_all(args: Args, context: ToolRunContext) -> str:
+        nonlocal started
+        started += 1
+        if started == n:
+            gate.set()
+        await gate.wait()
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        define_tool(
+            name="noop",
+            description="waits until every call is in flight",
+            parameters=Args,
+            execute=wait_for_all,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    batch = _calls(n)
+
+    async def hand_waiting(batch: list[ToolCallRequest]) -> None:
+        async def run_one(call: ToolCallRequest) -> None:
+            arguments = json.loads(call.arguments)
+            await wait_for_all(Args(path=arguments["path"]), None)  # type: ignore[arg-type]
+
+        async with trio.open_nursery() as nursery:
+            for call in batch:
+                nursery.start_soon(run_one, call)
+
+    async def measure() -> int:
+        gc.collect()
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        if scheduled:
+            await run_tool_calls(
+                registry, batch, signal=CancelSignal.never(), max_parallel_tool_calls=n
+            )
+        else:
+            await hand_waiting(batch)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak - base
+
+    return trio.run(measure)
+
+
+def _bare_task_peak_bytes(n: int) -> int:
+    async def measure() -> int:
+        all_started = trio.Event()
+        started = 0
+
+        async def sleeper() -> None:
+            nonlocal started
+            started += 1
+            if started == n:
+                all_started.set()
+            await trio.sleep_forever()
+
+        gc.collect()
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        async with trio.open_nursery() as nursery:
+            for _ in range(n):
+                nursery.start_soon(sleeper)
+            await all_started.wait()
+            peak = tracemalloc.get_traced_memory()[1]
+            nursery.cancel_scope.cancel()
+        tracemalloc.stop()
+        return peak - base
+
+    return trio.run(measure)
+
+
+def memory(config: BenchConfig, progress: Progress) -> dict[str, Any]:
+    n = config.in_flight
+    scheduled = _in_flight_peak_bytes(n, scheduled=True) / n
+    hand = _in_flight_peak_bytes(n, scheduled=False) / n
+    bare = _bare_task_peak_bytes(n) / n
+    progress("memory")
+    return {
+        "in_flight_calls": n,
+        "scheduler_bytes_per_call": round(scheduled),
+        "hand_rolled_bytes_per_call": round(hand),
+        "bare_task_bytes": round(bare),
+        "added_bytes_per_call": round(scheduled - hand),
+        "ratio_to_hand_rolled": round(scheduled / hand, 2),
+    }
+
+
+def steps(config: BenchConfig) -> int:
+    """How many times :func:`run` calls its ``progress`` callback."""
+    return len(config.sizes) + 2 + 1 + 1
+
+
+def _ignore(_label: str) -> None:
+    return None
+
+
+def run(config: BenchConfig = FULL, *, progress: Progress = _ignore) -> dict[str, Any]:
+    """Run every measurement; return one JSON-serializable report.
+
+    Blocks (it calls ``trio.run`` per measurement): run it outside trio, or in a worker thread.
+    """
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "quick": config.quick,
+        "overhead": overhead(config, progress),
+        "overlap": overlap(config, progress),
+        "barriers": barriers(config, progress),
+        "memory": memory(config, progress),
+    }
+
+
+def main_bench_json(*, quick: bool) -> int:
+    """``dsh-tools bench --json``: print the report as one JSON document."""
+    json.dump(run(QUICK if quick else FULL), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0

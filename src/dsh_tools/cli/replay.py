@@ -1,0 +1,219 @@
+"""``dsh-tools replay LOG.jsonl``: a session log shown the way a UI showed it live.
+
+Every ``tool/call`` and ``tool/result`` goes through a :class:`~dsh_tools.ToolPresenter`, so a
+call appears as its tool's own card (a terminal, a diff, a read with its file locations) and
+its result as the result card; contexts, turns and approval requests appear in log order.
+Presenters are pure functions of the events, so a replay shows what the live run showed.
+
+The presenter needs the tools' definitions: by default the demo's tools (the demo's logs replay
+with their real cards), or the registry named by ``--registry MODULE:NAME``. Calls of tools the
+registry does not know get the presenter's generic fallback card.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.syntax import Syntax
+from rich.text import Text
+
+from dsh_tools import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    ApprovalPolicyEvent,
+    ContextMessageEvent,
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    GenericResultView,
+    SessionEvent,
+    TerminalCallView,
+    TerminalResultView,
+    TextBlock,
+    ToolCallEvent,
+    ToolCallView,
+    ToolPresenter,
+    ToolRegistry,
+    ToolResultEvent,
+    ToolResultView,
+    TurnEndEvent,
+    TurnStartEvent,
+    dumps_json,
+    read_session_log,
+    thaw_json,
+)
+from dsh_tools._demo import _sample_workspace, build_registry
+
+__all__ = ["load_registry", "main_replay", "render_event"]
+
+
+def load_registry(spec: str | None) -> ToolRegistry:
+    """The registry named ``MODULE:NAME`` (a :class:`~dsh_tools.ToolRegistry`, or a callable
+    returning one), or the demo's registry when ``spec`` is ``None``.
+    """
+    if spec is None:
+        return build_registry(_sample_workspace())
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")
+    value: object = getattr(importlib.import_module(module_name), attribute)
+    if callable(value) and not isinstance(value, ToolRegistry):
+        value = value()
+    if not isinstance(value, ToolRegistry):
+        raise TypeError(f"{spec} is not a ToolRegistry (nor a function returning one)")
+    return value
+
+
+def _texts(content: Iterable[object] | None) -> str:
+    return "\n".join(b.text for b in content or () if isinstance(b, TextBlock))
+
+
+MAX_LINES = 12
+"""Result text longer than this is cut (the log keeps all of it)."""
+
+
+def _clip(text: str) -> Text:
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= MAX_LINES:
+        return Text("\n".join(lines))
+    shown = Text("\n".join(lines[:MAX_LINES]))
+    shown.append(f"\n... {len(lines) - MAX_LINES} more lines", "dim")
+    return shown
+
+
+def _diff(diff: FileDiff) -> Syntax:
+    old = (diff.old_text or "").splitlines(keepends=True)
+    new = diff.new_text.splitlines(keepends=True)
+    label = "/dev/null" if diff.old_text is None else diff.path
+    text = "".join(difflib.unified_diff(old, new, label, diff.path))
+    return Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
+
+
+def _call_card(event: ToolCallEvent, view: ToolCallView) -> Panel:
+    parts: list[RenderableType] = []
+    if isinstance(view, TerminalCallView):
+        parts.append(Text.assemble(("$ ", "bold"), (view.title, "bold")))
+        if view.description:
+            parts.append(Text(view.description, "dim"))
+        if view.cwd:
+            parts.append(Text(f"in {view.cwd}", "dim"))
+        kind = "execute"
+    elif isinstance(view, DiffCallView):
+        parts.extend(_diff(diff) for diff in view.diffs)
+        kind = "edit"
+    else:
+        kind = str(view.kind or "other")
+        for location in view.locations or ():
+            line = "" if location.line is None else f":{location.line}"
+            parts.append(Text(f"@ {location.path}{line}", "cyan"))
+        if view.raw_input is not None:
+            raw = dumps_json(thaw_json(view.raw_input))
+            parts.append(Text(raw, "dim"))
+        if view.content:
+            parts.append(Text(_texts(view.content)))
+    title = view.title
+    return Panel(
+        Group(*parts) if parts else Text(f"{event.name} {event.arguments}", "dim"),
+        title=f"[bold]{event.call_id}[/bold] {kind}: {title}",
+        title_align="left",
+        border_style="blue",
+    )
+
+
+def _status(event: ToolResultEvent) -> tuple[str, str]:
+    if not event.is_error:
+        return "ok", "green"
+    if event.error is not None:
+        return event.error.code, "red"
+    return "error", "red"
+
+
+def _result_card(event: ToolResultEvent, view: ToolResultView) -> Panel:
+    status, style = _status(event)
+    parts: list[RenderableType] = []
+    if isinstance(view, TerminalResultView):
+        if view.output:
+            parts.append(_clip(view.output))
+        if view.exit_code is not None:
+            parts.append(Text(f"exit {view.exit_code}", "green" if view.exit_code == 0 else "red"))
+        if view.signal is not None:
+            parts.append(Text(f"signal {view.signal}", "red"))
+    elif isinstance(view, DiffResultView):
+        parts.extend(_diff(diff) for diff in view.diffs)
+    elif isinstance(view, GenericResultView):  # pyright: ignore[reportUnnecessaryIsInstance]
+        parts.append(_clip(_texts(view.content)))
+    title = f"[bold]{event.call_id}[/bold] [{style}]{status}[/{style}]"
+    if view.title:
+        title += f" {view.title}"
+    return Panel(Group(*parts), title=title, title_align="left", border_style=style)
+
+
+def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableType:
+    """One event as the console shows it."""
+    if isinstance(event, ToolCallEvent):
+        return _call_card(event, presenter.present_call(event))
+    if isinstance(event, ToolResultEvent):
+        # ``surface_op`` (DESIGN §5): a replacement such as pruning is not a new result
+        surface_op: object = getattr(event, "surface_op", None)
+        if surface_op not in (None, "append"):
+            return Text(f"  {event.call_id}: result replaced ({surface_op})", "dim")
+        return _result_card(event, presenter.present_result(event))
+    if isinstance(event, ContextMessageEvent):
+        source = getattr(event.source, "plugin", "user")
+        return Text.assemble(
+            ("context ", "bold magenta"), (f"from {source}: ", "magenta"), _texts(event.content)
+        )
+    if isinstance(event, TurnStartEvent):
+        return Rule(f"turn {event.turn}", style="bold")
+    if isinstance(event, TurnEndEvent):
+        return Rule(f"end of turn {event.turn} ({event.kind})", style="dim")
+    if isinstance(event, ApprovalAskedEvent):
+        reason = f": {event.reason}" if event.reason else ""
+        call = f" ({event.call_id})" if event.call_id else ""
+        return Text.assemble(
+            ("? ", "bold yellow"), f"approval asked for {event.tool_name}{call}{reason}"
+        )
+    if isinstance(event, ApprovalDecidedEvent):
+        style = "green" if event.outcome == "allowed-once" else "red"
+        return Text.assemble(("  ", ""), ("approval " + str(event.outcome), style))
+    if isinstance(event, ApprovalPolicyEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return Text(f"approval policy: {event.policy}", "yellow")
+    return Text(repr(event), "dim")  # an event type added later
+
+
+def _print_error(text: str) -> None:
+    Console(stderr=True).print(text, markup=False, highlight=False)
+
+
+def main_replay(
+    path: Path,
+    *,
+    registry: str | None = None,
+    console: Console | None = None,
+    err: Callable[[str], object] | None = None,
+) -> int:
+    """Show the session log at ``path``; return the process exit code."""
+    console = console if console is not None else Console()
+    report = err if err is not None else _print_error
+    try:
+        events = read_session_log(path)
+        tools = load_registry(registry)
+    except (OSError, ValueError, TypeError, ImportError, AttributeError) as exc:
+        report(f"dsh-tools replay: {exc}")
+        return 1
+    problems: list[str] = []
+    presenter = ToolPresenter(
+        tools, on_error=lambda exc, call_id: problems.append(f"{call_id}: {exc}")
+    )
+    console.print(f"[bold]{path}[/bold]: {len(events)} events", highlight=False)
+    for event in events:
+        console.print(render_event(presenter, event))
+    for problem in problems:
+        report(f"presenter error (fell back to a generic card): {problem}")
+    return 0

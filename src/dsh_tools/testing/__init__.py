@@ -1,0 +1,63 @@
+"""Test kit for tools, hooks and batches (``pip install 'dsh-tools[testing]'``).
+
+- Scripted tools: :func:`scripted_tool` with the steps :func:`sleep`, :func:`checkpoint`,
+  :func:`fail`, :func:`hang`, :func:`shielded`, :func:`inject`, :func:`returns`; each tool records its runs.
+- Fault injection: :func:`cancel_at` a virtual time or a :class:`StageReached`.
+- Invariants: :func:`check_batch`.
+- Hypothesis strategies: :mod:`dsh_tools.testing.strategies` (imported on its own, so this
+  package and its pytest plugin work without Hypothesis).
+- A pytest plugin (:mod:`dsh_tools.testing.pytest_plugin`) with the ``registry`` and
+  ``session_log`` fixtures.
+"""
+
+from ._faults import STAGES as STAGES
+from ._faults import CallStage as CallStage
+from ._faults import StageReached as StageReached
+from ._faults import cancel_at as cancel_at
+from ._invariants import check_batch as check_batch
+from ._scripted import CheckpointStep as CheckpointStep
+from ._scripted import FailStep as FailStep
+from ._scripted import HangStep as HangStep
+from ._scripted import InjectStep as InjectStep
+from ._scripted import ReturnsStep as ReturnsStep
+from ._scripted import RunEnding as RunEnding
+from ._scripted import ScriptedRun as ScriptedRun
+from ._scripted import ScriptedTool as ScriptedTool
+from ._scripted import ShieldedStep as ShieldedStep
+from ._scripted import SleepStep as SleepStep
+from ._scripted import Step as Step
+from ._scripted import checkpoint as checkpoint
+from ._scripted import fail as fail
+from ._scripted import hang as hang
+from ._scripted import inject as inject
+from ._scripted import returns as returns
+from ._scripted import scripted_tool as scripted_tool
+from ._scripted import shielded as shielded
+from ._scripted import sleep as sleep
+
+__all__ = [
+    "STAGES",
+    "CallStage",
+    "CheckpointStep",
+    "FailStep",
+    "HangStep",
+    "InjectStep",
+    "ReturnsStep",
+    "RunEnding",
+    "ScriptedRun",
+    "ScriptedTool",
+    "ShieldedStep",
+    "SleepStep",
+    "StageReached",
+    "Step",
+    "cancel_at",
+    "check_batch",
+    "checkpoint",
+    "fail",
+    "hang",
+    "inject",
+    "returns",
+    "scripted_tool",
+    "shielded",
+    "sleep",
+]

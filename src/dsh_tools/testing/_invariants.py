@@ -1,0 +1,254 @@
+"""``check_batch``: the scheduler's invariants, checked on one finished batch."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+from dsh_tools._content import TextBlock
+from dsh_tools._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
+from dsh_tools._execution import ToolExecutionResult
+from dsh_tools._scheduler import ToolBatch, ToolCallRequest
+from dsh_tools._session import (
+    ContextMessageEvent,
+    SessionEvent,
+    SessionLog,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+from ._scripted import ScriptedTool
+
+__all__ = ["check_batch"]
+
+_CANONICAL = {
+    TOOL_ABORTED: "Error: tool call aborted",
+    TOOL_ABORTED_BEFORE_DISPATCH: "Error: tool call aborted before dispatch",
+}
+
+
+def _text(result: ToolExecutionResult) -> str:
+    return " ".join(block.text for block in result.content if isinstance(block, TextBlock))
+
+
+def _code(result: ToolExecutionResult) -> str:
+    if not result.is_error:
+        return "ok"
+    return result.error.code if result.error is not None else "error"
+
+
+def _describe_event(event: SessionEvent) -> str:
+    if isinstance(event, ToolCallEvent):
+        return f"tool/call    {event.call_id}"
+    if isinstance(event, ToolResultEvent):
+        code = "ok" if not event.is_error else (event.error.code if event.error else "error")
+        return f"tool/result  {event.call_id} {code} <- {list(event.source_event_seqs)}"
+    if isinstance(event, ContextMessageEvent):
+        return "context/message"
+    return type(event).__name__  # events added by other modules (approval, turns)
+
+
+def _diff(label: str, expected: Sequence[str], actual: Sequence[str]) -> str:
+    lines = difflib.unified_diff(
+        list(expected), list(actual), f"expected {label}", f"actual {label}", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+def _batch_events(
+    events: Sequence[SessionEvent], n: int, problems: list[str]
+) -> tuple[int, list[SessionEvent]]:
+    """The batch's own events: the suffix holding its last ``n`` ``tool/call`` events."""
+    seen = 0
+    start = len(events)
+    for index in range(len(events) - 1, -1, -1):
+        if isinstance(events[index], ToolCallEvent):
+            seen += 1
+            if seen == n:
+                start = index
+                break
+    if seen < n:
+        problems.append(f"the log holds {seen} tool/call events, the batch has {n} calls")
+    return start, list(events[start:])
+
+
+def _check_log(
+    calls: Sequence[ToolCallRequest],
+    batch: ToolBatch,
+    events: Sequence[SessionEvent],
+    problems: list[str],
+) -> None:
+    n = len(calls)
+    if n == 0:
+        return
+    start, own = _batch_events(events, n, problems)
+    ids = [call.call_id for call in calls]
+    call_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolCallEvent)]
+    result_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolResultEvent)]
+    context_events = [
+        (start + i, e) for i, e in enumerate(own) if isinstance(e, ContextMessageEvent)
+    ]
+    described = [f"{start + i:>4} {_describe_event(e)}" for i, e in enumerate(own)]
+
+    actual_calls = [f"{e.call_id} {e.name} {e.arguments}" for _, e in call_events]
+    expected_calls = [f"{c.call_id} {c.name} {c.arguments}" for c in calls]
+    if actual_calls != expected_calls:
+        problems.append(
+            "tool/call events are not one per call in model order:\n"
+            + _diff("tool/call", expected_calls, actual_calls)
+        )
+    actual_results = [e.call_id for _, e in result_events]
+    if actual_results != ids:
+        problems.append(
+            "tool/result events are not one per call in model order:\n"
+            + _diff("tool/result", ids, actual_results)
+        )
+    seq_of = {id(event): seq for seq, event in call_events}
+    for (call_seq, call_event), (result_seq, result_event) in zip(
+        call_events, result_events, strict=False
+    ):
+        if result_event.source_event_seqs != (seq_of[id(call_event)],):
+            problems.append(
+                f"tool/result of {result_event.call_id} (event {result_seq}) points at "
+                f"{list(result_event.source_event_seqs)}, not at its tool/call (event {call_seq})"
+            )
+        if result_seq < call_seq:
+            problems.append(f"tool/result of {result_event.call_id} comes before its tool/call")
+    for index, ((_, event), result) in enumerate(zip(result_events, batch.results, strict=False)):
+        if (event.content, event.is_error, event.error, event.meta) != (
+            result.content,
+            result.is_error,
+            result.error,
+            result.meta,
+        ):
+            problems.append(
+                f"tool/result of call {index} ({event.call_id}) differs from batch.results[{index}]"
+            )
+    if result_events:
+        last_result = result_events[-1][0]
+        inside = [seq for seq, _ in context_events if seq < last_result]
+        if inside:
+            problems.append(
+                f"context/message events {inside} come before the batch's last tool/result "
+                f"(event {last_result}): call/result adjacency is broken"
+            )
+    logged = [(e.content, e.source, e.meta) for _, e in context_events]
+    returned = [(c.content, c.source, c.meta) for c in batch.contexts]
+    if logged != returned:
+        problems.append(
+            f"the log has {len(logged)} context/message events; batch.contexts has "
+            f"{len(returned)} (they must match, in order)"
+        )
+    if problems:
+        problems.append("the batch's events:\n" + "\n".join(described))
+
+
+def _check_contexts(batch: ToolBatch, problems: list[str]) -> None:
+    """Every result's contexts are in the batch FIFO, in model order (injected contexts may
+    come between them).
+    """
+    wanted = [context for result in batch.results for context in result.additional_contexts]
+    position = 0
+    for context in batch.contexts:
+        if position < len(wanted) and context == wanted[position]:
+            position += 1
+    if position != len(wanted):
+        problems.append(
+            f"batch.contexts lacks result contexts in model order: found {position} of "
+            f"{len(wanted)}"
+        )
+
+
+def _check_tools(
+    calls: Sequence[ToolCallRequest],
+    batch: ToolBatch,
+    tools: Iterable[ScriptedTool],
+    problems: list[str],
+) -> None:
+    ids = {call.call_id for call in calls}
+    started: set[str] = set()
+    tools = list(tools)
+    scripted = {tool.name for tool in tools}
+    for tool in tools:
+        for run in tool.runs:
+            if run.call_id not in ids:
+                continue
+            started.add(run.call_id)
+            if run.running:
+                problems.append(
+                    f"the body of {tool.name} for call {run.call_id} is still running after "
+                    "run_tool_calls returned"
+                )
+    for index, (call, result) in enumerate(zip(calls, batch.results, strict=False)):
+        if call.name not in scripted:
+            continue  # not a scripted tool: nothing is known about its body
+        code = _code(result)
+        if code == TOOL_ABORTED and call.call_id not in started:
+            problems.append(
+                f"call {index} ({call.call_id}) is ABORTED but its body never started "
+                "(expected ABORTED_BEFORE_DISPATCH)"
+            )
+        elif code == TOOL_ABORTED_BEFORE_DISPATCH and call.call_id in started:
+            problems.append(
+                f"call {index} ({call.call_id}) is ABORTED_BEFORE_DISPATCH but its body "
+                "started (expected ABORTED)"
+            )
+
+
+def check_batch(
+    calls: Sequence[ToolCallRequest],
+    batch: ToolBatch,
+    log: SessionLog | Sequence[SessionEvent] | None = None,
+    *,
+    tools: Iterable[ScriptedTool] = (),
+) -> None:
+    """Assert the scheduler's invariants for one finished batch.
+
+    Checked always: exactly one result per call; every cancellation result is the canonical
+    one (``Error: tool call aborted`` / ``... before dispatch``, ``AbortError``); every
+    result's contexts reach ``batch.contexts`` in model order.
+
+    With ``log`` (the session the batch appended to, or its events; earlier events are
+    ignored): one ``tool/call`` per call in model order with the model's name and arguments;
+    one ``tool/result`` per call in model order, after its ``tool/call`` and pointing at it,
+    equal to the returned result; no ``context/message`` before the last ``tool/result``;
+    the ``context/message`` events equal ``batch.contexts``.
+
+    With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
+    of these tools is ``ABORTED`` only if its body started and ``ABORTED_BEFORE_DISPATCH`` only
+    if it did not (calls of other tools are not judged on this).
+
+    Raises:
+        AssertionError: listing every broken invariant, with a diff of expected and actual
+            event sequences where that helps.
+    """
+    calls = list(calls)
+    problems: list[str] = []
+    results = batch.results
+    if len(results) != len(calls):
+        problems.append(f"{len(calls)} calls but {len(results)} results")
+    for index, result in enumerate(results):
+        code = _code(result)
+        canonical = _CANONICAL.get(code)
+        if canonical is not None and (
+            _text(result) != canonical or result.error is None or result.error.name != "AbortError"
+        ):
+            problems.append(
+                f"result {index} has code {code} but is not the canonical result: {_text(result)!r}"
+            )
+    _check_contexts(batch, problems)
+    _check_tools(calls, batch, tools, problems)
+    if log is not None:
+        events = log if isinstance(log, Sequence) else log.events()
+        _check_log(calls, batch, events, problems)
+    if problems:
+        codes = "\n".join(
+            f"  {call.call_id:<8} {call.name:<16} {_code(result)}"
+            for call, result in zip(calls, results, strict=False)
+        )
+        raise AssertionError(
+            "batch invariants violated:\n- "
+            + "\n- ".join(problems)
+            + "\nresults in model order:\n"
+            + codes
+        )

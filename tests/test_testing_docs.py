@@ -1,0 +1,61 @@
+"""The examples of "Testing your tools and hooks" and "Benchmarking parallel dispatch" run as
+the pages say."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+import trio.testing
+
+from docs_examples import EXAMPLES, ROOT, load_example
+from dsh_tools import MemorySessionLog, ToolRegistry
+from dsh_tools.cli.bench import BenchConfig
+
+
+async def test_the_fault_injection_example_passes(
+    registry: ToolRegistry,
+    session_log: MemorySessionLog,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    example = load_example("testing_fault_injection.py")
+    await example.test_cancelling_while_the_fetch_runs(registry, session_log, autojump_clock)
+
+
+def test_the_fault_injection_example_runs_under_pytest_with_the_plugin_fixtures() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(EXAMPLES / "testing_fault_injection.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+
+
+def test_the_benchmark_example_prints_every_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = BenchConfig(sizes=(1, 10), work=10, rounds=1, in_flight=20)
+    load_example("benchmarking_report.py").main(tiny)
+    lines = capsys.readouterr().out.splitlines()
+    patterns = [
+        r"N=1: [\d.]+ us per call = [\d.]+x a bare nursery, [\d.]+x json\.loads \+ hand checks",
+        r"N=10: [\d.]+ us per call = [\d.]+x a bare nursery, [\d.]+x json\.loads \+ hand checks",
+        r"100 calls sleeping 10 ms: \d+ ms, \d+x overlap",
+        r"mixed barriers: [\d.]+x the ideal 100 ms",
+        r"memory: -?\d+ bytes added per in-flight call",
+    ]
+    assert len(patterns) == len(lines)
+    for pattern, line in zip(patterns, lines, strict=True):
+        assert re.fullmatch(pattern, line), line
