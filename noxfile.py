@@ -36,11 +36,13 @@ def thorough(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint + format check) and flake8-async's ASYNC910/ASYNC911 (ruff lacks them)."""
+    """ruff (lint + format check), flake8-async's ASYNC910/ASYNC911 (ruff lacks them), and
+    import-linter's layer contract."""
     session.install("-e", ".[lint]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("flake8", "--select=ASYNC910,ASYNC911", "src")
+    session.run("lint-imports")  # the layer contract in pyproject.toml: no import runs upward
 
 
 @nox.session

@@ -31,8 +31,9 @@ from dsh_tools import (
     thaw_json,
     validate_args,
 )
+from dsh_tools._attrs_schema import derive_attrs_schema
 from dsh_tools._converter import converter
-from dsh_tools._schema import compile_spec, derive_attrs_schema
+from dsh_tools._schema import compile_spec
 
 TARGET_SPEEDUP = 3.0
 

@@ -28,6 +28,7 @@ from dsh_tools import (
     GenericCallView,
     GenericResultView,
     HookContext,
+    JsonValue,
     MessageSource,
     PluginSource,
     PostToolDecision,
@@ -52,7 +53,7 @@ from dsh_tools import (
     UserSource,
     snapshot_json,
 )
-from dsh_tools._json import MAX_SAFE_INTEGER, JsonValue
+from dsh_tools._json import MAX_SAFE_INTEGER
 
 T = TypeVar("T")
 

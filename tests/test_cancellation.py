@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -29,6 +30,7 @@ from dsh_tools import (
     PreToolDecision,
     SessionEvent,
     TextBlock,
+    ToolBatch,
     ToolCallEvent,
     ToolCallRequest,
     ToolDefinition,
@@ -55,7 +57,12 @@ class Agent:
 class Harness:
     """A registry with one tool, a body whose behaviour a test picks, and a result counter."""
 
-    def __init__(self, body: Callable[[ToolRunContext], Awaitable[ToolReturn]] | None = None):
+    def __init__(
+        self,
+        body: Callable[[ToolRunContext], Awaitable[ToolReturn]] | None = None,
+        *,
+        parallel: bool = False,
+    ):
         self.controller = CancelController()
         self.body_started = False
         self.notifications: list[ToolExecutionResult] = []
@@ -69,7 +76,13 @@ class Harness:
 
         self.registry = ToolRegistry(approval=_WaitingApproval())
         self.registry.register(
-            ToolDefinition(name="t", description="t", parameters={}, execute=run)
+            ToolDefinition(
+                name="t",
+                description="t",
+                parameters={},
+                execute=run,
+                is_concurrency_safe=(lambda _args: True) if parallel else None,
+            )
         )
         self.registry.hooks.result.add(lambda execution, result: self.notifications.append(result))
 
@@ -90,6 +103,24 @@ class Harness:
             await trio.testing.wait_all_tasks_blocked()
             self.controller.cancel("stop")
         return results[0]
+
+    async def run_pool_and_cancel_when_blocked(self) -> tuple[ToolExecutionResult, ...]:
+        """Run two calls as one pool of a batch; cancel its signal once every task is blocked."""
+        batches: list[ToolBatch] = []
+        calls = [ToolCallRequest(call_id=f"c{i}", name="t", arguments="{}") for i in (1, 2)]
+
+        async def batch() -> None:
+            batches.append(
+                await run_tool_calls(
+                    self.registry, calls, signal=self.controller.signal, agent=self.agent
+                )
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batch)
+            await trio.testing.wait_all_tasks_blocked()
+            self.controller.cancel("stop")
+        return batches[0].results
 
     def outcome(self, result: ToolExecutionResult) -> tuple[ToolExecutionResult, bool, int]:
         assert result is self.notifications[-1]
@@ -506,3 +537,54 @@ async def test_a_failing_append_is_not_balanced_and_its_error_propagates() -> No
         )
 
     assert [ToolCallEvent] == [type(event) for event in session.events()]
+
+
+# --- pools: one cancel scope linked to the signal for every body of the pool ---------------
+
+
+async def test_a_pool_whose_signal_fires_aborts_every_body_and_keeps_deferred_contexts() -> None:
+    note = HookContext(content=(TextBlock(text="note"),), source=UserSource())
+
+    async def body(context: ToolRunContext) -> ToolReturn:
+        context.defer_context(note)
+        await trio.sleep_forever()
+
+    harness = Harness(body, parallel=True)
+
+    results = await harness.run_pool_and_cancel_when_blocked()
+
+    expected = (attrs.evolve(ABORTED, additional_contexts=(note,)),) * 2
+    assert expected == results
+
+
+async def test_a_pool_body_that_fails_while_cancelled_gives_its_error() -> None:
+    async def body(context: ToolRunContext) -> ToolReturn:
+        try:
+            await trio.sleep_forever()
+        finally:
+            raise RuntimeError("cleanup failed")
+
+    harness = Harness(body, parallel=True)
+
+    results = await harness.run_pool_and_cancel_when_blocked()
+
+    failed = ToolExecutionResult(content=(TextBlock(text="Error: cleanup failed"),), is_error=True)
+    assert (failed, failed) == results
+
+
+async def test_a_pool_body_that_finishes_despite_the_cancellation_is_aborted() -> None:
+    reasons: list[object] = []
+
+    async def body(context: ToolRunContext) -> ToolReturn:
+        released = trio.Event()
+        context.signal.on_cancel(lambda _reason: released.set())
+        with trio.CancelScope(shield=True):
+            await released.wait()
+        reasons.append(context.signal.reason)
+        return "finished"
+
+    harness = Harness(body, parallel=True)
+
+    results = await harness.run_pool_and_cancel_when_blocked()
+
+    assert ((ABORTED, ABORTED), ["stop", "stop"]) == (results, reasons)

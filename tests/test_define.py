@@ -40,7 +40,7 @@ from dsh_tools import (
 
 def _context(arguments: JsonValue = None) -> ToolRunContext:
     return ToolRunContext(
-        token=ToolExecutionToken._mint(),
+        token=ToolExecutionToken._create(),
         call_id="call-1",
         name="tool",
         arguments=arguments,

@@ -31,25 +31,50 @@ INTERNAL: Final = frozenset(
         ("_demo", "run_demo"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
+        ("_hooks", "HookLists"),
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_definition", "check_timeout"),
         ("_definition", "is_async_body"),
+        # define_tool's derivation of a spec from an attrs class
+        ("_attrs_schema", "DerivedSchema"),
+        ("_attrs_schema", "derive_attrs_schema"),
+        # the text for an exception whose str() raises
+        ("_errors", "UNPRINTABLE"),
         # JavaScript's number printing for model-facing texts
         ("_errors", "format_js_json"),
         ("_errors", "format_js_number"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
         # the stages of one call, driven by the registry and the scheduler
+        ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),
-        ("_pipeline", "freeze_context"),
-        ("_pipeline", "materialize"),
-        ("_pipeline", "aborted_before_dispatch_result"),
         ("_pipeline", "prepare"),
-        # the scheduler's parsing of a call's raw argument text (pinned by its own tests)
-        ("_scheduler", "parse_arguments"),
-        # the timeout policy's canonical result (issue 10 moves it to _results)
-        ("_timeout", "TOOL_TIMEOUT_ERROR_NAME"),
-        ("_timeout", "timeout_result"),
+        # the canonical results and the final check (stage 9), shared by the pipeline, the
+        # scheduler and the timeout policy
+        ("_results", "ABANDONED"),
+        ("_results", "ABORTED"),
+        ("_results", "ABORTED_BEFORE_DISPATCH"),
+        ("_results", "INVALID_ARGUMENTS"),
+        ("_results", "INVALID_RESULT"),
+        ("_results", "TOOL_TIMEOUT_ERROR_NAME"),
+        ("_results", "Invalid"),
+        ("_results", "describe"),
+        ("_results", "error_result"),
+        ("_results", "freeze_context"),
+        ("_results", "freeze_result"),
+        ("_results", "is_return_value"),
+        ("_results", "kind"),
+        ("_results", "materialize"),
+        ("_results", "normalize"),
+        ("_results", "printable"),
+        ("_results", "reason_text"),
+        ("_results", "text_error"),
+        ("_results", "timeout_result"),
+        ("_results", "valid_str"),
+        # one signal for several: the pipeline (wrapper signals) and the timeout policy use it
+        ("_signal", "fuse"),
+        # the scheduler's way to the pipeline host of the registry it was given
+        ("_registry", "pipeline_host"),
     }
 )
 

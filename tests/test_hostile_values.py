@@ -33,6 +33,7 @@ from dsh_tools import (
     JsonValueError,
     TextBlock,
     ToolCallEvent,
+    ToolCallRequest,
     ToolErrorInfo,
     ToolRegistry,
     ToolResultEvent,
@@ -45,7 +46,6 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
-from dsh_tools._scheduler import ToolCallRequest
 
 # --- surrogates ------------------------------------------------------------------------------
 

@@ -37,7 +37,9 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
 )
-from dsh_tools._pipeline import aborted_before_dispatch_result
+from dsh_tools._pipeline import prepare
+from dsh_tools._registry import pipeline_host
+from dsh_tools._results import ABORTED_BEFORE_DISPATCH as CANONICAL_ABORTED_BEFORE_DISPATCH
 from expected import ABORTED_BEFORE_DISPATCH
 
 
@@ -1142,7 +1144,7 @@ async def test_a_hook_disposer_removes_only_its_registration() -> None:
 async def test_the_stages_compose_to_execute() -> None:
     registry, _ = _registry()
 
-    prepared = await registry._prepare(_input())
+    prepared = await prepare(pipeline_host(registry), _input())
     needed = prepared.needs_dispatch
     await prepared.dispatch()
     result = await prepared.complete()
@@ -1154,7 +1156,7 @@ async def test_a_denied_call_needs_no_dispatch() -> None:
     registry, _ = _registry()
     registry.guard(lambda execution: "no")
 
-    prepared = await registry._prepare(_input())
+    prepared = await prepare(pipeline_host(registry), _input())
 
     assert (False, _error("Error: no")) == (prepared.needs_dispatch, await prepared.complete())
 
@@ -1162,7 +1164,7 @@ async def test_a_denied_call_needs_no_dispatch() -> None:
 async def test_completing_an_allowed_call_without_dispatch_is_aborted_before_dispatch() -> None:
     registry, calls = _registry()
 
-    prepared = await registry._prepare(_input())
+    prepared = await prepare(pipeline_host(registry), _input())
 
     expected: tuple[ToolExecutionResult, list[Any]] = (ABORTED_BEFORE_DISPATCH, [])
     assert expected == (await prepared.complete(), calls)
@@ -1170,7 +1172,7 @@ async def test_completing_an_allowed_call_without_dispatch_is_aborted_before_dis
 
 async def test_dispatch_refuses_to_run_twice() -> None:
     registry, _ = _registry()
-    prepared = await registry._prepare(_input())
+    prepared = await prepare(pipeline_host(registry), _input())
     await prepared.dispatch()
 
     with pytest.raises(RuntimeError):
@@ -1179,7 +1181,7 @@ async def test_dispatch_refuses_to_run_twice() -> None:
 
 def test_the_canonical_aborted_before_dispatch_result() -> None:
     expected = ABORTED_BEFORE_DISPATCH
-    assert expected == aborted_before_dispatch_result()
+    assert expected == CANONICAL_ABORTED_BEFORE_DISPATCH
 
 
 # --- signal fusion (upstream §2.7) -------------------------------------------------------------
@@ -1303,7 +1305,7 @@ async def test_execution_mode_accepts_the_prepared_execution() -> None:
         )
     )
 
-    prepared = await registry._prepare(_input())
+    prepared = await prepare(pipeline_host(registry), _input())
 
     expected = "parallel"
     assert expected == registry.execution_mode(prepared.execution).kind

@@ -28,8 +28,8 @@ from dsh_tools import (
     register_content_block,
     snapshot_json,
 )
-from dsh_tools._pipeline import aborted_result
-from dsh_tools._pipeline import materialize as _materialize
+from dsh_tools._results import ABORTED
+from dsh_tools._results import materialize as _materialize
 
 INVALID = ToolExecutionResult(
     content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
@@ -137,7 +137,7 @@ def test_the_canonical_aborted_result() -> None:
         is_error=True,
         error=ToolErrorInfo(name="AbortError", code="ABORTED"),
     )
-    assert expected == aborted_result()
+    assert expected == ABORTED
 
 
 # --- total text conversions ------------------------------------------------------------------

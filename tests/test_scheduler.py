@@ -18,26 +18,28 @@ from dsh_tools import (
     ContextMessageEvent,
     Deny,
     HookContext,
+    MemorySessionLog,
     PluginSource,
+    PostExecuteNext,
     PostToolDecision,
+    PreExecuteNext,
     PreToolDecision,
+    SessionEvent,
     TextBlock,
+    ToolBatch,
+    ToolCallEvent,
+    ToolCallRequest,
     ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionMode,
     ToolExecutionResult,
-    ToolRunContext,
-)
-from dsh_tools._hooks import PostExecuteNext, PreExecuteNext
-from dsh_tools._registry import ToolRegistry
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest, parse_arguments, run_tool_calls
-from dsh_tools._session import (
-    MemorySessionLog,
-    SessionEvent,
-    ToolCallEvent,
+    ToolRegistry,
     ToolResultEvent,
+    ToolRunContext,
+    run_tool_calls,
 )
+from expected import ABORTED_BEFORE_DISPATCH
 
 # --- the laboratory -----------------------------------------------------------------------
 
@@ -168,22 +170,6 @@ def record_hooks(registry: ToolRegistry, lab: Lab) -> None:
 # --- arguments ----------------------------------------------------------------------------
 
 
-def test_empty_argument_text_parses_to_an_empty_object() -> None:
-    assert parse_arguments("") == {}
-
-
-def test_invalid_argument_json_is_passed_on_as_the_raw_text() -> None:
-    assert parse_arguments('{"a": ') == '{"a": '
-
-
-def test_nan_is_not_json_so_its_text_is_passed_on() -> None:
-    assert parse_arguments('{"a": NaN}') == '{"a": NaN}'
-
-
-def test_valid_argument_json_is_parsed() -> None:
-    assert parse_arguments('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
-
-
 async def test_the_body_receives_the_parsed_arguments_of_each_call() -> None:
     lab = Lab()
     calls = [
@@ -193,6 +179,35 @@ async def test_the_body_receives_the_parsed_arguments_of_each_call() -> None:
     ]
     await run_tool_calls(lab.registry(), calls, signal=NEVER)
     assert lab.received == {"c1": {}, "c2": "not json", "c3": {"k": "v"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ('{"a": 9007199254740992}', "$.a: integer 9007199254740992 is outside"),
+        ('{"a": 1e400}', "$.a: inf is not a finite number"),
+        ('{"a": "\\ud800"}', "$.a: "),
+    ],
+)
+async def test_json_text_the_lossless_boundary_refuses_reaches_the_pipeline_and_is_logged(
+    text: str, detail: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    lab = Lab()
+    call = ToolCallRequest(call_id="c1", name="p", arguments=text)
+
+    batch = await run_tool_calls(lab.registry(), [call], signal=NEVER)
+
+    expected: tuple[list[str], dict[str, object], bool] = (
+        ["Error: tool execution arguments must be losslessly JSON-serializable"],
+        {},
+        True,
+    )
+    logged = [r.getMessage() for r in caplog.records]
+    assert expected == (
+        texts(batch),
+        lab.received,
+        any("arguments rejected at the JSON boundary: " + detail in m for m in logged),
+    )
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -215,6 +230,50 @@ async def test_an_empty_batch_has_no_results_and_no_events() -> None:
     batch = await run_tool_calls(ToolRegistry(), [], signal=NEVER, session=session)
     assert ToolBatch(results=(), contexts=()) == batch
     assert session.events() == []
+
+
+async def test_an_empty_batch_is_a_checkpoint() -> None:
+    with trio.testing.assert_checkpoints():
+        batch = await run_tool_calls(ToolRegistry(), [], signal=NEVER)
+    assert ToolBatch(results=(), contexts=()) == batch
+
+
+async def test_a_pre_cancelled_batch_is_a_checkpoint_and_starts_nothing() -> None:
+    lab = Lab()
+    controller = CancelController()
+    controller.cancel()
+
+    with trio.testing.assert_checkpoints():
+        batch = await run_tool_calls(
+            lab.registry(), [request("c1", "p"), request("c2", "x")], signal=controller.signal
+        )
+
+    expected: tuple[tuple[ToolExecutionResult, ...], list[str]] = (
+        (ABORTED_BEFORE_DISPATCH, ABORTED_BEFORE_DISPATCH),
+        [],
+    )
+    assert expected == (batch.results, lab.order("start"))
+
+
+async def test_a_long_batch_of_calls_that_never_await_still_lets_other_tasks_run() -> None:
+    # the lane yields once per group of commits, so a batch of calls settled before dispatch
+    # (here: all denied) does not starve a sibling task for its whole length
+    registry = Lab().registry()
+    registry.guard(lambda _execution: "no")
+    ticks: list[int] = []
+    done = trio.Event()
+
+    async def sibling() -> None:
+        while not done.is_set():
+            ticks.append(0)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sibling)
+        await run_tool_calls(registry, [request(f"c{i}", "p") for i in range(1000)], signal=NEVER)
+        done.set()
+
+    assert len(ticks) >= 10
 
 
 # --- results and grouping -----------------------------------------------------------------

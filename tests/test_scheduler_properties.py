@@ -10,14 +10,16 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tools import CancelController, TextBlock, ToolBatch
-from dsh_tools._scheduler import run_tool_calls
-from dsh_tools._session import (
+from dsh_tools import (
+    CancelController,
     ContextMessageEvent,
     MemorySessionLog,
     SessionEvent,
+    TextBlock,
+    ToolBatch,
     ToolCallEvent,
     ToolResultEvent,
+    run_tool_calls,
 )
 from test_scheduler import Lab, request
 

@@ -13,29 +13,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tools import (
-    HookContext,
-    PluginSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolErrorInfo,
-    ToolResultBlock,
-    UserSource,
-)
-from dsh_tools._session import (
     ContextMessageEvent,
+    HookContext,
     JsonlSessionLog,
     MemorySessionLog,
+    PluginSource,
+    ReasoningBlock,
     SessionEvent,
     SessionLog,
     SessionLogCorruptError,
     SessionLogLockedError,
+    TextBlock,
+    ToolCallBlock,
     ToolCallEvent,
+    ToolErrorInfo,
+    ToolResultBlock,
     ToolResultEvent,
-    event_to_wire,
+    UserSource,
     read_session_log,
     session_event_from_json,
 )
+from dsh_tools._session import event_to_wire
 
 CALL = ToolCallEvent(turn=0, step=1, call_id="c1", name="read_file", arguments='{"path":"a"}')
 RESULT = ToolResultEvent(

@@ -17,6 +17,7 @@ from dsh_tools import (
     CancelSignal,
     Deny,
     MemorySessionLog,
+    PreExecuteNext,
     PreToolDecision,
     TimelineRecorder,
     ToolBatch,
@@ -28,7 +29,6 @@ from dsh_tools import (
     define_tool,
     run_tool_calls,
 )
-from dsh_tools._hooks import PreExecuteNext
 from dsh_tools.testing import check_batch, scripted_tool, sleep
 from dsh_tools.testing.strategies import BatchPlan, tool_batches
 

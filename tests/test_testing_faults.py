@@ -19,6 +19,7 @@ from dsh_tools import (
     DeadlineReached,
     ExecuteNext,
     MemorySessionLog,
+    PreExecuteNext,
     PreToolDecision,
     ToolBatch,
     ToolCallRequest,
@@ -30,7 +31,6 @@ from dsh_tools import (
     ToolRunContext,
     run_tool_calls,
 )
-from dsh_tools._hooks import PreExecuteNext
 from dsh_tools.testing import (
     STAGES,
     CallStage,

@@ -188,7 +188,7 @@ async def test_aborted_without_a_started_body_is_named(
 
 def _context(call_id: str) -> ToolRunContext:
     return ToolRunContext(
-        token=ToolExecutionToken._mint(),
+        token=ToolExecutionToken._create(),
         call_id=call_id,
         name="read",
         arguments=None,

@@ -12,6 +12,7 @@ from dsh_tools import (
     CancelController,
     CancelSignal,
     Deny,
+    PreExecuteNext,
     PreToolDecision,
     TimelineRecorder,
     TimelineSpan,
@@ -22,7 +23,6 @@ from dsh_tools import (
     install_timeout_policy,
     run_tool_calls,
 )
-from dsh_tools._hooks import PreExecuteNext
 from dsh_tools.testing import fail, hang, scripted_tool, sleep
 
 

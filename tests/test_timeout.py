@@ -25,7 +25,7 @@ from dsh_tools import (
     ToolRunContext,
     install_timeout_policy,
 )
-from dsh_tools._timeout import timeout_result
+from dsh_tools._results import timeout_result
 from expected import ABORTED
 
 OK = ToolExecutionResult(content=(TextBlock(text="done"),), is_error=False)

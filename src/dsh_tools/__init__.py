@@ -3,22 +3,27 @@
 The public namespace only re-exports names from private modules; see the docs for the API.
 """
 
-# Layer map (imports point down this list only; nothing imports a module above it):
+# Layer map, top to bottom (imports point down only; modules on one line do not import each
+# other). pyproject.toml's import-linter contract checks it, TYPE_CHECKING imports included.
 #
-#   values       _json _errors _disposer _content _signal _execution _presentation _arguments
-#   schema       _schema _structured (the output-schema subset)
-#   definitions  _definition _converter (cattrs, for the values) _define (define_tool)
-#   hooks        _hooks
-#   one call     _pipeline (the stages of a call)
-#   registry     _registry
-#   policies     _timeout
-#   session      _session
-#   batches      _scheduler
-#   seed         _presenter (views for events) _approval (the user-approval service)
-#   demo, CLI    _demo __main__
-#
-# Integrations (subpackages behind optional extras) sit above all of these and are never
-# imported from here.
+#   CLI          __main__
+#   integrations acp cli mcp otel providers testing (subpackages, most behind optional
+#                extras; never imported from the core, only by __main__)
+#   demo         _demo
+#   batches      _presenter (views for events) _scheduler _timeout (a policy)
+#                _timeline (when each body ran)
+#   registry     _registry _approval (the user-approval service)
+#   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
+#                _define (define_tool)
+#   results      _results (the canonical results, stage 9's check) _hooks
+#   converter    _converter (cattrs, for the values)
+#   definitions  _definition
+#   values       _presentation _execution _attrs_schema (specs from attrs classes)
+#                _structured (the output-schema subset)
+#                _schema (the schema DSL)
+#                _signal _content _arguments
+#                _disposer _json
+#                _errors (every exception, in one tree)
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
 
@@ -53,7 +58,12 @@ from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._errors import HarnessError as HarnessError
+from ._errors import JsonSnapshotError as JsonSnapshotError
+from ._errors import JsonTypeError as JsonTypeError
+from ._errors import JsonValueError as JsonValueError
 from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import SessionLogCorruptError as SessionLogCorruptError
+from ._errors import SessionLogLockedError as SessionLogLockedError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolErrorInfo as ToolErrorInfo
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -89,10 +99,7 @@ from ._hooks import ResultObserver as ResultObserver
 from ._hooks import ToolHooks as ToolHooks
 from ._json import MAX_DEPTH as MAX_DEPTH
 from ._json import FrozenJsonObject as FrozenJsonObject
-from ._json import JsonSnapshotError as JsonSnapshotError
-from ._json import JsonTypeError as JsonTypeError
 from ._json import JsonValue as JsonValue
-from ._json import JsonValueError as JsonValueError
 from ._json import dumps_json as dumps_json
 from ._json import snapshot_json as snapshot_json
 from ._json import thaw_json as thaw_json
@@ -129,8 +136,6 @@ from ._session import JsonlSessionLog as JsonlSessionLog
 from ._session import MemorySessionLog as MemorySessionLog
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionLog as SessionLog
-from ._session import SessionLogCorruptError as SessionLogCorruptError
-from ._session import SessionLogLockedError as SessionLogLockedError
 from ._session import ToolCallEvent as ToolCallEvent
 from ._session import ToolResultEvent as ToolResultEvent
 from ._session import TurnEndEvent as TurnEndEvent

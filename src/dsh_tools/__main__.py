@@ -109,7 +109,8 @@ def _has_rich() -> bool:
 def _quiet_library_logs() -> None:
     """The demo provokes tool failures on purpose and shows each one in its output; without a
     logging configuration, Python's last-resort handler would print each warning's traceback to
-    stderr as well. A configured root logger still gets every record."""
+    stderr as well. A configured root logger still gets every record.
+    """
     logger = logging.getLogger("dsh_tools")
     if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
         logger.addHandler(logging.NullHandler())

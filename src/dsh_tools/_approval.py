@@ -361,7 +361,9 @@ class _SessionTurn:
 def session_turn(
     session: SessionLog, turn: int, *, trigger: object = None
 ) -> AbstractAsyncContextManager[None]:
-    """Bound one agent turn in ``session``: ``async with session_turn(session, 1): ...``.
+    """Bound one agent turn in ``session`` with ``turn/start`` and ``turn/end`` events.
+
+    Use it as ``async with session_turn(session, 1): ...``.
 
     Appends ``turn/start`` on entry (after a checkpoint: a cancelled caller appends nothing)
     and ``turn/end`` on exit, with ``kind="aborted"`` when the block raised (a cancellation

@@ -1,8 +1,10 @@
 """Parsing a tool call's raw argument text: the one rule the scheduler and the presenter share.
 
 The model sends a call's arguments as JSON text. ``""`` means ``{}`` (a call with no arguments);
-text that is not lossless JSON is passed on as the text itself, so the tool's own validation
-reports it to the model (the original loop does the same with text ``JSON.parse`` rejects).
+text that is not JSON is passed on as the text itself, so the tool's own validation reports it
+to the model (the original loop does the same with text ``JSON.parse`` rejects). JSON that parses
+but would not cross the lossless boundary is passed on parsed, so the pipeline's boundary check
+rejects it with its own error and logs why.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def _reject_constant(name: str) -> object:
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def parse_call_arguments(text: str) -> JsonValue:
+def parse_call_arguments(text: str) -> JsonValue | object:
     """Parse a call's raw argument text the way the original agent loop does.
 
     Args:
@@ -34,11 +36,14 @@ def parse_call_arguments(text: str) -> JsonValue:
     Returns:
         ``{}`` (a frozen empty object) for ``""``; the parsed, deeply immutable value (objects
         as :class:`~dsh_tools.FrozenJsonObject`, arrays as ``tuple``) for lossless JSON text;
-        otherwise ``text`` itself. "Otherwise" covers text that is not JSON, Python's JSON
-        extensions (``NaN``, ``Infinity``), nesting deeper than the parser or
-        :data:`~dsh_tools.MAX_DEPTH` allows, and values that would not survive the lossless
-        boundary (an integer beyond ±(2**53 - 1), a number too large for a float, ``-0.0``, a
-        lone surrogate in a string). Never raises for any ``str``.
+        the parsed *plain* value (``dict`` / ``list``, not frozen) for JSON text that would not
+        survive the lossless boundary (an integer beyond ±(2**53 - 1), a number too large for
+        a float, ``-0.0``, a lone surrogate in a string, nesting deeper than
+        :data:`~dsh_tools.MAX_DEPTH`), so that the pipeline rejects it with
+        ``Error: tool execution arguments must be losslessly JSON-serializable`` and logs the
+        detail; otherwise ``text`` itself. "Otherwise" covers text that is not JSON, Python's
+        JSON extensions (``NaN``, ``Infinity``), and nesting deeper than the parser allows.
+        Never raises for any ``str``.
 
     Raises:
         TypeError: ``text`` is not a ``str``.
@@ -48,9 +53,13 @@ def parse_call_arguments(text: str) -> JsonValue:
     if text == "":
         return _EMPTY
     try:
-        return snapshot_json(_DECODER.decode(text))
-    except (ValueError, RecursionError, JsonSnapshotError):
+        parsed = _DECODER.decode(text)
+    except (ValueError, RecursionError):
         return text
+    try:
+        return snapshot_json(parsed)
+    except JsonSnapshotError:
+        return parsed
 
 
 assert isinstance(_EMPTY, FrozenJsonObject)

@@ -15,7 +15,8 @@ from ._json import JsonValue
 
 def unchecked_meta(value: object) -> JsonValue:
     """Accept any ``meta`` as given (plain ``dict`` / ``list`` data included); the pipeline
-    checks and freezes it once, at final materialization."""
+    checks and freezes it once, at final materialization.
+    """
     return cast(JsonValue, value)
 
 
@@ -49,7 +50,8 @@ class ReasoningBlock:
 @attrs.frozen(kw_only=True)
 class ToolCallBlock:
     """A tool call as the model emitted it; ``arguments`` is the raw JSON text
-    (wire: ``{"type": "tool-call", "id", "name", "arguments"}``)."""
+    (wire: ``{"type": "tool-call", "id", "name", "arguments"}``).
+    """
 
     id: str
     name: str
@@ -59,7 +61,8 @@ class ToolCallBlock:
 @attrs.frozen(kw_only=True)
 class ToolResultBlock:
     """The result of one tool call (wire: ``{"type": "tool-result", "toolCallId", "content",
-    "isError"?}``)."""
+    "isError"?}``).
+    """
 
     tool_call_id: str
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)

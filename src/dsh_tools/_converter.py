@@ -230,7 +230,8 @@ def _camel(name: str) -> str:
 
 def wire_error_messages(exc: BaseException, path: str = "$") -> list[str]:
     """Like :func:`cattrs.transform_error`, but a path names the wire keys (``$.callId``), not
-    the Python fields (``$.call_id``)."""
+    the Python fields (``$.call_id``).
+    """
     if isinstance(exc, IterableValidationError):
         with_notes, without = exc.group_exceptions()
         return [

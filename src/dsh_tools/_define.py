@@ -20,13 +20,14 @@ import attrs
 import trio
 from attrs import AttrsInstance
 
+from ._attrs_schema import derive_attrs_schema
 from ._converter import converter
 from ._definition import ToolDefinition, ToolReturn, check_timeout, is_async_body
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
-from ._schema import SchemaSpec, compile_spec, derive_attrs_schema, schema_spec_to_json_schema
+from ._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 
 __all__ = ["define_tool"]
 

@@ -64,7 +64,8 @@ ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[ToolReturn] | To
 def is_async_body(body: object) -> bool:
     """Whether ``body`` is awaited on the trio thread: it is a coroutine function (also through
     ``functools.partial``), or an object whose ``__call__`` is one. Anything else is a sync body
-    and runs in a worker thread."""
+    and runs in a worker thread.
+    """
     if inspect.iscoroutinefunction(body):
         return True
     call = getattr(type(body), "__call__", None)  # noqa: B004 (the method, to test it)

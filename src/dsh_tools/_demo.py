@@ -143,7 +143,8 @@ def _absolute(path: str) -> str:
 
 def hunks(path: str, old: str | None, new: str, *, context: int = 1) -> tuple[FileDiff, ...]:
     """The changed regions of ``path`` as diffs, each with ``context`` unchanged lines around
-    it (computed by :class:`difflib.SequenceMatcher`); a new file is one whole-file diff."""
+    it (computed by :class:`difflib.SequenceMatcher`); a new file is one whole-file diff.
+    """
     if old is None:
         return (FileDiff(path=path, old_text=None, new_text=new),)
     before = old.splitlines(keepends=True)
@@ -564,7 +565,8 @@ def _demo_batch(
 
 def outcome(result: ToolExecutionResult, dispatched: bool) -> str:
     """A short label for a result: ``ok``, its error code, ``denied`` (refused before
-    dispatch with no code) or ``error``."""
+    dispatch with no code) or ``error``.
+    """
     if not result.is_error:
         return "ok"
     if result.error is not None:

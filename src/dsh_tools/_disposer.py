@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
+from typing import final
 
 import attrs
 
@@ -14,6 +15,7 @@ def _nothing() -> None:
     return None
 
 
+@final
 @attrs.define(eq=False, repr=False)
 class Disposer:
     """Undoes one registration. Idempotent: only the first call does anything.

@@ -1,12 +1,17 @@
 """The error vocabulary and the one function that turns an exception into model-facing text.
 
-Exception tree::
+Every exception dsh-tools defines, in one tree::
 
     Exception
-    └── HarnessError            .code (stable, machine-readable), .name (class name by default)
-        ├── ToolNotFoundError   UNKNOWN_TOOL        unknown tool "<name>"
-        ├── ToolArgsError       INVALID_ARGS        invalid arguments: <violations joined by "; ">
-        └── OutputSchemaError   UNSUPPORTED_SCHEMA  unsupported output schema: <violations>
+    ├── HarnessError              model-facing: .code (stable, machine-readable), .name
+    │   ├── ToolNotFoundError     UNKNOWN_TOOL        unknown tool "<name>"
+    │   ├── ToolArgsError         INVALID_ARGS        invalid arguments: <violations joined by "; ">
+    │   └── OutputSchemaError     UNSUPPORTED_SCHEMA  unsupported output schema: <violations>
+    ├── JsonSnapshotError         a value is not lossless JSON: "<path>: <reason>"
+    │   ├── JsonTypeError         (also a TypeError) a type JSON cannot carry
+    │   └── JsonValueError        (also a ValueError) a value that cannot cross losslessly
+    ├── SessionLogCorruptError    (a ValueError) a log line that is not an event
+    └── SessionLogLockedError     (an OSError) another writer holds a JSONL log's lock
 
 A :class:`HarnessError` raised by a tool body or a hook becomes an error result that carries
 ``error=ToolErrorInfo(name, code)``; any other exception becomes an error result without it.
@@ -25,11 +30,17 @@ from typing import cast
 import attrs
 
 __all__ = [
+    "UNPRINTABLE",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
     "HarnessError",
+    "JsonSnapshotError",
+    "JsonTypeError",
+    "JsonValueError",
     "OutputSchemaError",
+    "SessionLogCorruptError",
+    "SessionLogLockedError",
     "ToolArgsError",
     "ToolErrorInfo",
     "ToolNotFoundError",
@@ -106,7 +117,8 @@ class ToolArgsError(HarnessError):
 
 class OutputSchemaError(HarnessError):
     """A structured-output schema uses something outside the supported subset
-    (``UNSUPPORTED_SCHEMA``); ``violations`` lists every problem found."""
+    (``UNSUPPORTED_SCHEMA``); ``violations`` lists every problem found.
+    """
 
     violations: tuple[str, ...]
 
@@ -234,3 +246,61 @@ def format_js_json(value: object) -> str:
             "[" + ",".join(format_js_json(item) for item in cast("Sequence[object]", value)) + "]"
         )
     raise TypeError(f"a value of type {type(value).__name__} is not JSON data")
+
+
+# --- the JSON boundary and the session log ------------------------------------------------
+
+
+class JsonSnapshotError(Exception):
+    """A value is not lossless JSON data. ``path`` names where (``$``, ``$.a[2]``, ``$["a b"]``),
+    ``reason`` says why; the message is ``"<path>: <reason>"``.
+    """
+
+    path: str
+    reason: str
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class JsonTypeError(JsonSnapshotError, TypeError):
+    """A value of a type that JSON cannot carry (bytes, a set, an object, a non-``str`` key)."""
+
+
+class JsonValueError(JsonSnapshotError, ValueError):
+    """A value of a JSON type that cannot cross losslessly (NaN, ``-0.0``, a huge ``int``, a lone
+    surrogate), a cycle, or nesting deeper than :data:`~dsh_tools.MAX_DEPTH`.
+    """
+
+
+class SessionLogCorruptError(ValueError):
+    """A session log holds a line that is not an event (other than a torn last line).
+
+    ``path`` and ``line`` (1-based) name it; the message says what is wrong.
+    """
+
+    path: str
+    line: int
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}, line {line}: {reason}")
+        self.path = path
+        self.line = line
+
+
+class SessionLogLockedError(OSError):
+    """Another :class:`JsonlSessionLog` (in this process or another) holds the file's lock.
+
+    ``path`` names the file. Read a log someone else is writing with :func:`read_session_log`.
+    """
+
+    path: str
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
+            "read it with read_session_log()"
+        )
+        self.path = path

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar, Literal, NoReturn, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias, final
 
 import attrs
 
@@ -41,10 +41,12 @@ __all__ = [
 ]
 
 
+@final
 class ToolExecutionToken:
     """The opaque identity of one ``execute()`` call: minted by the registry, compared by
     identity, shared by every view of the call. It has no public constructor and refuses to be
-    pickled or serialized."""
+    pickled or serialized.
+    """
 
     __slots__ = ()
 
@@ -52,7 +54,7 @@ class ToolExecutionToken:
         raise TypeError("ToolExecutionToken has no public constructor: the registry mints them")
 
     @classmethod
-    def _mint(cls) -> ToolExecutionToken:
+    def _create(cls) -> ToolExecutionToken:
         return object.__new__(cls)
 
     def __reduce__(self) -> NoReturn:
@@ -96,7 +98,8 @@ class ToolExecutionInput:
 class ToolExecution:
     """The read-only view of a call that ``pre_execute``, guards, ``post_execute`` and
     ``result`` observers receive. ``arguments`` is the frozen snapshot (``None`` only when the
-    snapshot failed, as seen by ``result`` observers)."""
+    snapshot failed, as seen by ``result`` observers).
+    """
 
     token: ToolExecutionToken
     call_id: str
@@ -110,7 +113,8 @@ class ToolExecution:
 @attrs.frozen(kw_only=True)
 class ToolRunContext(ToolExecution):
     """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
-    caller and any wrapper) plus :meth:`defer_context`."""
+    caller and any wrapper) plus :meth:`defer_context`.
+    """
 
     _deferred: list[HookContext] = attrs.field(
         alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
@@ -118,7 +122,8 @@ class ToolRunContext(ToolExecution):
 
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result; deferred contexts come first, in call order,
-        and are kept even when the result is an error."""
+        and are kept even when the result is an error.
+        """
         if not isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
         self._deferred.append(context)
@@ -139,7 +144,8 @@ def _frozen_unless_signal(
 class ToolDispatchExecution:
     """The view ``execute`` wrappers share: like :class:`ToolExecution`, but ``signal`` may be
     reassigned (to another :class:`CancelSignal`, never ``None``). The body then runs under the
-    fusion of the caller's signal and the replacement."""
+    fusion of the caller's signal and the replacement.
+    """
 
     token: ToolExecutionToken
     call_id: str
@@ -153,7 +159,8 @@ class ToolDispatchExecution:
 @attrs.frozen(kw_only=True)
 class ToolExecutionMode:
     """How the scheduler may run a call: ``"parallel"`` (may overlap other parallel calls) or
-    ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``."""
+    ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``.
+    """
 
     kind: Literal["parallel", "exclusive"]
 
@@ -163,6 +170,9 @@ class ToolExecutionMode:
 
 ToolExecutionMode.PARALLEL = ToolExecutionMode(kind="parallel")
 ToolExecutionMode.EXCLUSIVE = ToolExecutionMode(kind="exclusive")
+
+
+_setattr: Final = object.__setattr__
 
 
 @attrs.frozen(kw_only=True)
@@ -183,6 +193,21 @@ class ToolExecutionResult:
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
+
+    @classmethod
+    def _create(cls, content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
+        """A success built without attrs' converters, for the pipeline's hot path.
+
+        No check and no conversion: ``content`` must be a ``tuple`` of content blocks already;
+        ``meta`` is checked and frozen at final materialization like any result's.
+        """
+        result = object.__new__(cls)
+        _setattr(result, "content", content)
+        _setattr(result, "is_error", False)
+        _setattr(result, "error", None)
+        _setattr(result, "additional_contexts", ())
+        _setattr(result, "meta", meta)
+        return result
 
 
 @attrs.frozen(kw_only=True)
@@ -249,7 +274,8 @@ def _tuple_or_none(value: Sequence[ContentBlock] | None) -> tuple[ContentBlock, 
 @attrs.frozen(kw_only=True)
 class Accept:
     """``post_execute``: keep the result; ``content`` (when not ``None``, even empty) replaces
-    its content; ``additional_contexts`` are appended after the result's own."""
+    its content; ``additional_contexts`` are appended after the result's own.
+    """
 
     content: tuple[ContentBlock, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
@@ -258,7 +284,8 @@ class Accept:
 @attrs.frozen(kw_only=True)
 class Block:
     """``post_execute``: replace the result with an error whose content is ``feedback``; every
-    earlier context, ``error`` and ``meta`` is dropped, only this decision's contexts remain."""
+    earlier context, ``error`` and ``meta`` is dropped, only this decision's contexts remain.
+    """
 
     feedback: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
@@ -301,6 +328,7 @@ class ApprovalRequest:
 
 class ApprovalService(Protocol):
     """Asks a user (or a policy) whether a call that a ``pre_execute`` listener marked ``Ask``
-    may run. ``request`` should return ``CANCELLED`` promptly once ``request.signal`` fires."""
+    may run. ``request`` should return ``CANCELLED`` promptly once ``request.signal`` fires.
+    """
 
     def request(self, request: ApprovalRequest, /) -> Awaitable[ApprovalOutcome]: ...

@@ -34,6 +34,7 @@ __all__ = [
     "ExecuteHook",
     "ExecuteNext",
     "HookList",
+    "HookLists",
     "HookPoint",
     "PostExecuteHook",
     "PostExecuteNext",
@@ -190,7 +191,7 @@ class ToolHooks:
 
     def __init__(
         self,
-        lists: _HookLists,
+        lists: HookLists,
         scope: object = None,
         owner: Callable[[Disposer], Disposer] | None = None,
     ) -> None:
@@ -203,7 +204,7 @@ class ToolHooks:
 
 
 @attrs.define(eq=False)
-class _HookLists:
+class HookLists:
     pre_execute: HookList[PreExecuteHook] = attrs.field(factory=HookList[PreExecuteHook])
     execute: HookList[ExecuteHook] = attrs.field(factory=HookList[ExecuteHook])
     post_execute: HookList[PostExecuteHook] = attrs.field(factory=HookList[PostExecuteHook])

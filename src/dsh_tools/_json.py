@@ -27,16 +27,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast
+from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast, final
+
+from ._errors import JsonSnapshotError, JsonTypeError, JsonValueError
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "FrozenJsonObject",
-    "JsonSnapshotError",
-    "JsonTypeError",
     "JsonValue",
-    "JsonValueError",
     "dumps_json",
     "snapshot_json",
     "thaw_json",
@@ -48,9 +47,8 @@ MAX_DEPTH: Final = 200
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer magnitude that crosses the boundary (JavaScript's safe-integer range)."""
 
-JsonScalar: TypeAlias = bool | int | float | str | None
 
-
+@final
 class FrozenJsonObject(dict[str, "JsonValue"]):
     """An immutable JSON object: a ``dict`` from ``str`` to JSON values that cannot change.
 
@@ -81,7 +79,8 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     @property
     def _data(self) -> dict[str, JsonValue]:
         """The items, read-only (the object itself; kept for readers written before it was a
-        ``dict``)."""
+        ``dict``).
+        """
         return self
 
     def __hash__(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
@@ -151,28 +150,6 @@ def _unpickle_frozen(data: object) -> FrozenJsonObject:
     if type(frozen) is not FrozenJsonObject:
         raise TypeError("a pickled FrozenJsonObject must hold a dict")
     return frozen
-
-
-class JsonSnapshotError(Exception):
-    """A value is not lossless JSON data. ``path`` names where (``$``, ``$.a[2]``, ``$["a b"]``),
-    ``reason`` says why; the message is ``"<path>: <reason>"``."""
-
-    path: str
-    reason: str
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-class JsonTypeError(JsonSnapshotError, TypeError):
-    """A value of a type that JSON cannot carry (bytes, a set, an object, a non-``str`` key)."""
-
-
-class JsonValueError(JsonSnapshotError, ValueError):
-    """A value of a JSON type that cannot cross losslessly (NaN, ``-0.0``, a huge ``int``, a lone
-    surrogate), a cycle, or nesting deeper than :data:`MAX_DEPTH`."""
 
 
 class _Invalid(Exception):
@@ -430,7 +407,8 @@ def json_kind(value: object) -> str:
     """The JSON type of a scalar: ``"null"``, ``"boolean"``, ``"number"``, ``"string"``, or
     ``"container"`` for anything else. ``bool`` is never a number, so comparing
     ``(json_kind(a), a)`` pairs never treats ``True == 1``; ``1 == 1.0`` stays equal (one JSON
-    number type)."""
+    number type).
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):

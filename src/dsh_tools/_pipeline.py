@@ -22,15 +22,14 @@ holds one call between the stages. Nothing here raises for a tool or policy fail
 
 The stages are deliberately not checkpoints each (``# noqa: ASYNC910``): ``ToolRegistry.execute``
 and the scheduler are, and a schedule point per stage would multiply the per-call cost.
-``prepare`` is a cancel point at entry and ``complete`` ends with a schedule point, so every path
-through ``execute`` checkpoints.
+``prepare`` is a cancel point at entry; ``ToolRegistry.execute`` ends with a schedule point and the
+scheduler yields once per group of commits, so every path through either checkpoints.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -40,27 +39,13 @@ import attrs
 import trio
 
 from ._content import (
-    ContentBlock,
     HookContext,
-    MessageSource,
-    PluginSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    UserSource,
 )
-from ._converter import converter
-from ._definition import ToolOutput, is_async_body
+from ._definition import is_async_body
 from ._errors import (
-    TOOL_ABORTED,
-    TOOL_ABORTED_BEFORE_DISPATCH,
     HarnessError,
-    ToolErrorInfo,
     ToolNotFoundError,
-    error_info,
     error_message,
-    format_js_number,
 )
 from ._execution import (
     Accept,
@@ -80,20 +65,31 @@ from ._execution import (
     ToolRunContext,
 )
 from ._json import JsonSnapshotError, JsonValue, snapshot_json
-from ._signal import CancelSignal, _fuse, linked_cancel_scope
+from ._results import (
+    ABANDONED,
+    ABORTED,
+    ABORTED_BEFORE_DISPATCH,
+    INVALID_ARGUMENTS,
+    INVALID_RESULT,
+    Invalid,
+    describe,
+    error_result,
+    freeze_result,
+    is_return_value,
+    kind,
+    normalize,
+    reason_text,
+    text_error,
+    valid_str,
+)
+from ._signal import CancelSignal, fuse, linked_cancel_scope
 
 if TYPE_CHECKING:
     from ._definition import ToolDefinition
-    from ._hooks import ExecuteHook, PostExecuteHook, PreExecuteHook
-    from ._registry import ToolRegistry
+    from ._execution import ApprovalService
+    from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook
 
-__all__ = [
-    "PreparedCall",
-    "aborted_before_dispatch_result",
-    "freeze_context",
-    "materialize",
-    "prepare",
-]
+__all__ = ["PipelineHost", "PreparedCall", "prepare"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -102,27 +98,10 @@ _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
 
 
-def printable(text: str) -> str:
-    """``text`` with every lone surrogate written as a ``\\udXXX`` escape, so that model-supplied
-    text (a tool name, a call id) can appear in a result, which must be valid Unicode."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def _text_error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
-    return ToolExecutionResult(
-        content=(TextBlock(text="Error: " + printable(text)),), is_error=True, error=error
-    )
-
-
 def _log_raised(execution: ToolExecution, what: str, exc: BaseException) -> None:
     """Log, once, an exception a body, hook, guard, wrapper or observer raised: WARNING with
-    its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure)."""
+    its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure).
+    """
     level = logging.DEBUG if isinstance(exc, HarnessError) else logging.WARNING
     if logger.isEnabledFor(level):
         logger.log(
@@ -145,69 +124,31 @@ def _log_invalid(execution: ToolExecution, detail: str) -> None:
     )
 
 
-def _error_result(exc: BaseException) -> ToolExecutionResult:
-    return _text_error(error_message(exc), error_info(exc))
-
-
-_ABORTED: Final = _text_error(
-    "tool call aborted", ToolErrorInfo(name="AbortError", code=TOOL_ABORTED)
-)
-_ABORTED_BEFORE_DISPATCH: Final = _text_error(
-    "tool call aborted before dispatch",
-    ToolErrorInfo(name="AbortError", code=TOOL_ABORTED_BEFORE_DISPATCH),
-)
-_INVALID_ARGUMENTS: Final = _text_error(
-    "tool execution arguments must be losslessly JSON-serializable"
-)
-_INVALID_RESULT: Final = _text_error("tool result must be losslessly JSON-serializable")
-_ABANDONED: Final = _text_error(
-    "tool call aborted (its worker thread was abandoned and may still be running)",
-    ToolErrorInfo(name="AbortError", code=TOOL_ABORTED),
-)
-
-
-def aborted_before_dispatch_result() -> ToolExecutionResult:
-    """The canonical result of a call that cancellation stopped before its body started:
-    ``Error: tool call aborted before dispatch``, ``error=AbortError/ABORTED_BEFORE_DISPATCH``."""
-    return _ABORTED_BEFORE_DISPATCH
-
-
-def aborted_result() -> ToolExecutionResult:
-    """The canonical result of a call cancelled after its body started:
-    ``Error: tool call aborted``, ``error=AbortError/ABORTED``."""
-    return _ABORTED
-
-
-def _text(value: object) -> str:
-    """``str(value)`` for a denial reason, total like :func:`error_message`."""
-    if type(value) is str:
-        return value
-    try:
-        return str(value)
-    except Exception:
-        return "<unprintable thrown value>"
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return format_js_number(value)
-    try:
-        return repr(value)
-    except Exception:
-        return "<unprintable thrown value>"
-
-
-def _kind(value: object) -> str:
-    """``42, an int``: a value and its type, for log details."""
-    name = type(value).__name__
-    article = "an" if name[:1].lower() in "aeiou" else "a"
-    return f"{_describe(value)}, {article} {name}"
-
-
 class _Unreachable(Exception):
     pass
+
+
+@attrs.frozen(eq=False)
+class PipelineHost:
+    """What the stages of one call need from the registry that runs them.
+
+    The registry builds one at construction and passes it down, so the pipeline never reaches
+    into the registry (and never imports it).
+
+    Attributes:
+        hooks: the registry's hook lists (read per dispatch, so listeners added later count).
+        lookup: ``lookup(name, agent)``: the definition visible to ``agent``, or ``None``.
+        evaluate_guards: the first denial reason of the guards that apply to a call, or
+            ``None``.
+        approval: the approval service ``Ask`` decisions go to, or ``None``.
+        thread_limiter: bounds how many sync bodies run in worker threads at once.
+    """
+
+    hooks: HookLists
+    lookup: Callable[[str, object], ToolDefinition | None]
+    evaluate_guards: Callable[[ToolExecution], str | None]
+    approval: ApprovalService | None
+    thread_limiter: trio.CapacityLimiter
 
 
 # --- the waterfalls ------------------------------------------------------------------------
@@ -252,175 +193,6 @@ def _bind3(
     return next_
 
 
-# --- final materialization -----------------------------------------------------------------
-
-_BLOCK_TYPES: Final = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock)
-
-
-def _valid_str(value: object) -> bool:
-    if type(value) is not str:
-        return False
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _content_problem(content: object, where: str) -> str | None:
-    """Why ``content`` is not a tuple of valid content blocks, or ``None`` when it is."""
-    if type(content) is not tuple:
-        return f"{where} is {_kind(content)}, not a tuple of content blocks"
-    for index, block in enumerate(cast("tuple[object, ...]", content)):
-        cls = type(block)
-        if cls is TextBlock or cls is ReasoningBlock:
-            if not _valid_str(cast("TextBlock", block).text):
-                return f"{where}[{index}].text is not a str without lone surrogates"
-        elif cls is ToolCallBlock:
-            call = cast("ToolCallBlock", block)
-            if not (_valid_str(call.id) and _valid_str(call.name) and _valid_str(call.arguments)):
-                return f"{where}[{index}] has a field that is not a str without lone surrogates"
-        elif cls is ToolResultBlock:
-            nested = cast("ToolResultBlock", block)
-            if not _valid_str(nested.tool_call_id):
-                return f"{where}[{index}].tool_call_id is not a str without lone surrogates"
-            problem = _content_problem(nested.content, f"{where}[{index}].content")
-            if problem is not None:
-                return problem
-            if not (nested.is_error is None or type(nested.is_error) is bool):
-                return f"{where}[{index}].is_error is {_kind(nested.is_error)}, not a bool"
-        elif not _valid_extension(block, ContentBlock):
-            return f"{where}[{index}] is {_kind(block)}, not a content block"
-    return None
-
-
-def _valid_extension(value: object, union: object) -> bool:
-    """A value of a type added to ``union`` through the converter (``register_content_block``)
-    is valid when its wire form is lossless JSON; an unregistered type is not."""
-    try:
-        snapshot_json(converter.unstructure(value, cast("type[object]", union)))
-    except Exception:
-        return False
-    return True
-
-
-class _Invalid(Exception):
-    """A result (or context) that is not lossless JSON; the message is the detail."""
-
-
-def _frozen_meta(meta: object, where: str) -> JsonValue:
-    if meta is None:
-        return None
-    try:
-        return snapshot_json(meta)
-    except Exception as exc:
-        raise _Invalid(f"{where}: {error_message(exc)}") from None
-
-
-def freeze_context(context: object, where: str = "context") -> HookContext:
-    """``context`` checked as lossless JSON, with its ``meta`` frozen.
-
-    Raises:
-        _Invalid: with the detail.
-    """
-    if type(context) is not HookContext:
-        raise _Invalid(f"{where} is {_kind(context)}, not a HookContext")
-    source = context.source
-    if type(source) is PluginSource:
-        if not _valid_str(source.plugin):
-            raise _Invalid(f"{where}.source.plugin is not a str without lone surrogates")
-    elif type(source) is not UserSource and not _valid_extension(source, MessageSource):
-        raise _Invalid(f"{where}.source is {_kind(source)}, not a message source")
-    problem = _content_problem(context.content, f"{where}.content")
-    if problem is not None:
-        raise _Invalid(problem)
-    meta = context.meta
-    frozen = _frozen_meta(meta, f"{where}.meta")
-    if frozen is meta:
-        return context
-    return attrs.evolve(context, meta=frozen)
-
-
-def _freeze_result(result: object) -> ToolExecutionResult:
-    """Stage 9: ``result`` checked as complete, immutable, lossless JSON, with every ``meta``
-    frozen. A valid result whose metas are frozen already is returned as is (no copy).
-
-    Raises:
-        _Invalid: with the detail.
-    """
-    if type(result) is not ToolExecutionResult:
-        raise _Invalid(f"the result is {_kind(result)}, not a ToolExecutionResult")
-    if type(result.is_error) is not bool:
-        raise _Invalid(f"is_error is {_kind(result.is_error)}, not a bool")
-    problem = _content_problem(result.content, "content")
-    if problem is not None:
-        raise _Invalid(problem)
-    error = result.error
-    if not (
-        error is None
-        or (type(error) is ToolErrorInfo and _valid_str(error.name) and _valid_str(error.code))
-    ):
-        raise _Invalid(f"error is {_kind(error)}, not a ToolErrorInfo of two str")
-    contexts = result.additional_contexts
-    if type(contexts) is not tuple:
-        raise _Invalid(f"additional_contexts is {_kind(contexts)}, not a tuple")
-    frozen_contexts = tuple(
-        freeze_context(context, f"additional_contexts[{index}]")
-        for index, context in enumerate(cast("tuple[object, ...]", contexts))
-    )
-    meta = result.meta
-    frozen_meta = _frozen_meta(meta, "meta")
-    if frozen_meta is meta and all(a is b for a, b in zip(frozen_contexts, contexts, strict=True)):
-        return result
-    return attrs.evolve(result, additional_contexts=frozen_contexts, meta=frozen_meta)
-
-
-def materialize(result: object) -> ToolExecutionResult:
-    """Stage 9 without logging: the frozen result, or the canonical invalid-result error."""
-    try:
-        return _freeze_result(result)
-    except _Invalid:
-        return _INVALID_RESULT
-
-
-def _is_return_value(returned: object) -> bool:
-    return isinstance(returned, str | ToolOutput | list | tuple)
-
-
-def _normalize(returned: object) -> ToolExecutionResult:
-    """Stage 7.6: a body's return value as a successful result. Content is not checked here:
-    shape problems surface at final materialization, after post_execute."""
-    meta: JsonValue = None
-    if isinstance(returned, str):
-        content: tuple[object, ...] = (TextBlock(text=returned),)
-    elif isinstance(returned, ToolOutput):
-        content, meta = returned.content, returned.meta
-    elif isinstance(returned, list | tuple):
-        content = tuple(cast("list[object] | tuple[object, ...]", returned))
-    else:
-        # not content at all (None, a dict, a number): carried as is, rejected at stage 9
-        content = (returned,)
-    return _success(cast("tuple[ContentBlock, ...]", content), meta)
-
-
-_setattr: Final = object.__setattr__
-
-
-def _success(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
-    # The hot path builds the value directly: ``content`` is a tuple already and ``meta`` is
-    # checked and frozen at stage 9. attrs' __init__ would re-run the tuple converters (a
-    # third of the per-call result cost) for nothing.
-    result = object.__new__(ToolExecutionResult)
-    _setattr(result, "content", content)
-    _setattr(result, "is_error", False)
-    _setattr(result, "error", None)
-    _setattr(result, "additional_contexts", ())
-    _setattr(result, "meta", meta)
-    return result
-
-
 # --- one call --------------------------------------------------------------------------------
 
 
@@ -435,13 +207,13 @@ class PreparedCall:
 
     __slots__ = (
         "_bad_return",
-        "_caller",
         "_deferred",
         "_dispatched",
         "_final",
+        "_host",
         "_invoked",
         "_outcome",
-        "_registry",
+        "_trusted",
         "execution",
         "needs_dispatch",
     )
@@ -451,16 +223,15 @@ class PreparedCall:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        host: PipelineHost,
         execution: ToolExecution,
         *,
         needs_dispatch: bool = False,
         outcome: ToolExecutionResult | None = None,
         final: ToolExecutionResult | None = None,
     ) -> None:
-        self._registry = registry
+        self._host = host
         self.execution = execution
-        self._caller = execution.signal
         self.needs_dispatch = needs_dispatch
         # post-result: still goes through post_execute; final-result: straight to stage 9
         self._outcome = outcome
@@ -468,11 +239,14 @@ class PreparedCall:
         self._invoked = False
         self._dispatched = False
         self._bad_return: object = _MISSING
-        self._deferred: list[HookContext] = []
+        # a success the library built from a valid ``str``: stage 9 has nothing to check
+        self._trusted: ToolExecutionResult | None = None
+        # allocated when the body is invoked (most calls never defer a context)
+        self._deferred: list[HookContext] | None = None
 
     # --- stage 7 -------------------------------------------------------------------------
 
-    async def dispatch(self) -> None:
+    async def dispatch(self, *, linked: bool = False) -> None:
         """Stage 7: the ``execute`` wrapper waterfall around the body.
 
         The body runs in a trio cancel scope linked to the fusion of the caller's signal and a
@@ -481,27 +255,44 @@ class PreparedCall:
         for a tool, wrapper or policy failure (each becomes the call's outcome). Cancelling
         the caller's own trio scope raises ``trio.Cancelled`` once the body has unwound. Call
         at most once, and only when :attr:`needs_dispatch` is true.
+
+        ``linked=True`` (the scheduler's pools, for calls without ``execute`` wrappers): the
+        caller runs this inside a cancel scope linked to the call's signal already, so an
+        async body gets no scope of its own; when that scope cancels the body, the outcome is
+        recorded (``ABORTED``) and the ``trio.Cancelled`` propagates to the caller's scope.
         """
         if not self.needs_dispatch or self._dispatched:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
         self._dispatched = True
         execution = self.execution
-        wrappers = self._registry._hook_lists.execute.for_agent(execution.agent)
+        wrappers = self._host.hooks.execute.for_agent(execution.agent)
         try:
             if wrappers:
                 result = await self._run_wrappers(wrappers)
+            elif linked:
+                try:
+                    result = await self._invoke(self.execution.signal, linked=True)
+                except trio.Cancelled:
+                    # the caller's linked scope stopped the body: record, then let it unwind
+                    self._settle(ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH)
+                    raise
             else:
-                result = await self._invoke(self._caller)
+                result = await self._invoke(self.execution.signal)
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
             _log_raised(execution, "an execute wrapper", exc)
-            self._final = _error_result(exc)
+            self._final = error_result(exc)
             return  # noqa: ASYNC910
+        self._settle(result)
+
+    def _settle(self, result: ToolExecutionResult) -> None:
+        """Record what stage 7 produced: the outcome, with the contexts the body deferred."""
+        execution = self.execution
         if type(result) is not ToolExecutionResult:
             _log_invalid(
-                execution, f"an execute wrapper returned {_kind(result)}, not a ToolExecutionResult"
+                execution, f"an execute wrapper returned {kind(result)}, not a ToolExecutionResult"
             )
-            self._final = _INVALID_RESULT
+            self._final = INVALID_RESULT
             return
         if self._deferred:
             try:
@@ -510,13 +301,13 @@ class PreparedCall:
                 )
             except Exception as exc:  # a hand-built result whose contexts are not a sequence
                 _log_invalid(execution, f"its additional_contexts cannot be read: {exc!r}")
-                self._final = _INVALID_RESULT
+                self._final = INVALID_RESULT
                 return
         self._outcome = self._replace_if_cancelled(result)
 
     async def _run_wrappers(self, wrappers: tuple[ExecuteHook, ...]) -> ToolExecutionResult:
         execution = self.execution
-        caller = self._caller
+        caller = self.execution.signal
         dispatch_execution = ToolDispatchExecution(
             token=execution.token,
             call_id=execution.call_id,
@@ -532,7 +323,7 @@ class PreparedCall:
             if upstream is caller:
                 return await self._invoke(caller)
             # wrapper first: its reason wins when both are already cancelled (upstream §2.7)
-            fused, detach = _fuse((upstream, caller))
+            fused, detach = fuse((upstream, caller))
             dispatch_execution.signal = fused
             try:
                 return await self._invoke(fused)
@@ -545,14 +336,22 @@ class PreparedCall:
             chain = _bind2(wrapper, dispatch_execution, chain)
         return await chain()
 
-    async def _invoke(self, signal: CancelSignal) -> ToolExecutionResult:
-        """The innermost ``next()``: look the tool up, run the body under ``signal``."""
+    async def _invoke(self, signal: CancelSignal, *, linked: bool = False) -> ToolExecutionResult:
+        """The innermost ``next()``: look the tool up, run the body under ``signal``.
+
+        ``linked``: the caller's cancel scope is linked to ``signal`` already (see
+        :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
+        checkpoints after it.
+        """
         if signal.cancelled:
-            return _ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
+            return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
         execution = self.execution
-        tool = self._registry._lookup(execution.name, execution.agent)
+        tool = self._host.lookup(execution.name, execution.agent)
         if tool is None:
-            return _error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
+            return error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
+        deferred = self._deferred
+        if deferred is None:
+            deferred = self._deferred = []
         context = ToolRunContext(
             token=execution.token,
             call_id=execution.call_id,
@@ -561,17 +360,17 @@ class PreparedCall:
             signal=signal,
             agent=execution.agent,
             parent=execution.parent,
-            _deferred=self._deferred,
+            _deferred=deferred,
         )
         body = cast("Callable[..., object]", tool.execute)
         if not is_async_body(body):
-            return await self._invoke_sync(tool, body, context, signal)
+            return await self._invoke_sync(tool, body, context, signal, linked)
         run = cast("Callable[[JsonValue, ToolRunContext], Awaitable[object]]", body)
         self._invoked = True
         returned: object = _MISSING
         failure: Exception | None = None
         try:
-            if signal is CancelSignal.never():
+            if linked or signal is CancelSignal.never():
                 returned = await run(execution.arguments, context)
             else:
                 with linked_cancel_scope(signal):
@@ -580,16 +379,19 @@ class PreparedCall:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
         # The body has unwound. If the caller's own trio scope was cancelled meanwhile (a
-        # shielded body finished anyway), that cancellation wins now, as trio requires.
-        await trio.lowlevel.checkpoint_if_cancelled()
+        # shielded body finished anyway), that cancellation wins now, as trio requires. (A
+        # linked caller is inside a scope that may be cancelled by the signal itself: the
+        # outcome is recorded first, and the caller's next checkpoint raises.)
+        if not linked:
+            await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(execution, "the tool body", failure)
-            return _error_result(failure)
+            return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING or signal.cancelled:
-            return _ABORTED
-        if not _is_return_value(returned):
+            return ABORTED  # noqa: ASYNC910
+        if not is_return_value(returned):
             self._bad_return = returned
-        return _normalize(returned)
+        return self._normalize(returned)  # noqa: ASYNC910
 
     async def _invoke_sync(
         self,
@@ -597,6 +399,7 @@ class PreparedCall:
         body: Callable[..., object],
         context: ToolRunContext,
         signal: CancelSignal,
+        linked: bool,
     ) -> ToolExecutionResult:
         """Run a sync body in a worker thread through the registry's thread limiter.
 
@@ -629,7 +432,7 @@ class PreparedCall:
                 (returned,) = await trio.to_thread.run_sync(
                     run,
                     abandon_on_cancel=tool.abandon_on_cancel,
-                    limiter=self._registry._thread_limiter,
+                    limiter=self._host.thread_limiter,
                 )
         except Exception as exc:
             failure = exc
@@ -637,14 +440,15 @@ class PreparedCall:
             with lock:
                 state["given_up"] = True
                 self._invoked = state["started"]
-        await trio.lowlevel.checkpoint_if_cancelled()
+        if not linked:
+            await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(execution, "the tool body", failure)
-            return _error_result(failure)
+            return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING:
             if not self._invoked:
-                return _ABORTED_BEFORE_DISPATCH
-            return _ABANDONED if tool.abandon_on_cancel else _ABORTED
+                return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
+            return ABANDONED if tool.abandon_on_cancel else ABORTED  # noqa: ASYNC910
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
@@ -653,19 +457,25 @@ class PreparedCall:
                 f"awaitable ({type(returned).__name__}); declare it `async def`"
             )
             logger.warning('tool "%s" (%s): %s', execution.name, execution.call_id, text)
-            return _text_error(text)
+            return text_error(text)  # noqa: ASYNC910
         if signal.cancelled:
-            return _ABORTED
-        if not _is_return_value(returned):
+            return ABORTED  # noqa: ASYNC910
+        if not is_return_value(returned):
             self._bad_return = returned
-        return _normalize(returned)
+        return self._normalize(returned)  # noqa: ASYNC910
+
+    def _normalize(self, returned: object) -> ToolExecutionResult:
+        result = normalize(returned)
+        if type(returned) is str and valid_str(returned):
+            self._trusted = result
+        return result
 
     # --- stages 8-10 ---------------------------------------------------------------------
 
     def _replace_if_cancelled(self, result: ToolExecutionResult) -> ToolExecutionResult:
-        if result.is_error or not self._caller.cancelled:
+        if result.is_error or not self.execution.signal.cancelled:
             return result
-        replacement = _ABORTED if self._invoked else _ABORTED_BEFORE_DISPATCH
+        replacement = ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
         if contexts:
             return attrs.evolve(replacement, additional_contexts=contexts)
@@ -681,43 +491,43 @@ class PreparedCall:
         cancellation replacement, the final snapshot, the ``result`` observers.
 
         Returns the frozen final result, the very object the observers saw. Never raises for a
-        tool or policy failure. Ends with a schedule point that cannot be cancelled (the
-        outcome is already decided); cancelling the caller's trio scope while ``post_execute``
-        awaits raises ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
+        tool or policy failure. Not a checkpoint by itself (the caller yields once per group of
+        commits); cancelling the caller's trio scope while ``post_execute`` awaits raises
+        ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
         never ran, the outcome is ``ABORTED_BEFORE_DISPATCH``.
         """
         final = self._final
         if final is None:
             outcome = self._outcome
             if outcome is None:
-                outcome = self._replace_if_cancelled(_ABORTED_BEFORE_DISPATCH)
-            if self._registry._hook_lists.post_execute.for_agent(self.execution.agent):
+                outcome = self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
+            if self._host.hooks.post_execute.for_agent(self.execution.agent):
                 final = await self._post_execute(outcome)
             else:
                 final = self._replace_if_cancelled(outcome)
         try:
-            final = _freeze_result(final)
-        except _Invalid as invalid:
+            if final is not self._trusted:  # the very object built from a valid str is final
+                final = freeze_result(final)
+        except Invalid as invalid:
             detail = str(invalid)
             bad = self._bad_return
             if bad is not _MISSING and detail.startswith("content[0] "):
                 detail = (
-                    f"a body returned {_kind(bad)}, where str, content blocks or ToolOutput belong"
+                    f"a body returned {kind(bad)}, where str, content blocks or ToolOutput belong"
                 )
             _log_invalid(self.execution, detail)
-            final = _INVALID_RESULT
+            final = INVALID_RESULT
         self._notify(final)
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return final
+        return final  # noqa: ASYNC910
 
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
         execution = self.execution
-        listeners = self._registry._hook_lists.post_execute.for_agent(execution.agent)
+        listeners = self._host.hooks.post_execute.for_agent(execution.agent)
         try:
             decision = cast(object, await _post_chain(listeners, execution, outcome)())
         except Exception as exc:
             _log_raised(execution, "a post_execute listener", exc)
-            return _error_result(exc)  # noqa: ASYNC910
+            return error_result(exc)  # noqa: ASYNC910
         # Block is read first: a value that is somehow both is the restrictive one.
         try:
             if isinstance(decision, Block):
@@ -737,12 +547,12 @@ class PreparedCall:
                         additional_contexts=(*outcome.additional_contexts, *extra),
                     )
             else:
-                return _text_error(
-                    f"tools/post-execute returned {_describe(decision)}, not Accept or Block"
+                return text_error(
+                    f"tools/post-execute returned {describe(decision)}, not Accept or Block"
                 )
         except Exception as exc:  # a hand-built decision whose fields cannot be read
             _log_raised(execution, "reading a post_execute decision", exc)
-            return _text_error(
+            return text_error(
                 f"tools/post-execute returned an unreadable {type(decision).__name__}: "
                 + error_message(exc)
             )
@@ -750,7 +560,7 @@ class PreparedCall:
 
     def _notify(self, result: ToolExecutionResult) -> None:
         execution = self.execution
-        for observer in self._registry._hook_lists.result.for_agent(execution.agent):
+        for observer in self._host.hooks.result.for_agent(execution.agent):
             try:
                 returned = observer(execution, result)
                 if inspect.isawaitable(returned):
@@ -781,7 +591,7 @@ def _post_chain(
 # --- stages 0-6 ------------------------------------------------------------------------------
 
 
-async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> PreparedCall:
+async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall:
     """Stages 0-6 of one call. Never raises for a tool or policy failure; raises
     ``trio.Cancelled`` when the caller's trio scope is cancelled (at entry, or while a
     ``pre_execute`` listener or the approval service awaits).
@@ -790,11 +600,12 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
     a ``Deny`` whose ``reason`` is not a ``str``, an ``Ask`` whose ``reason`` is neither
     ``str`` nor ``None``) becomes an error result, as a raising listener does, and the body
     never runs. A value that is an instance of several decision classes reads as the most
-    restrictive one (``Deny``, then ``Ask``, then ``Allow``)."""
+    restrictive one (``Deny``, then ``Ask``, then ``Allow``).
+    """
     await trio.lowlevel.checkpoint_if_cancelled()
     if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
-    token = ToolExecutionToken._mint()
+    token = ToolExecutionToken._create()
     call_id = input.call_id
     name = input.name
     agent = input.agent
@@ -805,9 +616,9 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
     try:
         arguments = snapshot_json(input.arguments)
     except JsonSnapshotError as exc:
-        arguments, failure, rejected = None, _INVALID_ARGUMENTS, exc
+        arguments, failure, rejected = None, INVALID_ARGUMENTS, exc
     except Exception as exc:
-        arguments, failure, rejected = None, _error_result(exc), exc
+        arguments, failure, rejected = None, error_result(exc), exc
     execution = ToolExecution(
         token=token,
         call_id=call_id,
@@ -828,67 +639,67 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Prepared
         else:
             assert rejected is not None
             _log_raised(execution, "reading the arguments", rejected)
-        return PreparedCall(registry, execution, final=failure)
+        return PreparedCall(host, execution, final=failure)
     if signal.cancelled:  # stage 1
-        return PreparedCall(registry, execution, final=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, final=ABORTED_BEFORE_DISPATCH)
 
     # stage 2
     decision: object = _ALLOW
-    listeners = registry._hook_lists.pre_execute.for_agent(agent)
+    listeners = host.hooks.pre_execute.for_agent(agent)
     if listeners:
         try:
             decision = await _pre_chain(listeners, execution)()
         except Exception as exc:  # more specific than a concurrent cancellation
             _log_raised(execution, "a pre_execute listener", exc)
-            return PreparedCall(registry, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=error_result(exc))
 
     # stage 3
     approval_cancelled = False
     if not isinstance(decision, Deny) and isinstance(decision, Ask):
         try:
-            decision, approval_cancelled = await _resolve_ask(registry, execution, decision)
+            decision, approval_cancelled = await _resolve_ask(host, execution, decision)
         except Exception as exc:
             _log_raised(execution, "the approval service", exc)
-            return PreparedCall(registry, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=error_result(exc))
 
     # stage 4
     if approval_cancelled and signal.cancelled:
-        return PreparedCall(registry, execution, outcome=_ABORTED_BEFORE_DISPATCH)
+        return PreparedCall(host, execution, outcome=ABORTED_BEFORE_DISPATCH)
 
     # stage 5: Deny is read first, so a value that is somehow Deny and Allow denies
     if isinstance(decision, Deny):
         reason = _deny_reason(execution, decision)
         if reason is None:
             return PreparedCall(
-                registry,
+                host,
                 execution,
-                final=_text_error(
+                final=text_error(
                     f"tools/pre-execute returned a Deny whose reason is not a str "
-                    f"({_describe(_read_reason(decision))}); the call is denied"
+                    f"({describe(_read_reason(decision))}); the call is denied"
                 ),
             )
     elif isinstance(decision, Allow):
         try:
-            reason = registry._evaluate_guards(execution)
+            reason = host.evaluate_guards(execution)
         except Exception as exc:
             _log_raised(execution, "a guard", exc)
-            return PreparedCall(registry, execution, final=_error_result(exc))
+            return PreparedCall(host, execution, final=error_result(exc))
     else:
         return PreparedCall(
-            registry,
+            host,
             execution,
-            final=_text_error(
-                f"tools/pre-execute returned {_describe(decision)}, not Allow, Deny or Ask"
+            final=text_error(
+                f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask"
             ),
         )
     # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
-        return PreparedCall(registry, execution, outcome=_text_error(_text(reason)))
+        return PreparedCall(host, execution, outcome=text_error(reason_text(reason)))
 
     # stage 6
     if signal.cancelled:
-        return PreparedCall(registry, execution, outcome=_ABORTED_BEFORE_DISPATCH)
-    return PreparedCall(registry, execution, needs_dispatch=True)
+        return PreparedCall(host, execution, outcome=ABORTED_BEFORE_DISPATCH)
+    return PreparedCall(host, execution, needs_dispatch=True)
 
 
 def _read_reason(decision: Deny | Ask) -> object:
@@ -900,7 +711,8 @@ def _read_reason(decision: Deny | Ask) -> object:
 
 def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
     """The reason of a ``Deny``, or ``None`` when it cannot be read as a ``str`` (a decision
-    built around the constructor's check, or a subclass whose ``reason`` misbehaves)."""
+    built around the constructor's check, or a subclass whose ``reason`` misbehaves).
+    """
     reason = _read_reason(decision)
     if isinstance(reason, str):
         return reason
@@ -909,7 +721,7 @@ def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
         "the call is denied",
         execution.name,
         execution.call_id,
-        _kind(reason),
+        kind(reason),
     )
     return None
 
@@ -918,15 +730,15 @@ _OUTCOMES: Final = {outcome.value: outcome for outcome in ApprovalOutcome}
 
 
 async def _resolve_ask(
-    registry: ToolRegistry, execution: ToolExecution, ask: Ask
+    host: PipelineHost, execution: ToolExecution, ask: Ask
 ) -> tuple[PreToolDecision, bool]:
     name = execution.name
     reason = _read_reason(ask)
     if reason is not None and not isinstance(reason, str):
         raise TypeError(
-            f"tools/pre-execute returned an Ask whose reason is {_kind(reason)}, not a str or None"
+            f"tools/pre-execute returned an Ask whose reason is {kind(reason)}, not a str or None"
         )
-    service = registry._approval
+    service = host.approval
     if service is None:
         if reason is None:
             reason = f'tool "{name}" requires approval (not yet supported)'
@@ -958,4 +770,4 @@ async def _resolve_ask(
         return Deny(f'approval for tool "{name}" was cancelled'), True
     if known is ApprovalOutcome.UNAVAILABLE:
         return Deny(f'tool "{name}" requires approval, but no approval channel is available'), False
-    raise _Unreachable(f"unreachable variant in ApprovalOutcome: {_describe(answer)}")
+    raise _Unreachable(f"unreachable variant in ApprovalOutcome: {describe(answer)}")

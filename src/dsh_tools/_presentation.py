@@ -31,10 +31,6 @@ __all__ = [
 ]
 
 
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
-
-
 def _optional_blocks(value: Iterable[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
     return None if value is None else tuple(value)
 
@@ -86,7 +82,7 @@ class GenericCallView:
 
     title: str
     kind: ToolCallKind | None = None
-    raw_input: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    raw_input: JsonValue = attrs.field(default=None, converter=snapshot_json)
     content: tuple[ContentBlock, ...] | None = attrs.field(default=None, converter=_optional_blocks)
     locations: tuple[FileLocation, ...] | None = attrs.field(
         default=None, converter=_optional_locations

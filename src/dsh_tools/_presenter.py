@@ -35,7 +35,7 @@ import attrs
 from ._arguments import parse_call_arguments
 from ._errors import error_message
 from ._execution import ToolResult
-from ._json import JsonSnapshotError, JsonValue
+from ._json import JsonSnapshotError, JsonValue, snapshot_json
 from ._presentation import (
     DiffCallView,
     DiffResultView,
@@ -67,9 +67,9 @@ _BACKTICKS: Final = re.compile(r"`+")
 
 
 def console_block(output: str) -> str:
-    """The fenced ``console`` block a UI without terminals shows for a command's output.
+    r"""The fenced ``console`` block a UI without terminals shows for a command's output.
 
-    Trailing newlines of ``output`` are stripped; ``console_block("ok\\n")`` gives::
+    Trailing newlines of ``output`` are stripped; ``console_block("ok\n")`` gives::
 
         ```console
         ok
@@ -86,7 +86,8 @@ def console_block(output: str) -> str:
 
 def tool_result_from_event(event: ToolResultEvent) -> ToolResult:
     """What a tool's ``present_result`` receives for a ``tool/result`` event: its content,
-    ``is_error`` and ``meta`` (the body's private presentation payload)."""
+    ``is_error`` and ``meta`` (the body's private presentation payload).
+    """
     return ToolResult(content=event.content, is_error=event.is_error, meta=event.meta)
 
 
@@ -151,7 +152,12 @@ class ToolPresenter:
         :func:`~dsh_tools.parse_call_arguments`, exactly as the scheduler parsed them.
         """
         name = event.name
-        arguments = parse_call_arguments(event.arguments)
+        parsed = parse_call_arguments(event.arguments)
+        try:
+            arguments = snapshot_json(parsed)
+        except JsonSnapshotError:
+            # JSON the pipeline refuses at its boundary: show the text as the model sent it
+            arguments = event.arguments
         card = self._call_view(event.call_id, name, arguments)
         self._pending[event.call_id] = _Pending(name, arguments, card)
         return card

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Final
+from typing import Final, final
 
 import trio
 
@@ -25,11 +25,11 @@ from ._execution import (
     ToolExecutionResult,
     ToolGuard,
 )
-from ._hooks import ToolHooks, _HookLists
+from ._hooks import HookLists, ToolHooks
 from ._json import thaw_json
-from ._pipeline import PreparedCall, prepare
+from ._pipeline import PipelineHost, prepare
 
-__all__ = ["ToolRegistry", "ToolScope"]
+__all__ = ["ToolRegistry", "ToolScope", "pipeline_host"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -151,7 +151,15 @@ class ToolRegistry:
     layer (tools, guards, hooks, restrictions heard only by that agent's calls).
     """
 
-    __slots__ = ("_approval", "_global", "_hook_lists", "_scopes", "_thread_limiter", "hooks")
+    __slots__ = (
+        "_approval",
+        "_global",
+        "_hook_lists",
+        "_host",
+        "_scopes",
+        "_thread_limiter",
+        "hooks",
+    )
 
     hooks: ToolHooks
     """The global hooks: heard by every call (see :class:`ToolHooks`)."""
@@ -167,8 +175,16 @@ class ToolRegistry:
         self._approval = approval
         self._global = _Layer()
         self._scopes: dict[int, ToolScope] = {}
-        self._hook_lists = _HookLists()
+        self._hook_lists = HookLists()
         self.hooks = ToolHooks(self._hook_lists)
+        # what the pipeline needs from this registry, handed down instead of the registry
+        self._host = PipelineHost(
+            hooks=self._hook_lists,
+            lookup=self._lookup,
+            evaluate_guards=self._evaluate_guards,
+            approval=approval,
+            thread_limiter=self._thread_limiter,
+        )
 
     @property
     def approval(self) -> ApprovalService | None:
@@ -191,7 +207,8 @@ class ToolRegistry:
 
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a global guard: ``(execution) -> reason | None``, evaluated for every allowed
-        call, before the scoped guards, in registration order."""
+        call, before the scoped guards, in registration order.
+        """
         return Disposer(self._global.add_guard(fn))
 
     def _register(
@@ -285,7 +302,8 @@ class ToolRegistry:
 
     def get(self, name: str, agent: object = None) -> ToolDefinition | None:
         """The definition of ``name`` visible to ``agent`` (global calls when ``None``), or
-        ``None`` (unknown, or a global tool restricted away for that agent)."""
+        ``None`` (unknown, or a global tool restricted away for that agent).
+        """
         return self._lookup(name, agent)
 
     def schemas(self, agent: object = None) -> list[ToolSchema]:
@@ -306,7 +324,8 @@ class ToolRegistry:
     def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
         """How the scheduler may run ``call``: parallel only when the visible tool's
         ``is_concurrency_safe(arguments)`` returns exactly ``True``; a missing tool, a missing
-        or raising classifier, or any other return value means exclusive."""
+        or raising classifier, or any other return value means exclusive.
+        """
         tool = self._lookup(call.name, call.agent)
         if tool is None:
             return ToolExecutionMode.EXCLUSIVE
@@ -330,10 +349,6 @@ class ToolRegistry:
             return None
         return _evaluate_guards(scope._layer, execution)
 
-    async def _prepare(self, input: ToolExecutionInput) -> PreparedCall:
-        """Stages 0-6 of one call (see :mod:`dsh_tools._pipeline`)."""
-        return await prepare(self, input)
-
     async def execute(self, input: ToolExecutionInput) -> ToolExecutionResult:
         """Run one tool call through the whole pipeline and return its final result.
 
@@ -350,12 +365,16 @@ class ToolRegistry:
             TypeError: ``input`` is not a :class:`ToolExecutionInput` (a programming error,
                 not a tool failure).
         """
-        prepared = await prepare(self, input)
+        prepared = await prepare(self._host, input)
         if prepared.needs_dispatch:
             await prepared.dispatch()
-        return await prepared.complete()
+        result = await prepared.complete()
+        # the outcome is decided: a schedule point that cannot be cancelled
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return result
 
 
+@final
 class ToolScope:
     """The registrations of one agent: tools, guards, hooks and restrictions that only that
     agent's calls see. Obtain it with ``registry.scope(agent)``.
@@ -512,3 +531,9 @@ class ToolScope:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<ToolScope {state} agent={self.agent!r}>"
+
+
+def pipeline_host(registry: ToolRegistry) -> PipelineHost:
+    """The pipeline host of ``registry``, for the scheduler (package-internal)."""
+    # the one place outside the class that reads the registry's private state
+    return registry._host

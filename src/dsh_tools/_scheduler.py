@@ -27,28 +27,24 @@ after every body has unwound.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
-import math
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
 import attrs
 import trio
 
+from ._arguments import parse_call_arguments
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
-from ._pipeline import (
-    PreparedCall,
-    aborted_before_dispatch_result,
-    aborted_result,
-    freeze_context,
-)
-from ._registry import ToolRegistry
+from ._pipeline import PipelineHost, PreparedCall, prepare
+from ._registry import ToolRegistry, pipeline_host
+from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
-from ._signal import CancelSignal
+from ._signal import CancelSignal, linked_cancel_scope
 
-__all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "parse_arguments", "run_tool_calls"]
+__all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "run_tool_calls"]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
@@ -68,8 +64,9 @@ def _model_text(_instance: object, _attribute: object, value: object) -> None:
 class ToolCallRequest:
     """One tool call as the model emitted it.
 
-    ``arguments`` is the raw JSON text; the scheduler parses it (``""`` means ``{}``, text that
-    is not valid JSON is passed on as the string itself, so the tool's validation reports it).
+    ``arguments`` is the raw JSON text; the scheduler parses it once with
+    :func:`~dsh_tools.parse_call_arguments` (``""`` means ``{}``, text that is not valid JSON is
+    passed on as the string itself, so the tool's validation reports it).
 
     Raises:
         TypeError: a field is not a ``str``; for parsed arguments:
@@ -93,29 +90,6 @@ class ToolBatch:
 
     results: tuple[ToolExecutionResult, ...]
     contexts: tuple[HookContext, ...]
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-# one decoder for every call: ``json.loads`` with a keyword builds a new decoder each time
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def parse_arguments(text: str) -> object:
-    """Parse a call's raw argument text the way the original loop does.
-
-    ``""`` gives ``{}``; text that is not strict JSON (including ``NaN`` / ``Infinity``, which
-    Python's ``json`` would otherwise accept, and nesting too deep for the parser) gives the
-    text itself.
-    """
-    if text == "":
-        return {}
-    try:
-        return _DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return text
 
 
 _POOL_LIMITS_TYPE: Final = "pool_limits must map class names (str) to positive integers"
@@ -225,14 +199,17 @@ async def run_tool_calls(
     return await batch.run()
 
 
-_WAITING: Final = 0
 _READY: Final = 1
+_NEVER: Final = CancelSignal.never()
+# the most commits the lane makes between two schedule points
+_COMMITS_PER_CHECKPOINT: Final = 64
 
 
 @attrs.define(eq=False, slots=True)
 class _Batch:
     """The lane's state for one batch. Everything here is touched only by the lane task;
-    dispatch tasks report back through a memory channel."""
+    dispatch tasks report back through ``settled`` and ``lot``.
+    """
 
     registry: ToolRegistry
     calls: tuple[ToolCallRequest, ...]
@@ -255,15 +232,21 @@ class _Batch:
     call_seqs: list[int] = attrs.field(init=False)
     results: list[ToolExecutionResult | None] = attrs.field(init=False)
     contexts: list[HookContext] = attrs.field(init=False, factory=lambda: list[HookContext]())
+    host: PipelineHost = attrs.field(init=False)
     started: int = 0
     committed: int = 0
     in_flight: int = 0
     pool_closed: bool = False
     active: bool = True
     append_failed: bool = False
+    since_checkpoint: int = 0
+    # the pool's settled calls (appended by body tasks) and where the lane waits for them
+    settled: deque[int] = attrs.field(init=False, factory=lambda: deque[int]())
+    lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
+        self.host = pipeline_host(self.registry)
         self.inputs = [None] * n
         self.prepared = [None] * n
         self.ready = bytearray(n)
@@ -295,13 +278,14 @@ class _Batch:
 
     def _balance(self) -> None:
         """Append ``tool/result`` for every started call without one: ``ABORTED`` when its body
-        ran, else ``ABORTED_BEFORE_DISPATCH``. Unstarted calls had no ``tool/call``."""
+        ran, else ``ABORTED_BEFORE_DISPATCH``. Unstarted calls had no ``tool/call``.
+        """
         if self.session is None:
             return
         for index in range(self.committed, self.started):
             prepared = self.prepared[index]
             invoked = prepared is not None and prepared.body_invoked
-            result = aborted_result() if invoked else aborted_before_dispatch_result()
+            result = ABORTED if invoked else ABORTED_BEFORE_DISPATCH
             try:
                 self._append_result(index, result)
             except Exception:
@@ -312,6 +296,19 @@ class _Batch:
                 )
                 return
             self.committed = index + 1
+
+    def _append_call(self, index: int) -> None:
+        """Append the call's ``tool/call`` and remember its seq for its ``tool/result``."""
+        call = self.calls[index]
+        self.call_seqs[index] = self._append(
+            ToolCallEvent(
+                turn=self.turn,
+                step=self.step,
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+            )
+        )
 
     def _append_result(self, index: int, result: ToolExecutionResult) -> None:
         self._append(
@@ -364,7 +361,7 @@ class _Batch:
             built = self.inputs[index] = ToolExecutionInput(
                 call_id=call.call_id,
                 name=call.name,
-                arguments=parse_arguments(call.arguments),
+                arguments=parse_call_arguments(call.arguments),
                 signal=self.signal,
                 agent=self.agent,
             )
@@ -375,21 +372,12 @@ class _Batch:
 
     async def _start(self, index: int) -> PreparedCall:
         """Append the call's ``tool/call`` and run its prepare stages (on the lane)."""
-        call = self.calls[index]
         if self.session is not None:
-            self.call_seqs[index] = self._append(
-                ToolCallEvent(
-                    turn=self.turn,
-                    step=self.step,
-                    call_id=call.call_id,
-                    name=call.name,
-                    arguments=call.arguments,
-                )
-            )
+            self._append_call(index)
         self.started = index + 1
         call_input = self._input(index)
         self.inputs[index] = None
-        prepared = await self.registry._prepare(call_input)
+        prepared = await prepare(self.host, call_input)
         self.prepared[index] = prepared
         return prepared
 
@@ -398,7 +386,8 @@ class _Batch:
 
     async def _commit_next(self) -> None:
         """Commit the call at the cursor: its complete stages, its ``tool/result``, its
-        contexts into the batch FIFO (on the lane)."""
+        contexts into the batch FIFO (on the lane).
+        """
         index = self.committed
         prepared = self.prepared[index]
         assert prepared is not None
@@ -409,6 +398,12 @@ class _Batch:
         self.prepared[index] = None
         self.contexts.extend(result.additional_contexts)
         self.committed = index + 1
+        # the lane yields once per commit group, not per commit: a group is whatever committed
+        # since the lane last waited, capped so it never runs unboundedly
+        self.since_checkpoint += 1
+        if self.since_checkpoint >= _COMMITS_PER_CHECKPOINT:
+            self.since_checkpoint = 0
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _run_barrier(self) -> None:
         index = self.started
@@ -420,37 +415,53 @@ class _Batch:
             await self._commit_next()
 
     async def _run_pool(self) -> None:
-        send, receive = trio.open_memory_channel[int](math.inf)
+        # bodies append their index to ``settled`` and unpark the lane, which parks only when
+        # nothing is settled
+        settled = self.settled
         failure: Exception | None = None
         self.pool_closed = False
-        with send, receive:
-            async with trio.open_nursery() as nursery:
-                try:
-                    # the group's first call starts without re-classification
-                    await self._start_in_pool(nursery, send)
-                    while True:
-                        while self._may_refill():
-                            await self._start_in_pool(nursery, send)
-                        if not self.in_flight:
-                            break
-                        index = await receive.receive()
+        pool_done = trio.Event()
+        async with trio.open_nursery() as nursery:
+            try:
+                # one cancel scope linked to the batch signal for the whole pool (not one per
+                # call): bodies without execute wrappers run in a nursery inside it
+                bodies: trio.Nursery | None = None
+                if self.signal is not _NEVER:
+                    bodies = await nursery.start(_linked_bodies, self.signal, pool_done)
+                # the group's first call starts without re-classification
+                await self._start_in_pool(nursery, bodies)
+                while True:
+                    while self._may_refill():
+                        await self._start_in_pool(nursery, bodies)
+                    if not self.in_flight:
+                        break
+                    if not settled:
+                        await self.lot.park()
+                        self.since_checkpoint = 0
+                    # every result that is ready, then one commit group
+                    while settled:
                         self.in_flight -= 1
+                        index = settled.popleft()
                         if self.class_of:
                             self._release_class(index)
                         self.ready[index] = _READY
-                        while self._may_commit():
-                            await self._commit_next()
-                except Exception as exc:
-                    # the scheduler itself failed: cancel and await every started body before
-                    # the error leaves, and raise it as itself rather than in an ExceptionGroup
-                    failure = exc
-                    nursery.cancel_scope.cancel()
+                    while self._may_commit():
+                        await self._commit_next()
+            except Exception as exc:
+                # the scheduler itself failed: cancel and await every started body before
+                # the error leaves, and raise it as itself rather than in an ExceptionGroup
+                failure = exc
+                nursery.cancel_scope.cancel()
+            finally:
+                pool_done.set()
+        settled.clear()
         if failure is not None:
             raise failure
 
     def _may_refill(self) -> bool:
         """Whether the pool starts the next call now. Re-classifies it first: a call that is
-        no longer parallel closes the pool (it becomes the next barrier)."""
+        no longer parallel closes the pool (it becomes the next barrier).
+        """
         if (
             self.pool_closed
             or self.in_flight >= self.cap
@@ -471,7 +482,7 @@ class _Batch:
     def _pool_of(self, index: int) -> str | None:
         """The limited capacity class of the call's visible tool, if any."""
         call = self.calls[index]
-        tool = self.registry._lookup(call.name, self.agent)
+        tool = self.host.lookup(call.name, self.agent)
         pool = None if tool is None else tool.pool
         return pool if pool is not None and pool in self.limits else None
 
@@ -480,9 +491,7 @@ class _Batch:
         if pool is not None:
             self.class_in_flight[pool] -= 1
 
-    async def _start_in_pool(
-        self, nursery: trio.Nursery, send: trio.MemorySendChannel[int]
-    ) -> None:
+    async def _start_in_pool(self, nursery: trio.Nursery, bodies: trio.Nursery | None) -> None:
         index = self.started
         pool = self._pool_of(index) if self.limits else None
         prepared = await self._start(index)
@@ -491,7 +500,11 @@ class _Batch:
             if pool is not None:
                 self.class_of[index] = pool
                 self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
-            nursery.start_soon(_dispatch, prepared, index, send)
+            if bodies is not None and not self.host.hooks.execute.for_agent(self.agent):
+                bodies.start_soon(_dispatch_linked, prepared, index, self.settled, self.lot)
+            else:
+                # a wrapper may replace the call's signal: the body gets a scope of its own
+                nursery.start_soon(_dispatch, prepared, index, self.settled, self.lot)
         else:
             self.ready[index] = _READY
         while self._may_commit():
@@ -500,41 +513,53 @@ class _Batch:
     def _skip_unstarted(self) -> None:
         """Give every call that never started a balanced synthetic ``tool/call`` +
         ``tool/result`` pair and the canonical ``ABORTED_BEFORE_DISPATCH`` result, without
-        running any registry stage for it."""
+        running any registry stage for it.
+        """
         if self.started == len(self.calls):
             return
-        aborted = aborted_before_dispatch_result()
+        aborted = ABORTED_BEFORE_DISPATCH
         for index in range(self.started, len(self.calls)):
-            call = self.calls[index]
             if self.session is not None:
-                seq = self._append(
-                    ToolCallEvent(
-                        turn=self.turn,
-                        step=self.step,
-                        call_id=call.call_id,
-                        name=call.name,
-                        arguments=call.arguments,
-                    )
-                )
-                self._append(
-                    ToolResultEvent(
-                        turn=self.turn,
-                        step=self.step,
-                        call_id=call.call_id,
-                        content=aborted.content,
-                        is_error=aborted.is_error,
-                        error=aborted.error,
-                        meta=aborted.meta,
-                        source_event_seqs=(seq,),
-                    )
-                )
+                self._append_call(index)
+                self._append_result(index, aborted)
             self.results[index] = aborted
         self.started = self.committed = len(self.calls)
 
 
-async def _dispatch(prepared: PreparedCall, index: int, send: trio.MemorySendChannel[int]) -> None:
+async def _dispatch(
+    prepared: PreparedCall, index: int, settled: deque[int], lot: trio.lowlevel.ParkingLot
+) -> None:
     await prepared.dispatch()
-    send.send_nowait(index)
+    settled.append(index)
+    lot.unpark()
+
+
+async def _dispatch_linked(
+    prepared: PreparedCall, index: int, settled: deque[int], lot: trio.lowlevel.ParkingLot
+) -> None:
+    # the outcome is recorded even when the pool's linked scope cancels the body
+    try:
+        await prepared.dispatch(linked=True)
+    finally:
+        settled.append(index)
+        lot.unpark()
+
+
+async def _linked_bodies(
+    signal: CancelSignal,
+    pool_done: trio.Event,
+    task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Host a pool's bodies in one cancel scope linked to ``signal`` until the pool is done.
+
+    The wait is shielded so that the nursery stays open for the lane after the signal fires
+    (the lane sets ``pool_done`` on every path, so a cancelled batch still ends).
+    """
+    with linked_cancel_scope(signal):
+        async with trio.open_nursery() as bodies:
+            task_status.started(bodies)
+            with trio.CancelScope(shield=True):
+                await pool_done.wait()
 
 
 _ACTIVE_BATCH: Final = contextvars.ContextVar[_Batch | None]("dsh_tools_active_batch", default=None)

@@ -30,7 +30,7 @@ import cattrs
 
 from ._content import ContentBlock, MessageSource
 from ._converter import converter, register_wire_class, wire_error_messages
-from ._errors import ToolErrorInfo
+from ._errors import SessionLogCorruptError, SessionLogLockedError, ToolErrorInfo
 from ._execution import ApprovalOutcome
 from ._json import JsonValue, snapshot_json
 
@@ -43,8 +43,6 @@ __all__ = [
     "MemorySessionLog",
     "SessionEvent",
     "SessionLog",
-    "SessionLogCorruptError",
-    "SessionLogLockedError",
     "ToolCallEvent",
     "ToolResultEvent",
     "TurnEndEvent",
@@ -52,10 +50,6 @@ __all__ = [
     "read_session_log",
     "session_event_from_json",
 ]
-
-
-def _snapshot_optional(value: object) -> JsonValue:
-    return None if value is None else snapshot_json(value)
 
 
 def _seqs(value: object) -> tuple[int, ...]:
@@ -94,7 +88,7 @@ class ToolResultEvent:
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     is_error: bool
     error: ToolErrorInfo | None = None
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
     source_event_seqs: tuple[int, ...] = attrs.field(default=(), converter=_seqs)
     surface_op: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
@@ -104,11 +98,12 @@ class ToolResultEvent:
 @attrs.frozen(kw_only=True)
 class ContextMessageEvent:
     """A context message for the model (wire ``context/message``), appended after every result
-    of the batch it belongs to."""
+    of the batch it belongs to.
+    """
 
     content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
     source: MessageSource
-    meta: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
 
 
 # --- turns and approvals (appended by session_turn and UserApproval) ----------------------
@@ -131,7 +126,7 @@ class TurnStartEvent:
     """
 
     turn: int = attrs.field(validator=_turn_number)
-    trigger: JsonValue = attrs.field(default=None, converter=_snapshot_optional)
+    trigger: JsonValue = attrs.field(default=None, converter=snapshot_json)
 
 
 @attrs.frozen(kw_only=True)
@@ -194,7 +189,8 @@ SessionEvent: TypeAlias = (
 @runtime_checkable
 class SessionLog(Protocol):
     """Where the scheduler records a batch. Both methods are synchronous (see the module
-    docs for why)."""
+    docs for why).
+    """
 
     def append(self, event: SessionEvent, /) -> int:
         """Store ``event`` durably and return its sequence number (0-based, append order)."""
@@ -203,21 +199,6 @@ class SessionLog(Protocol):
     def events(self) -> list[SessionEvent]:
         """Every stored event, in append order (a fresh list)."""
         ...
-
-
-class SessionLogCorruptError(ValueError):
-    """A session log holds a line that is not an event (other than a torn last line).
-
-    ``path`` and ``line`` (1-based) name it; the message says what is wrong.
-    """
-
-    path: str
-    line: int
-
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}, line {line}: {reason}")
-        self.path = path
-        self.line = line
 
 
 # --- wire shape ---------------------------------------------------------------------------
@@ -325,24 +306,8 @@ class MemorySessionLog:
         return list(self._events)
 
 
-class SessionLogLockedError(OSError):
-    """Another :class:`JsonlSessionLog` (in this process or another) holds the file's lock.
-
-    ``path`` names the file. Read a log someone else is writing with :func:`read_session_log`.
-    """
-
-    path: str
-
-    def __init__(self, path: str) -> None:
-        super().__init__(
-            f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
-            "read it with read_session_log()"
-        )
-        self.path = path
-
-
 class JsonlSessionLog:
-    """A :class:`SessionLog` in an append-only JSON Lines file: one event per line.
+    r"""A :class:`SessionLog` in an append-only JSON Lines file: one event per line.
 
     Args:
         path: the file. It is opened (and created if missing) here, so a bad path fails here;
@@ -376,7 +341,7 @@ class JsonlSessionLog:
     :class:`SessionLogCorruptError` with its line number, never skipping it silently.
 
     Text. Every Python ``str`` is written losslessly: text is UTF-8, and a lone surrogate
-    (from ``surrogateescape``, or model text) is written as its JSON ``\\udXXX`` escape, which
+    (from ``surrogateescape``, or model text) is written as its JSON ``\udXXX`` escape, which
     reads back as the same string. The one exception JSON itself imposes: a high surrogate
     directly followed by a low one is, in JSON, the escape of the character they spell, and
     reads back as that character.
@@ -566,7 +531,8 @@ def _fsync_directory(directory: Path) -> None:
 
 def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
     """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
-    last complete event lacks its newline)."""
+    last complete event lacks its newline).
+    """
     events: list[SessionEvent] = []
     start = 0
     number = 0

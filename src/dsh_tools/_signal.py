@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, final
 
 import attrs
 import trio
@@ -37,6 +37,7 @@ __all__ = [
     "CancelSignal",
     "CancelSignalStatistics",
     "DeadlineReached",
+    "fuse",
     "linked_cancel_scope",
 ]
 
@@ -57,7 +58,8 @@ class DeadlineReached:
 @attrs.frozen(kw_only=True)
 class CancelSignalStatistics:
     """What :meth:`CancelSignal.statistics` reports (trio's ``statistics()`` convention): a
-    frozen snapshot for tests and debugging, not a live view."""
+    frozen snapshot for tests and debugging, not a live view.
+    """
 
     cancel_callbacks: int
     """Callbacks waiting for the signal to fire: ``on_cancel`` registrations, linked cancel
@@ -75,9 +77,11 @@ def _now() -> float:
         return -math.inf
 
 
+@final
 class CancelSignal:
     """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
-    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor."""
+    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor.
+    """
 
     __slots__ = (
         "__weakref__",
@@ -120,7 +124,8 @@ class CancelSignal:
     @property
     def cancelled(self) -> bool:
         """Whether the signal is cancelled (explicitly, through a fused source, or because its
-        deadline has passed)."""
+        deadline has passed).
+        """
         if self._cancelled:
             return True
         if self._deadline != math.inf and _now() >= self._deadline:
@@ -131,7 +136,8 @@ class CancelSignal:
     @property
     def reason(self) -> object:
         """Why the signal was cancelled: the first reason given, a :class:`DeadlineReached`,
-        or ``None`` while it is not cancelled (or when cancelled without a reason)."""
+        or ``None`` while it is not cancelled (or when cancelled without a reason).
+        """
         return self._reason if self.cancelled else None
 
     @property
@@ -204,7 +210,7 @@ class CancelSignal:
         deadline is the earliest of theirs. The fused signal detaches from its sources once it
         fires; until then each source holds one callback for it.
         """
-        return _fuse(signals)[0]
+        return fuse(signals)[0]
 
     # --- internals -----------------------------------------------------------------------
 
@@ -277,7 +283,7 @@ class CancelSignal:
         return f"<CancelSignal {state}{deadline}>"
 
 
-def _fuse(
+def fuse(
     signals: tuple[CancelSignal, ...], deadline: float = math.inf
 ) -> tuple[CancelSignal, Callable[[], None]]:
     """Fuse ``signals`` into a fresh signal; also return the function that detaches it.
@@ -323,6 +329,7 @@ def _nothing() -> None:
     return None
 
 
+@final
 @attrs.define(eq=False, init=False, repr=False)
 class CancelController:
     """Owns a :class:`CancelSignal` and cancels it.
@@ -367,7 +374,8 @@ def _check_deadline(when: float) -> float:
 
 class _LinkedCancelScope:
     """The context manager behind :func:`linked_cancel_scope` (a class, not a generator: it
-    sits on the per-call hot path)."""
+    sits on the per-call hot path).
+    """
 
     __slots__ = ("_key", "_scope", "_signal", "_undo_deadline")
 
@@ -403,7 +411,9 @@ class _LinkedCancelScope:
 
 
 def linked_cancel_scope(signal: CancelSignal) -> AbstractContextManager[trio.CancelScope]:
-    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is::
+    """Run a block inside a ``trio.CancelScope`` that is cancelled when ``signal`` is.
+
+    ::
 
         with linked_cancel_scope(signal) as scope:
             await do_work()

@@ -79,7 +79,8 @@ class StructuredSchemaNode(TypedDict, total=False):
 
 class StructuredOutputSchema(StructuredSchemaNode, total=False):
     """A whole structured-output schema: the root :class:`StructuredSchemaNode`, whose ``type``
-    must be ``"object"`` (:func:`assert_supported_output_schema` checks it)."""
+    must be ``"object"`` (:func:`assert_supported_output_schema` checks it).
+    """
 
 
 _TYPES: Final = ("object", "array", "string", "number", "integer", "boolean", "null")

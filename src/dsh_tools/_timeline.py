@@ -97,7 +97,8 @@ class TimelineRecorder:
 
     def install(self, target: ToolRegistry | ToolScope) -> Disposer:
         """Add the recording wrapper to ``target``'s ``execute`` hooks, outermost (prepended),
-        so that a span covers every other wrapper. Returns its disposer."""
+        so that a span covers every other wrapper. Returns its disposer.
+        """
         return target.hooks.execute.add(self._wrapper, prepend=True)
 
     async def _wrapper(
@@ -147,7 +148,8 @@ class TimelineRecorder:
 
     def peak_running(self) -> int:
         """The most chains that ran at the same time (a span ending exactly when another
-        starts does not overlap it)."""
+        starts does not overlap it).
+        """
         edges = sorted(
             [(span.started, 1) for span in self._spans]
             + [(span.finished, -1) for span in self._spans if span.finished is not None]

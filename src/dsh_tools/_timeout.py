@@ -7,38 +7,16 @@ a body that shields itself runs to its end, and the result is then ``TOOL_TIMEOU
 
 from __future__ import annotations
 
-from typing import Final
-
 import trio
 
-from ._content import TextBlock
 from ._disposer import Disposer
-from ._errors import TOOL_TIMEOUT, ToolErrorInfo, format_js_number
 from ._execution import ToolDispatchExecution, ToolExecutionResult
 from ._hooks import ExecuteNext
 from ._registry import ToolRegistry
-from ._signal import DeadlineReached, _fuse
+from ._results import timeout_result
+from ._signal import DeadlineReached, fuse
 
-__all__ = ["TOOL_TIMEOUT_ERROR_NAME", "install_timeout_policy", "timeout_result"]
-
-TOOL_TIMEOUT_ERROR_NAME: Final = "ToolTimeoutError"
-"""``error.name`` of a timeout result (synthetic: no exception class is raised)."""
-
-
-def _milliseconds(seconds: float) -> str:
-    # model-facing text keeps upstream's milliseconds, printed as JavaScript prints a number
-    # (``100``, ``1.5``, ``0.00001``); rounding drops the noise of the seconds -> ms product
-    return format_js_number(round(seconds * 1000, 6))
-
-
-def timeout_result(timeout: float) -> ToolExecutionResult:
-    """The ``TOOL_TIMEOUT`` result for a budget of ``timeout`` seconds:
-    ``Error: tool call timed out after <ms>ms`` (``0.1`` → ``100ms``, ``0.0015`` → ``1.5ms``)."""
-    return ToolExecutionResult(
-        content=(TextBlock(text=f"Error: tool call timed out after {_milliseconds(timeout)}ms"),),
-        is_error=True,
-        error=ToolErrorInfo(name=TOOL_TIMEOUT_ERROR_NAME, code=TOOL_TIMEOUT),
-    )
+__all__ = ["install_timeout_policy"]
 
 
 def install_timeout_policy(registry: ToolRegistry) -> Disposer:
@@ -67,7 +45,7 @@ def install_timeout_policy(registry: ToolRegistry) -> Disposer:
         upstream = execution.signal
         # one fused signal carrying this wrapper's own deadline (no controller needed: only
         # the deadline can fire it)
-        signal, detach = _fuse((upstream,), deadline)
+        signal, detach = fuse((upstream,), deadline)
         execution.signal = signal
         try:
             result = await next()

@@ -12,6 +12,7 @@ from acp.schema import RequestPermissionRequest, RequestPermissionResponse
 from acp_wire import assert_valid
 
 from dsh_tools import (
+    ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
     CancelController,
@@ -19,7 +20,6 @@ from dsh_tools import (
     UserApproval,
     session_turn,
 )
-from dsh_tools._approval import ApprovalNext
 from dsh_tools.acp import AcpPermissionAnswerer, JsonRpcError
 
 

@@ -193,7 +193,8 @@ class DemoAcpAgent:
 
     def handle_close(self) -> None:
         """The client went away: cancel every running prompt (each still answers
-        ``cancelled`` once its batch has drained)."""
+        ``cancelled`` once its batch has drained).
+        """
         for session in self._sessions.values():
             if session.running is not None:
                 session.running.cancel("the client closed the connection")
@@ -336,6 +337,7 @@ def _version() -> str:
 
 def _session_registry(approval: UserApproval) -> ToolRegistry:
     """The demo's tools, presenters, guard and timeout policy over a fresh in-memory
-    workspace, asking ``approval`` before every write (and command)."""
+    workspace, asking ``approval`` before every write (and command).
+    """
     workspace = _demo.Workspace(files=dict(_demo._sample_workspace().files), latency=dict(LATENCY))
     return _demo.build_registry(workspace, approval=approval)

@@ -62,7 +62,8 @@ RequestId: TypeAlias = int | str | None
 
 class JsonRpcError(Exception):
     """A JSON-RPC error object: raised by a handler to answer with it, and by
-    :meth:`JsonRpcConnection.request` when the peer answered with it."""
+    :meth:`JsonRpcConnection.request` when the peer answered with it.
+    """
 
     code: int
     message: str
@@ -92,7 +93,8 @@ class JsonRpcHandler(Protocol):
     async def handle_request(self, method: str, params: object) -> object:
         """Answer one request: return the ``result`` (JSON data) or raise
         :class:`JsonRpcError`. Raise ``JsonRpcError(METHOD_NOT_FOUND, ...)`` for a method you
-        do not serve. Each request runs in its own task."""
+        do not serve. Each request runs in its own task.
+        """
         ...
 
     def handle_notification(self, method: str, params: object) -> None:
@@ -101,7 +103,8 @@ class JsonRpcHandler(Protocol):
 
     def handle_close(self) -> None:
         """The input ended: make long-running requests wind down (they may still answer;
-        whatever still runs after :data:`CLOSE_GRACE` seconds is cancelled)."""
+        whatever still runs after :data:`CLOSE_GRACE` seconds is cancelled).
+        """
         ...
 
 
@@ -171,7 +174,8 @@ class JsonRpcConnection:
 
     def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
         """Queue a notification (sent in queue order; never blocks, never raises once the
-        connection has closed: the message is dropped)."""
+        connection has closed: the message is dropped).
+        """
         message: Wire = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)

@@ -242,7 +242,8 @@ def _wall_ms(
 
 def _peak_in_flight(registry: ToolRegistry, batch: list[ToolCallRequest], cap: int) -> int:
     """One more run with a :class:`~dsh_tools.TimelineRecorder` (wall clock): the most bodies
-    that really ran at once. Kept out of the timed rounds."""
+    that really ran at once. Kept out of the timed rounds.
+    """
     recorder = TimelineRecorder(clock=time.perf_counter)
     remove = recorder.install(registry)
     try:

@@ -1,5 +1,6 @@
 """``dsh-tools bench``: the benchmark of :mod:`dsh_tools.cli.bench` with a progress bar and a
-``rich`` table of the ratios."""
+``rich`` table of the ratios.
+"""
 
 from __future__ import annotations
 

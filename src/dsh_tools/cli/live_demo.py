@@ -37,6 +37,7 @@ from dsh_tools import (
     ToolExecutionInput,
     ToolResultEvent,
 )
+from dsh_tools._arguments import parse_call_arguments
 from dsh_tools._demo import (
     BATCH_1,
     BATCH_2,
@@ -50,7 +51,6 @@ from dsh_tools._demo import (
     outcome,
     run_demo,
 )
-from dsh_tools._scheduler import parse_arguments
 
 __all__ = ["DemoView", "main_live_demo"]
 
@@ -102,7 +102,7 @@ def _classify(calls: tuple[ToolCallRequest, ...]) -> list[_Call]:
                 ToolExecutionInput(
                     call_id=call.call_id,
                     name=call.name,
-                    arguments=parse_arguments(call.arguments),
+                    arguments=parse_call_arguments(call.arguments),
                     signal=CancelSignal.never(),
                 )
             ).kind
@@ -116,6 +116,7 @@ class DemoView:
     """The live view's state, fed from the trio thread and drawn from rich's refresh thread."""
 
     def __init__(self) -> None:
+        """An empty view: no batch, no call."""
         self._lock = threading.Lock()
         self.batches = [
             _Batch(title="batch 1", calls=_classify(BATCH_1)),
@@ -129,6 +130,7 @@ class DemoView:
     # --- fed by the demo (trio thread) ---------------------------------------------------
 
     def on_span(self, span: TimelineSpan) -> None:
+        """Record a call's body starting or finishing."""
         with self._lock:
             _batch, call = self._by_id[span.call_id]
             if span.finished is None:
@@ -137,6 +139,7 @@ class DemoView:
                 call.finished = time.monotonic()
 
     def on_event(self, event: SessionEvent) -> None:
+        """Record a session event (a call started, a result committed)."""
         with self._lock:
             if isinstance(event, ToolCallEvent):
                 batch, _call = self._by_id[event.call_id]
@@ -156,6 +159,7 @@ class DemoView:
     # --- drawn by rich -------------------------------------------------------------------
 
     def render(self) -> RenderableType:
+        """The view as it is now."""
         with self._lock:
             now = time.monotonic()
             panels = [self._panel(batch, now) for batch in self.batches if batch.opened]

@@ -55,7 +55,8 @@ __all__ = ["load_registry", "main_replay", "render_event"]
 
 def load_registry(spec: str | None) -> ToolRegistry:
     """The registry named ``MODULE:NAME`` (a :class:`~dsh_tools.ToolRegistry`, or a callable
-    returning one), or the demo's registry when ``spec`` is ``None``."""
+    returning one), or the demo's registry when ``spec`` is ``None``.
+    """
     if spec is None:
         return build_registry(_sample_workspace())
     module_name, _, attribute = spec.partition(":")

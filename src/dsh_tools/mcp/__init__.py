@@ -1,5 +1,6 @@
 """Tools from MCP servers: ``mount_mcp`` registers every tool of a connected ``mcp.Client``
-into a registry or a scope (extra ``[mcp]``; the core never imports this package)."""
+into a registry or a scope (extra ``[mcp]``; the core never imports this package).
+"""
 
 try:
     from ._mount import MCP_TOOL_ERROR as MCP_TOOL_ERROR

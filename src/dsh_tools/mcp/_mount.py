@@ -59,7 +59,8 @@ MountTarget: TypeAlias = ToolRegistry | ToolScope
 
 class McpToolError(HarnessError):
     """The server answered the call with ``isError: true``; its text is the message
-    (code :data:`MCP_TOOL_ERROR`)."""
+    (code :data:`MCP_TOOL_ERROR`).
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message, MCP_TOOL_ERROR)
@@ -67,7 +68,8 @@ class McpToolError(HarnessError):
 
 class McpConnectionError(HarnessError):
     """The call could not complete: the server failed the request or the connection broke
-    (code ``MCP_CONNECTION``)."""
+    (code ``MCP_CONNECTION``).
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "MCP_CONNECTION")
@@ -103,7 +105,8 @@ def _compact(value: object) -> str:
 
 def _violation(error: jsonschema.exceptions.ValidationError) -> str:
     """One jsonschema error in the DSL's wording: ``"servers[1].host" must be a string``,
-    ``missing required property "servers[1].port"``; other keywords keep jsonschema's text."""
+    ``missing required property "servers[1].port"``; other keywords keep jsonschema's text.
+    """
     path = list(error.absolute_path)
     where = _path_text(path) or "arguments"
     validator = error.validator

@@ -1,5 +1,6 @@
 """OpenTelemetry tracing of tool calls: ``install_tracing`` (extra ``[otel]``; the core never
-imports this package)."""
+imports this package).
+"""
 
 try:
     from ._tracing import OTHER_ERROR as OTHER_ERROR

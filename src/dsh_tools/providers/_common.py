@@ -36,7 +36,8 @@ class SupportsModelDump(Protocol):
 
 def as_mapping(value: object, what: str) -> Mapping[str, object]:
     """``value`` itself when it is a mapping, else its ``model_dump()``; anything else is a
-    ``TypeError`` naming ``what`` was expected."""
+    ``TypeError`` naming ``what`` was expected.
+    """
     if isinstance(value, Mapping):
         return value  # pyright: ignore[reportUnknownVariableType]
     dump = getattr(value, "model_dump", None)
@@ -59,7 +60,8 @@ def as_list(value: object, where: str) -> list[object]:
 
 def require_str(container: Mapping[str, object], key: str, where: str) -> str:
     """``container[key]`` when it is a string; a ``ValueError`` when it is missing and a
-    ``TypeError`` when it is not a string, each naming ``where``."""
+    ``TypeError`` when it is not a string, each naming ``where``.
+    """
     if key not in container or container[key] is None:
         raise ValueError(f'{where} has no "{key}"')
     value = container[key]
@@ -71,7 +73,8 @@ def require_str(container: Mapping[str, object], key: str, where: str) -> str:
 def checked_schemas(schemas: Iterable[ToolSchema]) -> list[ToolSchema]:
     """``schemas`` as a list, each a :class:`~dsh_tools.ToolSchema` with a non-empty ``str``
     name and a ``str`` description (what every provider requires); a ``TypeError`` naming the
-    index and the tool otherwise, before anything is sent."""
+    index and the tool otherwise, before anything is sent.
+    """
     checked = list(schemas)
     for index, schema in enumerate(checked):
         if not isinstance(schema, ToolSchema):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -90,7 +93,8 @@ def checked_schemas(schemas: Iterable[ToolSchema]) -> list[ToolSchema]:
 
 def plain_json(value: object) -> Any:
     """A deep plain copy of JSON data: every mapping (frozen or not) becomes a ``dict``, every
-    list or tuple a ``list``, so an SDK (or ``json.dumps``) takes it as it is."""
+    list or tuple a ``list``, so an SDK (or ``json.dumps``) takes it as it is.
+    """
     if isinstance(value, Mapping):
         mapping = cast("Mapping[object, object]", value)
         return {str(k): plain_json(v) for k, v in mapping.items()}
@@ -110,7 +114,8 @@ def _block_type(block: ContentBlock) -> str:
 
 def content_text(content: Sequence[ContentBlock]) -> str:
     """The text a model reads for ``content``: text blocks as they are, every other block as
-    ``[<type> block]`` (its wire ``type`` tag), joined by newlines."""
+    ``[<type> block]`` (its wire ``type`` tag), joined by newlines.
+    """
     return "\n".join(
         block.text if isinstance(block, TextBlock) else f"[{_block_type(block)} block]"
         for block in content

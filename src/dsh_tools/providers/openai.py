@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
+from dsh_tools._arguments import parse_call_arguments
 from dsh_tools._definition import ToolSchema
-from dsh_tools._json import dumps_json
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest, parse_arguments
+from dsh_tools._json import FrozenJsonObject, dumps_json, thaw_json
+from dsh_tools._scheduler import ToolBatch, ToolCallRequest
 
 from ._common import (
     JsonDict,
@@ -48,14 +49,14 @@ def _parameters(schema: ToolSchema, strict: bool) -> JsonDict:
 
 
 def tool_params(schemas: Iterable[ToolSchema], *, strict: bool = False) -> list[JsonDict]:
-    """The Chat Completions ``tools=[...]`` entries for ``schemas``.
+    r"""The Chat Completions ``tools=[...]`` entries for ``schemas``.
 
     Each entry is ``{"type": "function", "function": {"name", "description", "parameters"}}``
     as plain JSON data. With ``strict=True`` the function also says ``"strict": true`` and its
     parameters are a strict-mode copy: every object lists all its properties as ``required``,
     each originally optional property may also be ``null``, and every object says
     ``"additionalProperties": false``. Pass the same ``schemas`` to
-    ``tool_calls(..., strict_schemas=...)`` so those ``null``\\ s read as absent again.
+    ``tool_calls(..., strict_schemas=...)`` so those ``null``\ s read as absent again.
 
     Args:
         schemas: the tools to offer, usually ``registry.schemas(agent)``.
@@ -112,10 +113,11 @@ def _restore(
     if strict_schemas is None or call.name not in strict_schemas:
         return call
     schema = strict_schemas[call.name]
-    arguments = parse_arguments(call.arguments)
-    if not isinstance(arguments, dict):
-        return call  # not an object: the tool's validation reports it as sent
-    arguments = cast("dict[str, object]", arguments)
+    parsed = parse_call_arguments(call.arguments)
+    if not isinstance(parsed, FrozenJsonObject):
+        # not an object, or not lossless JSON: the pipeline reports it as sent
+        return call
+    arguments = cast("dict[str, object]", thaw_json(parsed))
     restored = drop_optional_nulls(arguments, schema, schema)
     if restored is arguments:
         return call

@@ -145,7 +145,8 @@ def _check_log(
 
 def _check_contexts(batch: ToolBatch, problems: list[str]) -> None:
     """Every result's contexts are in the batch FIFO, in model order (injected contexts may
-    come between them)."""
+    come between them).
+    """
     wanted = [context for result in batch.results for context in result.additional_contexts]
     position = 0
     for context in batch.contexts:

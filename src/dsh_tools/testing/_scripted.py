@@ -1,5 +1,6 @@
 """Scripted tools: bodies made of steps (sleep, checkpoint, fail, hang, shielded, inject,
-returns) that record when each call started, how it ended and when, on trio's clock (virtual in tests)."""
+returns) that record when each call started, how it ended and when, on trio's clock (virtual in tests).
+"""
 
 from __future__ import annotations
 
@@ -138,7 +139,8 @@ def shielded(seconds: float) -> ShieldedStep:
 
 def inject(context: HookContext) -> InjectStep:
     """A step that injects ``context`` into the running batch (:func:`~dsh_tools.inject_context`;
-    outside a batch the body fails with its ``RuntimeError``)."""
+    outside a batch the body fails with its ``RuntimeError``).
+    """
     return InjectStep(context=context)
 
 
@@ -245,7 +247,8 @@ class ScriptedTool:
 
     async def __call__(self, arguments: JsonValue, context: ToolRunContext) -> str:
         """The body: runs the steps, recording the run. Cancellable at every ``sleep``,
-        ``checkpoint`` and ``hang`` step; a ``shielded`` step finishes first."""
+        ``checkpoint`` and ``hang`` step; a ``shielded`` step finishes first.
+        """
         index = len(self._runs)
         self._runs.append(ScriptedRun(call_id=context.call_id, started=trio.current_time()))
         ending: RunEnding = "failed"

@@ -75,7 +75,8 @@ def _not_negative_zero(value: float) -> bool:
 
 def json_values(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
     """Plain, mutable JSON data (``dict`` with ``str`` keys, ``list``, scalars, including
-    the integer range limits of ±(2**53 - 1)) that ``snapshot_json`` accepts."""
+    the integer range limits of ±(2**53 - 1)) that ``snapshot_json`` accepts.
+    """
     scalars = st.one_of(
         st.none(),
         st.booleans(),
@@ -100,7 +101,8 @@ def json_values(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
 @attrs.frozen(kw_only=True)
 class PlannedCall:
     """One planned call: its id, whether its tool is parallel-safe, its body's steps, its
-    tool's capacity class."""
+    tool's capacity class.
+    """
 
     call_id: str
     parallel: bool
@@ -318,7 +320,8 @@ class HookChain:
 
     def install(self, registry: ToolRegistry, controller: CancelController) -> Disposer:
         """Add every listener to ``registry`` (``cancel`` actions cancel ``controller``);
-        the returned disposer removes them all."""
+        the returned disposer removes them all.
+        """
         disposers = [
             *(registry.hooks.pre_execute.add(_pre(a, controller)) for a in self.pre),
             *(registry.guard(_guard(a, controller)) for a in self.guards),
