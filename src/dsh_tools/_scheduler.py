@@ -30,7 +30,7 @@ import contextvars
 import json
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Final
 
 import attrs
@@ -195,6 +195,22 @@ async def run_tool_calls(
     return await batch.run()
 
 
+async def _lone_as_itself(pool: Awaitable[None]) -> None:
+    """Await ``pool``; a lone exception from its nursery (a body's ``KeyboardInterrupt`` or
+    ``SystemExit``) leaves as itself, not inside a ``BaseExceptionGroup``."""
+    lone: BaseException | None = None
+    try:
+        await pool
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) != 1 or isinstance(
+            group.exceptions[0], (trio.Cancelled, BaseExceptionGroup)
+        ):
+            raise
+        lone = group.exceptions[0]
+    if lone is not None:
+        raise lone
+
+
 _WAITING: Final = 0
 _READY: Final = 1
 
@@ -303,7 +319,7 @@ class _Batch:
         n = len(self.calls)
         while self.started < n and not self.signal.cancelled:
             if self._is_parallel(self.started):
-                await self._run_pool()
+                await _lone_as_itself(self._run_pool())
             else:
                 await self._run_barrier()
         self._skip_unstarted()
