@@ -19,6 +19,17 @@ def unchecked_meta(value: object) -> JsonValue:
     return cast(JsonValue, value)
 
 
+def content_blocks(value: object) -> tuple[ContentBlock, ...]:
+    """The ``content`` converter: any sequence of content blocks, as a tuple. A ``str`` is
+    refused rather than split into characters."""
+    if isinstance(value, str):
+        raise TypeError(
+            "content must be a sequence of content blocks, not str; "
+            "for text use [TextBlock(text=...)]"
+        )
+    return tuple(value)  # type: ignore[arg-type]
+
+
 __all__ = [
     "ContentBlock",
     "HookContext",
@@ -62,7 +73,7 @@ class ToolResultBlock:
     "isError"?}``)."""
 
     tool_call_id: str
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     is_error: bool | None = None
 
 
@@ -100,6 +111,6 @@ class HookContext:
     deviation from the original, where ``meta: null`` and an absent ``meta`` differ).
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     source: MessageSource
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)

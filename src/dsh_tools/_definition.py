@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._content import ContentBlock, unchecked_meta
+from ._content import ContentBlock, content_blocks, unchecked_meta
 from ._errors import format_js_number
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
@@ -47,7 +47,7 @@ class ToolOutput:
     carried as a meta value (a deviation from the original).
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
 
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, NoReturn, Protocol, TypeAlias
 
 import attrs
 
-from ._content import ContentBlock, HookContext, unchecked_meta
+from ._content import ContentBlock, HookContext, content_blocks, unchecked_meta
 from ._errors import ToolErrorInfo
 from ._json import JsonValue
 from ._signal import CancelSignal
@@ -178,7 +178,7 @@ class ToolExecutionResult:
     deeply frozen.
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     is_error: bool
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
@@ -189,7 +189,7 @@ class ToolExecutionResult:
 class ToolResult:
     """What ``present_result`` receives: the content and whether it is an error."""
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     is_error: bool
     meta: JsonValue = None
 
@@ -243,7 +243,7 @@ PreToolDecision: TypeAlias = Allow | Deny | Ask
 
 
 def _tuple_or_none(value: Sequence[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
-    return None if value is None else tuple(value)
+    return None if value is None else content_blocks(value)
 
 
 @attrs.frozen(kw_only=True)
