@@ -126,6 +126,23 @@ def _check_cap(value: object) -> int:
     return value
 
 
+def _check_entry(registry: object, session: object, turn: object, step: object) -> None:
+    if not isinstance(registry, ToolRegistry):
+        raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+    if session is not None and not (
+        callable(getattr(session, "append", None)) and callable(getattr(session, "events", None))
+    ):
+        raise TypeError(
+            f"session must be a SessionLog (with append and events) or None, "
+            f"not {type(session).__name__}"
+        )
+    for name, value in (("turn", turn), ("step", step)):
+        if type(value) is not int:
+            raise TypeError(f"{name} must be a non-negative int, not {value!r}")
+        if value < 0:
+            raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+
+
 async def run_tool_calls(
     registry: ToolRegistry,
     calls: Iterable[ToolCallRequest],
@@ -164,8 +181,11 @@ async def run_tool_calls(
 
     Raises:
         TypeError: ``max_parallel_tool_calls`` is not an ``int`` (``bool`` is not accepted), a
-            call is not a :class:`ToolCallRequest`, or ``signal`` is not a :class:`CancelSignal`.
-        ValueError: ``max_parallel_tool_calls`` is less than 1.
+            call is not a :class:`ToolCallRequest`, ``signal`` is not a :class:`CancelSignal`,
+            ``registry`` is not a :class:`ToolRegistry`, ``session`` is not a
+            :class:`SessionLog`, or ``turn``/``step`` is not an ``int`` (nor a ``bool``).
+        ValueError: ``max_parallel_tool_calls`` is less than 1, or ``turn``/``step`` is
+            negative.
         trio.Cancelled: the caller's own trio scope was cancelled; raised after every started
             body has unwound.
 
@@ -178,6 +198,7 @@ async def run_tool_calls(
     cap = _check_cap(max_parallel_tool_calls)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    _check_entry(registry, session, turn, step)
     requests = tuple(calls)
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
