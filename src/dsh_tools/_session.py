@@ -436,6 +436,7 @@ class JsonlSessionLog:
             before ``append`` returns either way.
 
     Raises:
+        TypeError: ``fsync`` is not a ``bool``.
         SessionLogLockedError: another writer holds the file.
         SessionLogCorruptError: the existing file holds a line that is not an event.
         OSError: the file cannot be opened or created.
@@ -476,6 +477,8 @@ class JsonlSessionLog:
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self._closed = True  # until the file is open and locked (so __del__ has nothing to do)
         self._file = None
+        if type(fsync) is not bool:
+            raise TypeError(f"fsync must be a bool, not {fsync!r}")
         self._path = Path(path)
         self._fsync = fsync
         created = not self._path.exists()
