@@ -150,12 +150,17 @@ class ToolDispatchExecution:
     parent: ToolExecutionToken | None = None
 
 
+def _check_mode_kind(_instance: object, _attribute: object, value: object) -> None:
+    if value not in ("parallel", "exclusive") or type(value) is not str:
+        raise ValueError(f'kind must be "parallel" or "exclusive", not {value!r}')
+
+
 @attrs.frozen(kw_only=True)
 class ToolExecutionMode:
     """How the scheduler may run a call: ``"parallel"`` (may overlap other parallel calls) or
     ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``."""
 
-    kind: Literal["parallel", "exclusive"]
+    kind: Literal["parallel", "exclusive"] = attrs.field(validator=_check_mode_kind)
 
     PARALLEL: ClassVar[ToolExecutionMode]
     EXCLUSIVE: ClassVar[ToolExecutionMode]

@@ -54,7 +54,10 @@ DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
 logger: Final = logging.getLogger("dsh_tools")
 
-_str = attrs.validators.instance_of(str)
+
+def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str, not {type(value).__name__}")
 
 
 def _model_text(_instance: object, _attribute: object, value: object) -> None:
