@@ -56,7 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 
-        return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
+        try:
+            return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
+        except OSError as exc:  # the session log cannot be opened (--log in a missing folder)
+            plain = exc.filename is not None and exc.strerror
+            reason = f"{exc.filename}: {exc.strerror}" if plain else str(exc)
+            print(f"dsh-tools demo: error: {reason}", file=sys.stderr)
+            return 2
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects the rest
 
 
