@@ -28,7 +28,17 @@ from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime
 import attrs
 import cattrs
 
-from ._content import ContentBlock, MessageSource, PluginSource, UserSource, content_blocks
+from ._content import (
+    ContentBlock,
+    MessageSource,
+    PluginSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserSource,
+    content_blocks,
+)
 from ._converter import (
     content_block_classes,
     converter,
@@ -110,14 +120,15 @@ def _source(_instance: object, _attribute: object, value: object) -> None:
         )
 
 
+_LIBRARY_BLOCKS: Final = frozenset((TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock))
+
+
 def _blocks(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
-    if value:
-        known = content_block_classes()
-        for index, block in enumerate(value):
-            if type(block) not in known:
-                raise TypeError(
-                    f"content[{index}] must be a content block, not {type(block).__name__}"
-                )
+    for block in value:
+        # the library's own blocks first (cheap); then those added by register_content_block
+        if type(block) not in _LIBRARY_BLOCKS and type(block) not in content_block_classes():
+            index = next(i for i, b in enumerate(value) if b is block)
+            raise TypeError(f"content[{index}] must be a content block, not {type(block).__name__}")
 
 
 @attrs.frozen(kw_only=True)
