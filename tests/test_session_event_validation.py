@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 from dsh_tools import (
@@ -26,6 +27,7 @@ from dsh_tools import (
     UserSource,
     define_tool,
     read_session_log,
+    register_content_block,
     run_tool_calls,
 )
 
@@ -217,3 +219,26 @@ async def test_run_tool_calls_checks_turn_and_step_before_appending_anything(
         for event in read_session_log(path)
         if isinstance(event, ToolCallEvent | ToolResultEvent)
     ]
+
+
+@attrs.frozen(kw_only=True)
+class _Note:
+    note: str
+
+
+@attrs.frozen(kw_only=True)
+class _Unregistered:
+    note: str
+
+
+register_content_block(_Note, "fixes-session-note")
+
+
+def test_a_block_added_with_register_content_block_is_a_content_block_of_an_event() -> None:
+    result = _result(content=[TextBlock(text="a"), _Note(note="n")])
+
+    with pytest.raises(TypeError) as caught:
+        _result(content=[TextBlock(text="a"), _Unregistered(note="n")])
+
+    assert (TextBlock(text="a"), _Note(note="n")) == result.content
+    assert "content[1] must be a content block, not _Unregistered" == str(caught.value)
