@@ -32,11 +32,11 @@ _MESSAGE = (
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: ToolOutput(content="hello", meta={"k": 1}),
+        lambda: ToolOutput(content="hello", meta={"k": 1}),  # pyright: ignore[reportArgumentType]
         lambda: Accept(content="replaced"),  # pyright: ignore[reportArgumentType]
-        lambda: HookContext(content="note", source=UserSource()),
-        lambda: ToolExecutionResult(content="x", is_error=False),
-        lambda: ToolResultBlock(tool_call_id="c", content="x"),
+        lambda: HookContext(content="note", source=UserSource()),  # pyright: ignore[reportArgumentType]
+        lambda: ToolExecutionResult(content="x", is_error=False),  # pyright: ignore[reportArgumentType]
+        lambda: ToolResultBlock(tool_call_id="c", content="x"),  # pyright: ignore[reportArgumentType]
     ],
     ids=["ToolOutput", "Accept", "HookContext", "ToolExecutionResult", "ToolResultBlock"],
 )

@@ -6,6 +6,7 @@ tag, absent optionals omitted) is owned by :data:`dsh_tools.converter`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeAlias, cast
 
 import attrs
@@ -19,7 +20,7 @@ def unchecked_meta(value: object) -> JsonValue:
     return cast(JsonValue, value)
 
 
-def content_blocks(value: object) -> tuple[ContentBlock, ...]:
+def content_blocks(value: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
     """The ``content`` converter: any sequence of content blocks, as a tuple. A ``str`` is
     refused rather than split into characters."""
     if isinstance(value, str):
@@ -27,7 +28,7 @@ def content_blocks(value: object) -> tuple[ContentBlock, ...]:
             "content must be a sequence of content blocks, not str; "
             "for text use [TextBlock(text=...)]"
         )
-    return tuple(value)  # type: ignore[arg-type]
+    return tuple(value)
 
 
 __all__ = [

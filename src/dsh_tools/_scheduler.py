@@ -222,7 +222,6 @@ async def run_tool_calls(
 async def _lone_as_itself(pool: Awaitable[None]) -> None:
     """Await ``pool``; a lone exception from its nursery (a body's ``KeyboardInterrupt`` or
     ``SystemExit``) leaves as itself, not inside a ``BaseExceptionGroup``."""
-    lone: BaseException | None = None
     try:
         await pool
     except BaseExceptionGroup as group:
@@ -231,8 +230,9 @@ async def _lone_as_itself(pool: Awaitable[None]) -> None:
         ):
             raise
         lone = group.exceptions[0]
-    if lone is not None:
-        raise lone
+    else:
+        return
+    raise lone  # outside the except block: the group does not become its __context__
 
 
 _WAITING: Final = 0
