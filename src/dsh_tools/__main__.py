@@ -129,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # --ask prompts on the terminal (y/n): the ASCII timeline, not the live view, owns it
         from ._demo import main_demo  # imported late: the CLI's help needs none of it
 
-        return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
+        try:
+            return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
+        except OSError as exc:
+            return _log_error(exc)
     if command == "bench" and args.json:
         from .cli.bench import main_bench_json
 
@@ -141,7 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "demo":
         from .cli.live_demo import main_live_demo
 
-        return main_live_demo(log=args.log)
+        try:
+            return main_live_demo(log=args.log)
+        except OSError as exc:
+            return _log_error(exc)
     if command == "bench":
         from .cli.bench_view import main_bench
 
@@ -151,6 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return main_replay(args.log, registry=args.registry)
     raise AssertionError(f"unhandled command {command!r}")  # argparse rejects the rest
+
+
+def _log_error(exc: OSError) -> int:
+    """The demo's session log cannot be opened (``--log`` in a missing folder, a locked log)."""
+    plain = exc.filename is not None and exc.strerror
+    reason = f"{exc.filename}: {exc.strerror}" if plain else str(exc)
+    print(f"dsh-tools demo: error: {reason}", file=sys.stderr)
+    return 2
 
 
 def _acp(argv: list[str]) -> int:

@@ -156,6 +156,8 @@ class UserApproval:
 
     Raises:
         TypeError, ValueError: ``policy`` is not ``"ask"`` or ``"never"``.
+        TypeError: ``session`` is not a :class:`~dsh_tools.SessionLog` (no ``append`` and
+            ``events``).
     """
 
     __slots__ = ("_answerer_list", "_default_policy", "_scopes", "_session", "answerers")
@@ -164,6 +166,14 @@ class UserApproval:
     """``add(fn, *, prepend=False) -> Disposer`` for answerers heard by every agent."""
 
     def __init__(self, session: SessionLog, *, policy: ApprovalPolicy = "ask") -> None:
+        if not (
+            callable(getattr(session, "append", None))
+            and callable(getattr(session, "events", None))
+        ):
+            raise TypeError(
+                "session must be a SessionLog (with append and events), "
+                f"not {type(session).__name__}"
+            )
         self._session = session
         self._default_policy: ApprovalPolicy = _check_policy(policy)
         self._answerer_list = HookList[ApprovalAnswerer]()

@@ -6,6 +6,7 @@ tag, absent optionals omitted) is owned by :data:`dsh_tools.converter`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeAlias, cast
 
 import attrs
@@ -18,6 +19,18 @@ def unchecked_meta(value: object) -> JsonValue:
     checks and freezes it once, at final materialization.
     """
     return cast(JsonValue, value)
+
+
+def content_blocks(value: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
+    """The ``content`` converter: any sequence of content blocks, as a tuple. A ``str`` is
+    refused rather than split into characters.
+    """
+    if isinstance(value, str):
+        raise TypeError(
+            "content must be a sequence of content blocks, not str; "
+            "for text use [TextBlock(text=...)]"
+        )
+    return tuple(value)
 
 
 __all__ = [
@@ -65,7 +78,7 @@ class ToolResultBlock:
     """
 
     tool_call_id: str
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     is_error: bool | None = None
 
 
@@ -103,6 +116,6 @@ class HookContext:
     deviation from the original, where ``meta: null`` and an absent ``meta`` differ).
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     source: MessageSource
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)

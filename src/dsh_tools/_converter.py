@@ -24,7 +24,7 @@ import enum
 import re
 import sys
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin
 
 import attrs
@@ -405,6 +405,13 @@ def register_content_block(cls: type[T], tag: str) -> type[T]:
     return register_wire_class(
         cls, tag_key="type", tag=tag, union=ContentBlock, union_name="ContentBlock"
     )
+
+
+def content_block_classes() -> Collection[type]:
+    """Every class of the :data:`~dsh_tools.ContentBlock` union: the library's own and those
+    added with :func:`register_content_block` (a live view).
+    """
+    return _unions[ContentBlock].by_tag.values()
 
 
 # --- the library's own wire types ----------------------------------------------------------

@@ -22,7 +22,13 @@ from attrs import AttrsInstance
 
 from ._attrs_schema import derive_attrs_schema
 from ._converter import converter
-from ._definition import ToolDefinition, ToolReturn, check_timeout, is_async_body
+from ._definition import (
+    ToolDefinition,
+    ToolReturn,
+    check_definition_fields,
+    check_timeout,
+    is_async_body,
+)
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, snapshot_json
@@ -130,8 +136,21 @@ def define_tool(
             deeply.
         TypeError: ``parameters`` is neither a spec nor an attrs class, the spec is malformed in
             shape or cannot be read, the attrs class has a field type the DSL cannot express,
-            ``abandon_on_cancel`` is not a ``bool``, or ``pool`` is not a non-empty ``str``.
+            ``abandon_on_cancel`` is not a ``bool``, or ``pool`` is not a non-empty ``str``;
+            ``name`` is not a non-empty ``str``, ``description`` is not a ``str``, ``execute``
+            is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
+            neither ``None`` nor callable.
     """
+    check_definition_fields(
+        name,
+        description,
+        execute,
+        {
+            "is_concurrency_safe": is_concurrency_safe,
+            "present_call": present_call,
+            "present_result": present_result,
+        },
+    )
     check_timeout(name, timeout)
 
     if isinstance(parameters, type):

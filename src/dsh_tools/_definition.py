@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._content import ContentBlock, unchecked_meta
+from ._content import ContentBlock, content_blocks, unchecked_meta
 from ._errors import format_js_number
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
@@ -47,7 +47,7 @@ class ToolOutput:
     carried as a meta value (a deviation from the original).
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
 
 
@@ -127,6 +127,62 @@ def _check_timeout(instance: ToolDefinition, _attribute: object, value: float | 
     check_timeout(instance.name, value)
 
 
+def check_definition_fields(
+    name: object,
+    description: object,
+    execute: object,
+    callables: Mapping[str, object],
+) -> None:
+    """The type rules of a definition's own fields (not of its arguments).
+
+    Raises:
+        TypeError: ``name`` is not a non-empty ``str``, ``description`` is not a ``str``,
+            ``execute`` is not callable, or a value of ``callables`` is neither ``None`` nor
+            callable.
+    """
+    _check_name(None, None, name)
+    _check_description(name, description)
+    _check_execute(name, execute)
+    for field, value in callables.items():
+        _check_optional_callable(name, field, value)
+
+
+def _check_name(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"tool name must be a non-empty str, not {value!r}")
+
+
+def _check_description(name: object, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f'tool "{name}": description must be a str, not {type(value).__name__}')
+
+
+def _check_execute(name: object, value: object) -> None:
+    if not callable(value):
+        raise TypeError(f'tool "{name}": execute must be callable, not {type(value).__name__}')
+
+
+def _check_optional_callable(name: object, field: str, value: object) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(
+            f'tool "{name}": {field} must be callable or None, not {type(value).__name__}'
+        )
+
+
+def _description_field(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    _check_description(instance.name, value)
+
+
+def _execute_field(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    _check_execute(instance.name, value)
+
+
+def _callable_field(
+    instance: ToolDefinition, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    _check_optional_callable(instance.name, attribute.name, value)
+
+
 def _check_abandon(_instance: object, _attribute: object, value: object) -> None:
     if type(value) is not bool:
         raise TypeError(f"abandon_on_cancel must be a bool, not {type(value).__name__}")
@@ -164,17 +220,19 @@ class ToolDefinition:
         present_call / present_result: pure render-intent presenters for UIs.
     """
 
-    name: str
-    description: str
+    name: str = attrs.field(validator=_check_name)
+    description: str = attrs.field(validator=_description_field)
     parameters: FrozenJsonObject = attrs.field(converter=_freeze_parameters)
-    execute: ToolBody = attrs.field(repr=False)
+    execute: ToolBody = attrs.field(repr=False, validator=_execute_field)
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
     abandon_on_cancel: bool = attrs.field(default=False, validator=_check_abandon)
-    is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(default=None, repr=False)
+    is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(
+        default=None, repr=False, validator=_callable_field
+    )
     pool: str | None = attrs.field(default=None, validator=_check_pool)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
-        default=None, repr=False
+        default=None, repr=False, validator=_callable_field
     )
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = attrs.field(
-        default=None, repr=False
+        default=None, repr=False, validator=_callable_field
     )

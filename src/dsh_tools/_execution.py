@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias,
 
 import attrs
 
-from ._content import ContentBlock, HookContext, unchecked_meta
+from ._content import ContentBlock, HookContext, content_blocks, unchecked_meta
 from ._errors import ToolErrorInfo
 from ._json import JsonValue
 from ._signal import CancelSignal
@@ -156,13 +156,18 @@ class ToolDispatchExecution:
     parent: ToolExecutionToken | None = None
 
 
+def _check_mode_kind(_instance: object, _attribute: object, value: object) -> None:
+    if value not in ("parallel", "exclusive") or type(value) is not str:
+        raise ValueError(f'kind must be "parallel" or "exclusive", not {value!r}')
+
+
 @attrs.frozen(kw_only=True)
 class ToolExecutionMode:
     """How the scheduler may run a call: ``"parallel"`` (may overlap other parallel calls) or
     ``"exclusive"`` (a barrier, run alone). Use the constants ``PARALLEL`` / ``EXCLUSIVE``.
     """
 
-    kind: Literal["parallel", "exclusive"]
+    kind: Literal["parallel", "exclusive"] = attrs.field(validator=_check_mode_kind)
 
     PARALLEL: ClassVar[ToolExecutionMode]
     EXCLUSIVE: ClassVar[ToolExecutionMode]
@@ -188,7 +193,7 @@ class ToolExecutionResult:
     deeply frozen.
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     is_error: bool
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
@@ -214,7 +219,7 @@ class ToolExecutionResult:
 class ToolResult:
     """What ``present_result`` receives: the content and whether it is an error."""
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks)
     is_error: bool
     meta: JsonValue = None
 
@@ -268,7 +273,7 @@ PreToolDecision: TypeAlias = Allow | Deny | Ask
 
 
 def _tuple_or_none(value: Sequence[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
-    return None if value is None else tuple(value)
+    return None if value is None else content_blocks(value)
 
 
 @attrs.frozen(kw_only=True)

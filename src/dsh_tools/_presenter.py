@@ -120,6 +120,10 @@ class ToolPresenter:
             something that is not a view. Every such failure is also logged (logger
             ``dsh_tools``, WARNING). Whatever ``on_error`` raises is logged and contained.
 
+    Raises:
+        TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry`, or ``on_error`` is
+            neither ``None`` nor callable.
+
     A presenter remembers ``(name, arguments, call view)`` for each call it presented until it
     presents that call's result, so ``present_result`` sees the same arguments and can check
     the call's card. The methods are synchronous and never raise for anything a tool, a log or
@@ -135,6 +139,10 @@ class ToolPresenter:
         agent: object | None = None,
         on_error: PresenterErrorSink | None = None,
     ) -> None:
+        if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+        if on_error is not None and not callable(on_error):
+            raise TypeError(f"on_error must be callable or None, not {type(on_error).__name__}")
         self._registry = registry
         self._agent = agent
         self._on_error = on_error
@@ -151,6 +159,8 @@ class ToolPresenter:
         The arguments are parsed from the event's raw text with
         :func:`~dsh_tools.parse_call_arguments`, exactly as the scheduler parsed them.
         """
+        if not isinstance(event, ToolCallEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"event must be a ToolCallEvent, not {type(event).__name__}")
         name = event.name
         parsed = parse_call_arguments(event.arguments)
         try:
@@ -186,6 +196,8 @@ class ToolPresenter:
 
     def present_result(self, event: ToolResultEvent) -> ToolResultView:
         """The view of a committed call (its completed state); forgets the remembered call."""
+        if not isinstance(event, ToolResultEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"event must be a ToolResultEvent, not {type(event).__name__}")
         pending = self._pending.pop(event.call_id, None)
         raw = GenericResultView(content=event.content)
         if pending is None:

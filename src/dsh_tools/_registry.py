@@ -144,7 +144,8 @@ class ToolRegistry:
             ``ABORTED_BEFORE_DISPATCH``.
 
     Raises:
-        TypeError: ``thread_limit`` is not an ``int`` (``bool`` is not accepted).
+        TypeError: ``thread_limit`` is not an ``int`` (``bool`` is not accepted), or
+            ``approval`` has no ``request`` method.
         ValueError: ``thread_limit`` is less than 1.
 
     Registrations return a :class:`~dsh_tools.Disposer`. ``scope(agent)`` gives the per-agent
@@ -171,6 +172,11 @@ class ToolRegistry:
             )
         if thread_limit < 1:
             raise ValueError(f"thread_limit must be a positive integer, not {thread_limit}")
+        if approval is not None and not callable(getattr(approval, "request", None)):
+            raise TypeError(
+                "approval must be an approval service (with a request method) or None, "
+                f"not {type(approval).__name__}"
+            )
         self._thread_limiter = trio.CapacityLimiter(thread_limit)
         self._approval = approval
         self._global = _Layer()

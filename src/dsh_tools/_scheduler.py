@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Final, cast
 
 import attrs
@@ -50,7 +50,10 @@ DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
 logger: Final = logging.getLogger("dsh_tools")
 
-_str = attrs.validators.instance_of(str)
+
+def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str, not {type(value).__name__}")
 
 
 def _model_text(_instance: object, _attribute: object, value: object) -> None:
@@ -120,6 +123,23 @@ def _check_cap(value: object) -> int:
     return value
 
 
+def _check_entry(registry: object, session: object, turn: object, step: object) -> None:
+    if not isinstance(registry, ToolRegistry):
+        raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+    if session is not None and not (
+        callable(getattr(session, "append", None)) and callable(getattr(session, "events", None))
+    ):
+        raise TypeError(
+            f"session must be a SessionLog (with append and events) or None, "
+            f"not {type(session).__name__}"
+        )
+    for name, value in (("turn", turn), ("step", step)):
+        if type(value) is not int:
+            raise TypeError(f"{name} must be a non-negative int, not {value!r}")
+        if value < 0:
+            raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+
+
 async def run_tool_calls(
     registry: ToolRegistry,
     calls: Iterable[ToolCallRequest],
@@ -164,10 +184,12 @@ async def run_tool_calls(
 
     Raises:
         TypeError: ``max_parallel_tool_calls`` is not an ``int`` (``bool`` is not accepted), a
-            call is not a :class:`ToolCallRequest`, or ``signal`` is not a :class:`CancelSignal`.
-        ValueError: ``max_parallel_tool_calls`` is less than 1, or a ``pool_limits`` value is.
-            (A ``pool_limits`` that is not a mapping of ``str`` to ``int`` is a
-            ``TypeError``.)
+            call is not a :class:`ToolCallRequest`, ``signal`` is not a :class:`CancelSignal`,
+            ``registry`` is not a :class:`ToolRegistry`, ``session`` is not a
+            :class:`SessionLog`, or ``turn``/``step`` is not an ``int`` (nor a ``bool``).
+        ValueError: ``max_parallel_tool_calls`` is less than 1, or a ``pool_limits`` value is,
+            or ``turn``/``step`` is negative. (A ``pool_limits`` that is not a mapping of
+            ``str`` to ``int`` is a ``TypeError``.)
         trio.Cancelled: the caller's own trio scope was cancelled; raised after every started
             body has unwound.
 
@@ -181,6 +203,7 @@ async def run_tool_calls(
     limits = _check_pool_limits(pool_limits)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    _check_entry(registry, session, turn, step)
     requests = tuple(calls)
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -197,6 +220,23 @@ async def run_tool_calls(
         limits=limits,
     )
     return await batch.run()
+
+
+async def _lone_as_itself(pool: Awaitable[None]) -> None:
+    """Await ``pool``; a lone exception from its nursery (a body's ``KeyboardInterrupt`` or
+    ``SystemExit``) leaves as itself, not inside a ``BaseExceptionGroup``.
+    """
+    try:
+        await pool
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) != 1 or isinstance(
+            group.exceptions[0], (trio.Cancelled, BaseExceptionGroup)
+        ):
+            raise
+        lone = group.exceptions[0]
+    else:
+        return
+    raise lone  # outside the except block: the group does not become its __context__
 
 
 _READY: Final = 1
@@ -335,7 +375,7 @@ class _Batch:
         n = len(self.calls)
         while self.started < n and not self.signal.cancelled:
             if self._is_parallel(self.started):
-                await self._run_pool()
+                await _lone_as_itself(self._run_pool())
             else:
                 await self._run_barrier()
         self._skip_unstarted()

@@ -87,7 +87,8 @@ def schema_spec_to_json_schema(spec: SchemaSpec) -> dict[str, Any]:
         TypeError: the spec is not a mapping of mappings, or reading it raised (the error names
             the path, e.g. ``spec.a.properties.b``).
         ValueError: the spec is cyclic or nested deeper than :data:`~dsh_tools.MAX_DEPTH`
-            levels.
+            levels, or a property has an unknown ``type`` (``unreachable variant in
+            validateArgs: "weird"``, as :func:`validate_args` and ``define_tool`` say).
     """
     schema: dict[str, Any] = {"type": "object"}
     properties, required = _convert_spec(read_spec(spec))
@@ -109,6 +110,9 @@ def _convert_spec(spec: SchemaSpec) -> tuple[dict[str, Any], list[str]]:
 
 def _convert_prop(prop: SchemaProp) -> dict[str, Any]:
     kind = prop["type"]
+    if not (isinstance(kind, str) and (kind in ("object", "array") or kind in _SCALAR_TESTS)):  # pyright: ignore[reportUnnecessaryIsInstance]
+        # the same programming error define_tool and validate_args report
+        raise ValueError(f"unreachable variant in validateArgs: {_render(kind)}")
     out: dict[str, Any] = {"type": kind}
     description = prop.get("description")
     if description:

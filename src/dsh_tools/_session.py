@@ -28,8 +28,23 @@ from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime
 import attrs
 import cattrs
 
-from ._content import ContentBlock, MessageSource
-from ._converter import converter, register_wire_class, wire_error_messages
+from ._content import (
+    ContentBlock,
+    MessageSource,
+    PluginSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserSource,
+    content_blocks,
+)
+from ._converter import (
+    content_block_classes,
+    converter,
+    register_wire_class,
+    wire_error_messages,
+)
 from ._errors import SessionLogCorruptError, SessionLogLockedError, ToolErrorInfo
 from ._execution import ApprovalOutcome
 from ._json import JsonValue, snapshot_json
@@ -53,7 +68,61 @@ __all__ = [
 
 
 def _seqs(value: object) -> tuple[int, ...]:
-    return tuple(value)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        raise TypeError(f"source_event_seqs must be a sequence of ints, not {value!r}")
+    try:
+        return tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"source_event_seqs must be a sequence of ints, not {type(value).__name__}"
+        ) from None
+
+
+def _check_seqs(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
+    for seq in value:
+        if type(seq) is not int or seq < 0:
+            raise TypeError(f"source_event_seqs must hold non-negative ints, not {seq!r}")
+
+
+def _count(_instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if type(value) is not int:
+        raise TypeError(f"{attribute.name} must be a non-negative int, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative int, not {value!r}")
+
+
+def _text(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str, not {type(value).__name__}")
+
+
+def _flag(_instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if type(value) is not bool:
+        raise TypeError(f"{attribute.name} must be a bool, not {value!r}")
+
+
+def _error_info(_instance: object, _attribute: object, value: object) -> None:
+    if value is not None and not isinstance(value, ToolErrorInfo):
+        raise TypeError(f"error must be a ToolErrorInfo or None, not {type(value).__name__}")
+
+
+def _source(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, (UserSource, PluginSource)):
+        raise TypeError(
+            f"source must be a MessageSource (UserSource or PluginSource), "
+            f"not {type(value).__name__}"
+        )
+
+
+_LIBRARY_BLOCKS: Final = frozenset((TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock))
+
+
+def _blocks(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
+    for block in value:
+        # the library's own blocks first (cheap); then those added by register_content_block
+        if type(block) not in _LIBRARY_BLOCKS and type(block) not in content_block_classes():
+            index = next(i for i, b in enumerate(value) if b is block)
+            raise TypeError(f"content[{index}] must be a content block, not {type(block).__name__}")
 
 
 @attrs.frozen(kw_only=True)
@@ -64,11 +133,11 @@ class ToolCallEvent:
     model said even when it was not valid JSON.
     """
 
-    turn: int
-    step: int
-    call_id: str
-    name: str
-    arguments: str
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    call_id: str = attrs.field(validator=_text)
+    name: str = attrs.field(validator=_text)
+    arguments: str = attrs.field(validator=_text)
 
 
 @attrs.frozen(kw_only=True)
@@ -82,14 +151,16 @@ class ToolResultEvent:
     result and is not a new result for a UI (the ACP bridge sends no update for it).
     """
 
-    turn: int
-    step: int
-    call_id: str
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
-    is_error: bool
-    error: ToolErrorInfo | None = None
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    call_id: str = attrs.field(validator=_text)
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks, validator=_blocks)
+    is_error: bool = attrs.field(validator=_flag)
+    error: ToolErrorInfo | None = attrs.field(default=None, validator=_error_info)
     meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
-    source_event_seqs: tuple[int, ...] = attrs.field(default=(), converter=_seqs)
+    source_event_seqs: tuple[int, ...] = attrs.field(
+        default=(), converter=_seqs, validator=_check_seqs
+    )
     surface_op: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
     )
@@ -101,8 +172,8 @@ class ContextMessageEvent:
     of the batch it belongs to.
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
-    source: MessageSource
+    content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks, validator=_blocks)
+    source: MessageSource = attrs.field(validator=_source)
     meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
 
 
@@ -289,6 +360,24 @@ def _describe_error(exc: Exception) -> str:
 
 # --- logs ---------------------------------------------------------------------------------
 
+_EVENT_CLASSES: Final = frozenset(
+    (
+        ToolCallEvent,
+        ToolResultEvent,
+        ContextMessageEvent,
+        TurnStartEvent,
+        TurnEndEvent,
+        ApprovalAskedEvent,
+        ApprovalDecidedEvent,
+        ApprovalPolicyEvent,
+    )
+)
+
+
+def _check_event(event: object) -> None:
+    if type(event) not in _EVENT_CLASSES:
+        raise TypeError(f"event must be a session event, not {type(event).__name__}")
+
 
 @attrs.define(eq=False)
 class MemorySessionLog:
@@ -297,7 +386,12 @@ class MemorySessionLog:
     _events: list[SessionEvent] = attrs.field(factory=lambda: list[SessionEvent](), init=False)
 
     def append(self, event: SessionEvent, /) -> int:
-        """Store ``event``; return its sequence number."""
+        """Store ``event``; return its sequence number.
+
+        Raises:
+            TypeError: ``event`` is not a session event.
+        """
+        _check_event(event)
         self._events.append(event)
         return len(self._events) - 1
 
@@ -318,6 +412,7 @@ class JsonlSessionLog:
             before ``append`` returns either way.
 
     Raises:
+        TypeError: ``fsync`` is not a ``bool``.
         SessionLogLockedError: another writer holds the file.
         SessionLogCorruptError: the existing file holds a line that is not an event.
         OSError: the file cannot be opened or created.
@@ -358,6 +453,8 @@ class JsonlSessionLog:
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self._closed = True  # until the file is open and locked (so __del__ has nothing to do)
         self._file = None
+        if type(fsync) is not bool:
+            raise TypeError(f"fsync must be a bool, not {fsync!r}")
         self._path = Path(path)
         self._fsync = fsync
         created = not self._path.exists()
@@ -397,8 +494,10 @@ class JsonlSessionLog:
         sequence number. Blocks the calling thread for the write.
 
         Raises:
+            TypeError: ``event`` is not a session event.
             ValueError: the log is closed.
         """
+        _check_event(event)
         file = self._file
         if file is None:
             raise ValueError(f"append to a closed JsonlSessionLog ({self._path})")

@@ -171,7 +171,12 @@ class CancelSignal:
 
         If it is already cancelled, ``callback`` runs now. Returns a :class:`Disposer` that
         unregisters it (a no-op once it has run).
+
+        Raises:
+            TypeError: ``callback`` is not callable.
         """
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         if self.cancelled:
             callback(self._reason)
             return Disposer.noop()
@@ -209,7 +214,15 @@ class CancelSignal:
         If several are already cancelled, the first in argument order gives the reason. The
         deadline is the earliest of theirs. The fused signal detaches from its sources once it
         fires; until then each source holds one callback for it.
+
+        Raises:
+            TypeError: an argument is not a :class:`CancelSignal`.
         """
+        for index, signal in enumerate(signals):
+            if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"signals[{index}] must be a CancelSignal, not {type(signal).__name__}"
+                )
         return fuse(signals)[0]
 
     # --- internals -----------------------------------------------------------------------
@@ -423,5 +436,10 @@ def linked_cancel_scope(signal: CancelSignal) -> AbstractContextManager[trio.Can
     the deadline passes, with no timer task. On exit the link is removed. Like any cancel
     scope, it swallows only its own cancellation: check ``scope.cancelled_caught`` (or the
     signal) afterwards to know whether the block was cut short.
+
+    Raises:
+        TypeError: ``signal`` is not a :class:`CancelSignal`.
     """
+    if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     return _LinkedCancelScope(signal)

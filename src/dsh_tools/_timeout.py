@@ -32,7 +32,12 @@ def install_timeout_policy(registry: ToolRegistry) -> Disposer:
 
     Returns:
         A :class:`~dsh_tools.Disposer` that removes the policy.
+
+    Raises:
+        TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry`.
     """
+    if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
 
     async def apply_timeout(
         execution: ToolDispatchExecution, next: ExecuteNext
