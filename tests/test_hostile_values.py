@@ -305,7 +305,6 @@ ESCAPES: list[tuple[str, Callable[[FrozenJsonObject], object]]] = [
     ("copy.deepcopy", lambda f: copy.deepcopy(f)),
     ("items()", lambda f: list(f.items())),
     ("thaw_json", lambda f: thaw_json(f)),
-    ("_data", lambda f: f._data),
 ]
 
 
