@@ -51,6 +51,9 @@ INTERNAL: Final = frozenset(
         ("_errors", "format_js_number"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
+        # the pipeline's constructors for a token and a fast success result
+        ("_execution", "new_execution_token"),
+        ("_execution", "success_result"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),
