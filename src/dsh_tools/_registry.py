@@ -198,7 +198,15 @@ def _names(value: Iterable[str] | None, label: str) -> frozenset[str] | None:
     return names
 
 
-class ToolRegistry:
+class _HostHolder:
+    """Holds a registry's pipeline host (internal: read by :func:`pipeline_host`)."""
+
+    __slots__ = ("host",)
+
+    host: PipelineHost
+
+
+class ToolRegistry(_HostHolder):
     """The tools an agent loop can call, and the policy around every call.
 
     Args:
@@ -221,7 +229,6 @@ class ToolRegistry:
         "_approval",
         "_global",
         "_hook_lists",
-        "_host",
         "_scopes",
         "_state",
         "_thread_limiter",
@@ -252,7 +259,7 @@ class ToolRegistry:
         self._hook_lists = state.hook_lists
         self.hooks = ToolHooks(self._hook_lists)
         # what the pipeline needs from this registry, handed down instead of the registry
-        self._host = PipelineHost(
+        self.host = PipelineHost(
             hooks=self._hook_lists,
             lookup=self._lookup,
             evaluate_guards=self._evaluate_guards,
@@ -390,7 +397,7 @@ class ToolRegistry:
             TypeError: ``input`` is not a :class:`ToolExecutionInput` (a programming error,
                 not a tool failure).
         """
-        prepared = await prepare(self._host, input)
+        prepared = await prepare(self.host, input)
         if prepared.needs_dispatch:
             await prepared.dispatch()
         result = await prepared.complete()
@@ -559,5 +566,4 @@ class ToolScope:
 
 def pipeline_host(registry: ToolRegistry) -> PipelineHost:
     """The pipeline host of ``registry``, for the scheduler (package-internal)."""
-    # the one place outside the class that reads the registry's private state
-    return registry._host
+    return registry.host
