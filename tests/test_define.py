@@ -26,7 +26,6 @@ from dsh_tools import (
     ToolDefinition,
     ToolErrorInfo,
     ToolExecutionInput,
-    ToolExecutionToken,
     ToolOutput,
     ToolRegistry,
     ToolResult,
@@ -36,11 +35,12 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
+from dsh_tools._execution import new_execution_token
 
 
 def _context(arguments: JsonValue = None) -> ToolRunContext:
     return ToolRunContext(
-        token=ToolExecutionToken._create(),
+        token=new_execution_token(),
         call_id="call-1",
         name="tool",
         arguments=arguments,

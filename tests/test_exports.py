@@ -22,13 +22,19 @@ INTERNAL: Final = frozenset(
         # the converter's hook for the package's own wire classes (the public face is
         # register_content_block)
         ("_converter", "register_wire_class"),
+        # the annotation fix-up dsh_tools runs before renaming its classes' __module__
+        ("_converter", "resolve_types"),
         # the bundled demo behind ``python -m dsh_tools``
         ("_demo", "DemoAgent"),
         ("_demo", "DemoBatch"),
         ("_demo", "build_registry"),
+        ("_demo", "default_log_path"),
+        ("_demo", "execution_text"),
+        ("_demo", "first_line"),
         ("_demo", "hunks"),
         ("_demo", "main_demo"),
         ("_demo", "run_demo"),
+        ("_demo", "sample_workspace"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
         ("_hooks", "HookLists"),
@@ -45,6 +51,9 @@ INTERNAL: Final = frozenset(
         ("_errors", "format_js_number"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
+        # the pipeline's constructors for a token and a fast success result
+        ("_execution", "new_execution_token"),
+        ("_execution", "success_result"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),

@@ -33,6 +33,7 @@ from dsh_tools import (
     define_tool,
     install_timeout_policy,
 )
+from dsh_tools._registry import pipeline_host
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
 
 ABANDONED = ToolExecutionResult(
@@ -268,7 +269,7 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_slot_never_started() 
         await trio.to_thread.run_sync(first.entered.wait)
         nursery.start_soon(call, "b", controller.signal)
         await trio.testing.wait_all_tasks_blocked()
-        waiting = registry._thread_limiter.statistics().tasks_waiting
+        waiting = pipeline_host(registry).thread_limiter.statistics().tasks_waiting
         controller.cancel()
         await trio.testing.wait_all_tasks_blocked()
         b_result = results.get("b")
@@ -311,7 +312,7 @@ async def test_the_registry_runs_at_most_thread_limit_sync_bodies_at_once() -> N
             nursery.start_soon(call, f"t{index}")
         await trio.to_thread.run_sync(two_entered.wait)
         await trio.testing.wait_all_tasks_blocked()
-        stats = registry._thread_limiter.statistics()
+        stats = pipeline_host(registry).thread_limiter.statistics()
         with lock:
             entered_while_full = len(entered)
         release.set()

@@ -21,13 +21,13 @@ from dsh_tools import (
     ToolCallRequest,
     ToolErrorInfo,
     ToolExecutionResult,
-    ToolExecutionToken,
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
     define_tool,
     run_tool_calls,
 )
+from dsh_tools._execution import new_execution_token
 from dsh_tools.testing import check_batch, hang, scripted_tool, sleep
 
 CALLS = (
@@ -188,7 +188,7 @@ async def test_aborted_without_a_started_body_is_named(
 
 def _context(call_id: str) -> ToolRunContext:
     return ToolRunContext(
-        token=ToolExecutionToken._create(),
+        token=new_execution_token(),
         call_id=call_id,
         name="read",
         arguments=None,

@@ -666,7 +666,7 @@ def test_user_approval_is_an_approval_service_for_the_registry() -> None:
 
     registry = ToolRegistry(approval=service)
 
-    assert service is registry._approval
+    assert service is registry.approval
 
 
 def test_closing_a_scope_twice_is_harmless_and_reprs_say_what_they_are() -> None:

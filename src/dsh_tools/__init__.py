@@ -300,7 +300,7 @@ def _fixup_module_metadata() -> None:
 
     import attrs
 
-    from ._converter import _resolve_types
+    from ._converter import resolve_types
 
     for name in __all__:
         obj = globals()[name]
@@ -310,7 +310,7 @@ def _fixup_module_metadata() -> None:
             if isinstance(obj, type) and attrs.has(obj):
                 # an annotation naming a TYPE_CHECKING-only import stays a string
                 with contextlib.suppress(NameError):
-                    _resolve_types(obj)
+                    resolve_types(obj)
             obj.__module__ = __name__
 
 

@@ -90,7 +90,7 @@ class ApprovalScope:
     removes every answerer added through it.
     """
 
-    __slots__ = ("_approval", "_closed", "_owned", "agent", "answerers")
+    __slots__ = ("_closed", "_owned", "_scopes", "agent", "answerers")
 
     agent: object
     """The agent (compared by identity)."""
@@ -98,12 +98,19 @@ class ApprovalScope:
     answerers: HookPoint[ApprovalAnswerer]
     """``add(fn, *, prepend=False) -> Disposer`` for this agent's answerers."""
 
-    def __init__(self, approval: UserApproval, agent: object) -> None:
-        self._approval = approval
+    def __init__(
+        self,
+        answerer_list: HookList[ApprovalAnswerer],
+        agent: object,
+        scopes: dict[int, ApprovalScope],
+    ) -> None:
+        # the owning UserApproval's answerer list and its scope table (forgets this scope
+        # on close)
+        self._scopes = scopes
         self.agent = agent
         self._closed = False
         self._owned: list[Disposer] = []
-        self.answerers = HookPoint(approval._answerer_list, agent, self._own)
+        self.answerers = HookPoint(answerer_list, agent, self._own)
 
     @property
     def closed(self) -> bool:
@@ -124,7 +131,7 @@ class ApprovalScope:
         self._closed = True
         while self._owned:
             self._owned.pop()()
-        scopes = self._approval._scopes
+        scopes = self._scopes
         if scopes.get(id(self.agent)) is self:
             del scopes[id(self.agent)]
 
@@ -191,7 +198,9 @@ class UserApproval:
             raise TypeError("scope() needs an agent: None is the global scope")
         scope = self._scopes.get(id(agent))
         if scope is None or scope.agent is not agent:
-            scope = self._scopes[id(agent)] = ApprovalScope(self, agent)
+            scope = self._scopes[id(agent)] = ApprovalScope(
+                self._answerer_list, agent, self._scopes
+            )
         return scope
 
     @property

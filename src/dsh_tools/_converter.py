@@ -71,7 +71,7 @@ from ._presentation import (
     ToolResultView,
 )
 
-__all__ = ["converter", "register_content_block", "register_wire_class"]
+__all__ = ["converter", "register_content_block", "register_wire_class", "resolve_types"]
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ anything it would otherwise have to drop or guess. Union aliases work as targets
 # --- type resolution -----------------------------------------------------------------------
 
 
-def _resolve_types(cls: type) -> None:
+def resolve_types(cls: type) -> None:
     """Resolve the string annotations of attrs class ``cls`` into real types, in place.
 
     The library's modules use ``from __future__ import annotations``, so annotations are
@@ -334,7 +334,7 @@ def register_wire_class(
         raise TypeError(f"{cls!r} is not an attrs class")
     if (tag_key is None) != (tag is None):
         raise ValueError("tag_key and tag go together")
-    _resolve_types(cls)
+    resolve_types(cls)
     kept = frozenset(keep)
     renames: dict[str, Any] = {}
     for field in attrs.fields(cls):

@@ -72,7 +72,18 @@ from ._signal import CancelController
 from ._timeline import TimelineRecorder
 from ._timeout import install_timeout_policy
 
-__all__ = ["DemoAgent", "DemoBatch", "build_registry", "hunks", "main_demo", "run_demo"]
+__all__ = [
+    "DemoAgent",
+    "DemoBatch",
+    "build_registry",
+    "default_log_path",
+    "execution_text",
+    "first_line",
+    "hunks",
+    "main_demo",
+    "run_demo",
+    "sample_workspace",
+]
 
 MAX_PARALLEL: Final = 3
 """The demo's ``max_parallel_tool_calls``: small, so the rolling pool is visible."""
@@ -97,7 +108,8 @@ class Workspace:
     latency: dict[str, float]
 
 
-def _sample_workspace() -> Workspace:
+def sample_workspace() -> Workspace:
+    """Build a fresh copy of the demo's workspace (internal: shared with the CLI and ACP demos)."""
     return Workspace(
         files={
             "README.md": "# demo-app\nA tiny app to show dsh-tools.\n",
@@ -467,7 +479,7 @@ async def run_demo(
         recorder: records the bodies' timeline (e.g. one with an ``on_change`` callback for a
             live view); a fresh one by default.
     """
-    workspace = _sample_workspace()
+    workspace = sample_workspace()
     approval = None
     if ask:
         approval = UserApproval(session)
@@ -574,11 +586,13 @@ def outcome(result: ToolExecutionResult, dispatched: bool) -> str:
     return "error" if dispatched else "denied"
 
 
-def _text(result: ToolExecutionResult) -> str:
+def execution_text(result: ToolExecutionResult) -> str:
+    """Join the text blocks of ``result`` (internal: shared with the live demo)."""
     return "\n".join(block.text for block in result.content if isinstance(block, TextBlock))
 
 
-def _first_line(text: str, width: int = 72) -> str:
+def first_line(text: str, width: int = 72) -> str:
+    """Shorten ``text`` to its first line, at most ``width`` characters (internal)."""
     line = text.splitlines()[0] if text else ""
     more = len(text.splitlines()) > 1 or len(line) > width
     return line[:width] + (" ..." if more else "")
@@ -615,7 +629,7 @@ def render_batch(demo: DemoBatch) -> str:
     lines.append("  what the model receives:")
     for call, result in zip(demo.calls, demo.batch.results, strict=True):
         label = outcome(result, call.call_id in demo.spans)
-        lines.append(f"  {call.call_id:<4} {label:<24} {_first_line(_text(result))}")
+        lines.append(f"  {call.call_id:<4} {label:<24} {first_line(execution_text(result))}")
     for context in demo.batch.contexts:
         text = " ".join(b.text for b in context.content if isinstance(b, TextBlock))
         source = getattr(context.source, "plugin", "user")
@@ -652,10 +666,10 @@ def describe_result_view(view: ToolResultView) -> str:
         changed = sum(len((diff.new_text or "").splitlines()) for diff in view.diffs)
         return f"diff: {len(view.diffs)} hunk(s), {changed} new line(s)"
     text = " ".join(b.text for b in view.content or () if isinstance(b, TextBlock))
-    return f"generic: {_first_line(text, 48)}"
+    return f"generic: {first_line(text, 48)}"
 
 
-def _default_log_path() -> Path:
+def default_log_path() -> Path:
     handle, name = tempfile.mkstemp(prefix="dsh-tools-demo-", suffix=".jsonl")
     os.close(handle)
     return Path(name)
@@ -669,7 +683,7 @@ def main_demo(
     With ``ask``, writes and commands ask on the terminal first (``y`` allows one call).
     """
     stream = out if out is not None else sys.stdout
-    path = log if log is not None else _default_log_path()
+    path = log if log is not None else default_log_path()
     clock = None if real_time else trio.testing.MockClock(autojump_threshold=0)
     print(
         "dsh-tools demo: a scripted agent turn through the registry, pipeline, timeout policy "

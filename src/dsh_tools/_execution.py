@@ -38,6 +38,8 @@ __all__ = [
     "ToolGuard",
     "ToolResult",
     "ToolRunContext",
+    "new_execution_token",
+    "success_result",
 ]
 
 
@@ -53,10 +55,6 @@ class ToolExecutionToken:
     def __init__(self) -> None:
         raise TypeError("ToolExecutionToken has no public constructor: the registry mints them")
 
-    @classmethod
-    def _create(cls) -> ToolExecutionToken:
-        return object.__new__(cls)
-
     def __reduce__(self) -> NoReturn:
         raise TypeError("a ToolExecutionToken cannot be serialized")
 
@@ -68,6 +66,11 @@ class ToolExecutionToken:
 
     def __repr__(self) -> str:
         return f"<ToolExecutionToken {id(self):#x}>"
+
+
+def new_execution_token() -> ToolExecutionToken:
+    """Mint a fresh :class:`ToolExecutionToken` (internal: the pipeline's one way to make one)."""
+    return object.__new__(ToolExecutionToken)
 
 
 def _check_signal(_instance: object, _attribute: object, value: object) -> None:
@@ -199,20 +202,20 @@ class ToolExecutionResult:
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
 
-    @classmethod
-    def _create(cls, content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
-        """A success built without attrs' converters, for the pipeline's hot path.
 
-        No check and no conversion: ``content`` must be a ``tuple`` of content blocks already;
-        ``meta`` is checked and frozen at final materialization like any result's.
-        """
-        result = object.__new__(cls)
-        _setattr(result, "content", content)
-        _setattr(result, "is_error", False)
-        _setattr(result, "error", None)
-        _setattr(result, "additional_contexts", ())
-        _setattr(result, "meta", meta)
-        return result
+def success_result(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
+    """A success built without attrs' converters, for the pipeline's hot path (internal).
+
+    No check and no conversion: ``content`` must be a ``tuple`` of content blocks already;
+    ``meta`` is checked and frozen at final materialization like any result's.
+    """
+    result = object.__new__(ToolExecutionResult)
+    _setattr(result, "content", content)
+    _setattr(result, "is_error", False)
+    _setattr(result, "error", None)
+    _setattr(result, "additional_contexts", ())
+    _setattr(result, "meta", meta)
+    return result
 
 
 @attrs.frozen(kw_only=True)

@@ -76,13 +76,6 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("FrozenJsonObject has no public constructor: use snapshot_json(mapping)")
 
-    @property
-    def _data(self) -> dict[str, JsonValue]:
-        """The items, read-only (the object itself; kept for readers written before it was a
-        ``dict``).
-        """
-        return self
-
     def __hash__(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
         try:
             return self._hash

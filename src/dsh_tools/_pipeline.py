@@ -61,8 +61,8 @@ from ._execution import (
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
-    ToolExecutionToken,
     ToolRunContext,
+    new_execution_token,
 )
 from ._json import JsonSnapshotError, JsonValue, snapshot_json
 from ._results import (
@@ -605,7 +605,7 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     await trio.lowlevel.checkpoint_if_cancelled()
     if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
-    token = ToolExecutionToken._create()
+    token = new_execution_token()
     call_id = input.call_id
     name = input.name
     agent = input.agent

@@ -63,11 +63,16 @@ class _GuardTable:
 
 
 class _Layer:
-    __slots__ = ("guards", "tools")
+    __slots__ = ("guards", "restrictions", "tools")
 
     def __init__(self) -> None:
         self.tools: dict[str, ToolDefinition] = {}
         self.guards = _GuardTable()
+        # a scope's filters on the global tools (the global layer has none)
+        self.restrictions: tuple[_Restriction, ...] = ()
+
+    def admits(self, name: str) -> bool:
+        return all(restriction.admits(name) for restriction in self.restrictions)
 
     def add_guard(self, fn: ToolGuard) -> Callable[[], None]:
         if not callable(fn):
@@ -121,6 +126,66 @@ class _Restriction:
         )
 
 
+class _Registrations:
+    """The state a registry shares with its scopes: the global layer, the scope table, the
+    hook lists, and the one registration/change rule both apply.
+    """
+
+    __slots__ = ("global_layer", "hook_lists", "scopes")
+
+    def __init__(self) -> None:
+        self.global_layer = _Layer()
+        # id(agent) -> (its open scope, that scope's layer)
+        self.scopes: dict[int, tuple[ToolScope, _Layer]] = {}
+        self.hook_lists = HookLists()
+
+    def register(self, layer: _Layer, definition: ToolDefinition, *, scoped: bool) -> Disposer:
+        if not isinstance(definition, ToolDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
+        # the definition validated itself; this catches one changed behind attrs' back
+        check_timeout(definition.name, definition.timeout)
+        name = definition.name
+        if name in layer.tools:
+            if not scoped:
+                raise ValueError(
+                    f'tool "{name}" is already registered (for a per-agent variant, '
+                    "register through that agent's `registry.scope(agent)` instead)"
+                )
+            raise ValueError(f'tool "{name}" is already registered in this scope')
+        layer.tools[name] = definition
+
+        def remove() -> None:
+            if layer.tools.get(name) is definition:
+                del layer.tools[name]
+                self.emit_change()
+
+        self.commit(remove)
+        return Disposer(remove)
+
+    def commit(self, undo: Callable[[], None]) -> None:
+        """Emit ``change`` for a new registration; roll it back if a listener raises."""
+        try:
+            self.emit_change()
+        except Exception:
+            try:
+                undo()
+            except Exception as exc:  # the rollback's own change emission
+                logger.warning("tools/change listener failed during rollback: %s", exc)
+            raise
+
+    def emit_change(self) -> None:
+        for listener in self.hook_lists.change.every():
+            listener()
+
+    def layer_of(self, agent: object) -> _Layer | None:
+        if agent is None:
+            return None
+        entry = self.scopes.get(id(agent))
+        if entry is None or entry[0].agent is not agent:
+            return None
+        return entry[1]
+
+
 def _names(value: Iterable[str] | None, label: str) -> frozenset[str] | None:
     if value is None:
         return None
@@ -133,7 +198,15 @@ def _names(value: Iterable[str] | None, label: str) -> frozenset[str] | None:
     return names
 
 
-class ToolRegistry:
+class _HostHolder:
+    """Holds a registry's pipeline host (internal: read by :func:`pipeline_host`)."""
+
+    __slots__ = ("host",)
+
+    host: PipelineHost
+
+
+class ToolRegistry(_HostHolder):
     """The tools an agent loop can call, and the policy around every call.
 
     Args:
@@ -156,8 +229,8 @@ class ToolRegistry:
         "_approval",
         "_global",
         "_hook_lists",
-        "_host",
         "_scopes",
+        "_state",
         "_thread_limiter",
         "hooks",
     )
@@ -179,12 +252,14 @@ class ToolRegistry:
             )
         self._thread_limiter = trio.CapacityLimiter(thread_limit)
         self._approval = approval
-        self._global = _Layer()
-        self._scopes: dict[int, ToolScope] = {}
-        self._hook_lists = HookLists()
+        self._state = state = _Registrations()
+        # the same objects as the state's, held directly for the per-call lookup
+        self._global = state.global_layer
+        self._scopes = state.scopes
+        self._hook_lists = state.hook_lists
         self.hooks = ToolHooks(self._hook_lists)
         # what the pipeline needs from this registry, handed down instead of the registry
-        self._host = PipelineHost(
+        self.host = PipelineHost(
             hooks=self._hook_lists,
             lookup=self._lookup,
             evaluate_guards=self._evaluate_guards,
@@ -209,53 +284,13 @@ class ToolRegistry:
                 ``check_timeout``).
             Exception: whatever a ``change`` listener raised (the registration is rolled back).
         """
-        return self._register(self._global, definition, None)
+        return self._state.register(self._global, definition, scoped=False)
 
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a global guard: ``(execution) -> reason | None``, evaluated for every allowed
         call, before the scoped guards, in registration order.
         """
         return Disposer(self._global.add_guard(fn))
-
-    def _register(
-        self, layer: _Layer, definition: ToolDefinition, scope: ToolScope | None
-    ) -> Disposer:
-        if not isinstance(definition, ToolDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
-        # the definition validated itself; this catches one changed behind attrs' back
-        check_timeout(definition.name, definition.timeout)
-        name = definition.name
-        if name in layer.tools:
-            if scope is None:
-                raise ValueError(
-                    f'tool "{name}" is already registered (for a per-agent variant, '
-                    "register through that agent's `registry.scope(agent)` instead)"
-                )
-            raise ValueError(f'tool "{name}" is already registered in this scope')
-        layer.tools[name] = definition
-
-        def remove() -> None:
-            if layer.tools.get(name) is definition:
-                del layer.tools[name]
-                self._emit_change()
-
-        self._commit(remove)
-        return Disposer(remove)
-
-    def _commit(self, undo: Callable[[], None]) -> None:
-        """Emit ``change`` for a new registration; roll it back if a listener raises."""
-        try:
-            self._emit_change()
-        except Exception:
-            try:
-                undo()
-            except Exception as exc:  # the rollback's own change emission
-                logger.warning("tools/change listener failed during rollback: %s", exc)
-            raise
-
-    def _emit_change(self) -> None:
-        for listener in self._hook_lists.change.every():
-            listener()
 
     # --- scopes --------------------------------------------------------------------------
 
@@ -267,19 +302,10 @@ class ToolRegistry:
         """
         if agent is None:
             raise TypeError("scope() needs an agent: None is the global scope")
-        scope = self._scopes.get(id(agent))
-        if scope is None or scope.agent is not agent:
-            scope = ToolScope(self, agent)
-            self._scopes[id(agent)] = scope
-        return scope
-
-    def _scope_of(self, agent: object) -> ToolScope | None:
-        if agent is None:
-            return None
-        scope = self._scopes.get(id(agent))
-        if scope is None or scope.agent is not agent:
-            return None
-        return scope
+        entry = self._scopes.get(id(agent))
+        if entry is not None and entry[0].agent is agent:
+            return entry[0]
+        return ToolScope(self._state, agent)
 
     # --- views ---------------------------------------------------------------------------
 
@@ -287,23 +313,23 @@ class ToolRegistry:
         tools = self._global.tools
         if agent is None or not self._scopes:
             return tools.get(name)
-        scope = self._scope_of(agent)
-        if scope is None:
+        layer = self._state.layer_of(agent)
+        if layer is None:
             return tools.get(name)
-        own = scope._layer.tools.get(name)
+        own = layer.tools.get(name)
         if own is not None:
             return own
         found = tools.get(name)
-        if found is None or not scope._admits(name):
+        if found is None or not layer.admits(name):
             return None
         return found
 
     def _visible(self, agent: object) -> list[ToolDefinition]:
-        scope = self._scope_of(agent)
-        if scope is None:
+        layer = self._state.layer_of(agent)
+        if layer is None:
             return list(self._global.tools.values())
-        visible = {name: tool for name, tool in self._global.tools.items() if scope._admits(name)}
-        visible.update(scope._layer.tools)
+        visible = {name: tool for name, tool in self._global.tools.items() if layer.admits(name)}
+        visible.update(layer.tools)
         return list(visible.values())
 
     def get(self, name: str, agent: object = None) -> ToolDefinition | None:
@@ -350,10 +376,10 @@ class ToolRegistry:
         reason = _evaluate_guards(self._global, execution)
         if reason is not None:
             return reason
-        scope = self._scope_of(execution.agent)
-        if scope is None:
+        layer = self._state.layer_of(execution.agent)
+        if layer is None:
             return None
-        return _evaluate_guards(scope._layer, execution)
+        return _evaluate_guards(layer, execution)
 
     async def execute(self, input: ToolExecutionInput) -> ToolExecutionResult:
         """Run one tool call through the whole pipeline and return its final result.
@@ -371,7 +397,7 @@ class ToolRegistry:
             TypeError: ``input`` is not a :class:`ToolExecutionInput` (a programming error,
                 not a tool failure).
         """
-        prepared = await prepare(self._host, input)
+        prepared = await prepare(self.host, input)
         if prepared.needs_dispatch:
             await prepared.dispatch()
         result = await prepared.complete()
@@ -395,8 +421,7 @@ class ToolScope:
         "_layer",
         "_next_key",
         "_owned",
-        "_registry",
-        "_restrictions",
+        "_state",
         "agent",
         "hooks",
     )
@@ -408,15 +433,16 @@ class ToolScope:
     """Hooks heard only by calls whose ``agent`` is this scope's agent (``change`` excepted:
     change listeners hear every change)."""
 
-    def __init__(self, registry: ToolRegistry, agent: object) -> None:
-        self._registry = registry
+    def __init__(self, state: _Registrations, agent: object) -> None:
+        # the registry's shared state; the scope enters its table here
+        self._state = state
         self.agent = agent
-        self._layer = _Layer()
-        self._restrictions: tuple[_Restriction, ...] = ()
+        self._layer = layer = _Layer()
         self._owned: dict[int, Disposer] = {}
         self._next_key = 0
         self._closed = False
-        self.hooks = ToolHooks(registry._hook_lists, agent, self._own)
+        self.hooks = ToolHooks(state.hook_lists, agent, self._own)
+        state.scopes[id(agent)] = (self, layer)
 
     @property
     def closed(self) -> bool:
@@ -442,9 +468,6 @@ class ToolScope:
         owned = self._owned[key] = Disposer(undo)
         return owned
 
-    def _admits(self, name: str) -> bool:
-        return all(restriction.admits(name) for restriction in self._restrictions)
-
     def register(self, definition: ToolDefinition) -> Disposer:
         """Register a tool for this agent only; it shadows a global tool of the same name.
 
@@ -453,7 +476,7 @@ class ToolScope:
             ValueError: this scope already has a tool of that name.
         """
         self._check_open()
-        return self._own(self._registry._register(self._layer, definition, self))
+        return self._own(self._state.register(self._layer, definition, scoped=True))
 
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a guard evaluated for this agent's allowed calls, after every global guard."""
@@ -483,7 +506,7 @@ class ToolScope:
             )
         allowed = _names(allow, "allow")
         denied = _names(deny, "deny")
-        known = self._registry._global.tools
+        known = self._state.global_layer.tools
         named = [*(allow or ()), *(deny or ())]
         unknown = list(dict.fromkeys(name for name in named if name not in known))
         if unknown:
@@ -495,14 +518,15 @@ class ToolScope:
                 f"known global tools: {known_text}"
             )
         restriction = _Restriction(allowed, denied)
-        self._restrictions = (*self._restrictions, restriction)
+        layer = self._layer
+        layer.restrictions = (*layer.restrictions, restriction)
 
         def lift() -> None:
-            if restriction in self._restrictions:
-                self._restrictions = tuple(r for r in self._restrictions if r is not restriction)
-                self._registry._emit_change()
+            if restriction in layer.restrictions:
+                layer.restrictions = tuple(r for r in layer.restrictions if r is not restriction)
+                self._state.emit_change()
 
-        self._registry._commit(lift)
+        self._state.commit(lift)
         return self._own(Disposer(lift))
 
     def close(self) -> None:
@@ -522,9 +546,10 @@ class ToolScope:
             except Exception as exc:
                 if error is None:
                     error = exc
-        registry = self._registry
-        if registry._scopes.get(id(self.agent)) is self:
-            del registry._scopes[id(self.agent)]
+        scopes = self._state.scopes
+        entry = scopes.get(id(self.agent))
+        if entry is not None and entry[0] is self:
+            del scopes[id(self.agent)]
         if error is not None:
             raise error
 
@@ -541,5 +566,4 @@ class ToolScope:
 
 def pipeline_host(registry: ToolRegistry) -> PipelineHost:
     """The pipeline host of ``registry``, for the scheduler (package-internal)."""
-    # the one place outside the class that reads the registry's private state
-    return registry._host
+    return registry.host

@@ -36,7 +36,7 @@ from ._errors import (
     error_message,
     format_js_number,
 )
-from ._execution import ToolExecutionResult
+from ._execution import ToolExecutionResult, success_result
 from ._json import JsonValue, snapshot_json
 
 __all__ = [
@@ -281,7 +281,7 @@ def normalize(returned: object) -> ToolExecutionResult:
     else:
         # not content at all (None, a dict, a number): carried as is, rejected at stage 9
         content = (returned,)
-    return ToolExecutionResult._create(cast("tuple[ContentBlock, ...]", content), meta)
+    return success_result(cast("tuple[ContentBlock, ...]", content), meta)
 
 
 # --- the timeout policy's result -------------------------------------------------------------

@@ -267,7 +267,7 @@ def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
     def validate(args: object) -> list[str]:
         out: list[str] = []
         if type(args) is FrozenJsonObject:
-            _check_fields(args._data, "", fields, out)
+            _check_fields(args, "", fields, out)
         elif isinstance(args, Mapping):
             _check_fields(typing.cast("Mapping[str, object]", args), "", fields, out)
         else:
@@ -395,7 +395,7 @@ def _compile_object(prop: SchemaProp) -> _Check:
     def check(value: object, path: str, out: list[str]) -> None:
         if type(value) is FrozenJsonObject:
             if fields is not None:
-                _check_fields(value._data, path + ".", fields, out)
+                _check_fields(value, path + ".", fields, out)
         elif isinstance(value, Mapping):
             if fields is not None:
                 _check_fields(typing.cast("Mapping[str, object]", value), path + ".", fields, out)

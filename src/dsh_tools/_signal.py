@@ -77,10 +77,12 @@ def _now() -> float:
         return -math.inf
 
 
-@final
-class CancelSignal:
-    """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
-    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor.
+class _SignalCore:
+    """The state of a :class:`CancelSignal` and the operations the package performs on it
+    (internal).
+
+    The public class shows the read-only face; :class:`CancelController`, :func:`fuse` and
+    :func:`linked_cancel_scope` use these methods, which are not part of the public API.
     """
 
     __slots__ = (
@@ -94,8 +96,6 @@ class CancelSignal:
         "_reason",
     )
 
-    _never_instance: ClassVar[CancelSignal | None] = None
-
     _cancelled: bool
     _reason: object
     _deadline: float
@@ -104,20 +104,107 @@ class CancelSignal:
     _event: trio.Event | None
     _next_key: int
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("CancelSignal has no public constructor: use CancelController().signal")
-
-    @classmethod
-    def _create(cls, deadline: float = math.inf) -> CancelSignal:
-        self = object.__new__(cls)
-        self._cancelled = False
-        self._reason = None
+    def __init__(self, deadline: float, cancelled: bool, reason: object) -> None:
+        # only through _new_signal (CancelSignal's own __init__ refuses construction)
+        self._cancelled = cancelled
+        self._reason = reason
         self._deadline = deadline
         self._callbacks = None
         self._deadline_callbacks = None
         self._event = None
         self._next_key = 0
-        return self
+
+    def add_callback(self, callback: CancelCallback) -> int:
+        callbacks = self._callbacks
+        if callbacks is None:
+            callbacks = self._callbacks = {}
+        key = self._next_key
+        self._next_key = key + 1
+        callbacks[key] = callback
+        return key
+
+    def remove_callback(self, key: int) -> None:
+        callbacks = self._callbacks
+        if callbacks is not None:
+            callbacks.pop(key, None)
+
+    def on_deadline_change(self, callback: Callable[[float], object]) -> Callable[[], None]:
+        callbacks = self._deadline_callbacks
+        if callbacks is None:
+            callbacks = self._deadline_callbacks = {}
+        key = self._next_key
+        self._next_key = key + 1
+        callbacks[key] = callback
+
+        def undo() -> None:
+            callbacks.pop(key, None)
+
+        return undo
+
+    def set_deadline(self, when: float) -> None:
+        # a deadline that has already passed (unobserved) has cancelled the signal, and moving
+        # it later must not undo that
+        if self._cancelled:
+            return
+        if self._deadline != math.inf and _now() >= self._deadline:
+            self.fire(DeadlineReached(deadline=self._deadline))
+            return
+        if when == self._deadline:
+            return
+        self._deadline = when
+        if self._deadline_callbacks:
+            for callback in tuple(self._deadline_callbacks.values()):
+                callback(when)
+        # a deadline already in the past fires now
+        if not self._cancelled and self._deadline != math.inf and _now() >= self._deadline:
+            self.fire(DeadlineReached(deadline=self._deadline))
+
+    def fire(self, reason: object) -> None:
+        if self._cancelled:
+            return
+        if (
+            self._deadline != math.inf
+            and _now() >= self._deadline
+            # a source's deadline that passed before this signal's own does not win over it
+            and not (isinstance(reason, DeadlineReached) and reason.deadline <= self._deadline)
+        ):
+            reason = DeadlineReached(deadline=self._deadline)
+        self._cancelled = True
+        self._reason = reason
+        self._deadline_callbacks = None
+        if self._event is not None:
+            self._event.set()
+        callbacks = self._callbacks
+        self._callbacks = None
+        if callbacks:
+            for callback in callbacks.values():
+                try:
+                    callback(reason)
+                except Exception:
+                    logger.exception("CancelSignal callback failed")
+
+
+def _new_signal(
+    deadline: float = math.inf, *, cancelled: bool = False, reason: object = None
+) -> CancelSignal:
+    """A fresh signal; ``cancelled=True`` gives one born cancelled with ``reason``."""
+    signal = object.__new__(CancelSignal)
+    _SignalCore.__init__(signal, deadline, cancelled, reason)
+    return signal
+
+
+@final
+class CancelSignal(_SignalCore):
+    """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
+    :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor.
+    """
+
+    __slots__ = ()
+
+    _never_instance: ClassVar[CancelSignal | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("CancelSignal has no public constructor: use CancelController().signal")
 
     # --- reading -------------------------------------------------------------------------
 
@@ -129,7 +216,7 @@ class CancelSignal:
         if self._cancelled:
             return True
         if self._deadline != math.inf and _now() >= self._deadline:
-            self._fire(DeadlineReached(deadline=self._deadline))
+            self.fire(DeadlineReached(deadline=self._deadline))
             return True
         return False
 
@@ -158,7 +245,7 @@ class CancelSignal:
         if event is None:
             event = self._event = trio.Event()
         with trio.CancelScope(deadline=self._deadline) as scope:
-            undo = self._on_deadline_change(lambda when: setattr(scope, "deadline", when))
+            undo = self.on_deadline_change(lambda when: setattr(scope, "deadline", when))
             try:
                 await event.wait()
             finally:
@@ -183,8 +270,8 @@ class CancelSignal:
         if self is CancelSignal._never_instance:
             # it can never fire: keeping the callback would only leak it
             return Disposer.noop()
-        key = self._add_callback(callback)
-        return Disposer(lambda: self._remove_callback(key))
+        key = self.add_callback(callback)
+        return Disposer(lambda: self.remove_callback(key))
 
     def statistics(self) -> CancelSignalStatistics:
         """How many callbacks and deadline watchers the signal holds right now.
@@ -204,7 +291,7 @@ class CancelSignal:
         """The signal that is never cancelled (one shared instance)."""
         never = cls._never_instance
         if never is None:
-            never = cls._never_instance = cls._create()
+            never = cls._never_instance = _new_signal()
         return never
 
     @classmethod
@@ -224,71 +311,6 @@ class CancelSignal:
                     f"signals[{index}] must be a CancelSignal, not {type(signal).__name__}"
                 )
         return fuse(signals)[0]
-
-    # --- internals -----------------------------------------------------------------------
-
-    def _add_callback(self, callback: CancelCallback) -> int:
-        callbacks = self._callbacks
-        if callbacks is None:
-            callbacks = self._callbacks = {}
-        key = self._next_key
-        self._next_key = key + 1
-        callbacks[key] = callback
-        return key
-
-    def _remove_callback(self, key: int) -> None:
-        callbacks = self._callbacks
-        if callbacks is not None:
-            callbacks.pop(key, None)
-
-    def _on_deadline_change(self, callback: Callable[[float], object]) -> Callable[[], None]:
-        callbacks = self._deadline_callbacks
-        if callbacks is None:
-            callbacks = self._deadline_callbacks = {}
-        key = self._next_key
-        self._next_key = key + 1
-        callbacks[key] = callback
-
-        def undo() -> None:
-            callbacks.pop(key, None)
-
-        return undo
-
-    def _set_deadline(self, when: float) -> None:
-        # ``cancelled``, not ``_cancelled``: a deadline that has already passed (unobserved) has
-        # cancelled the signal, and moving it later must not undo that
-        if self.cancelled or when == self._deadline:
-            return
-        self._deadline = when
-        if self._deadline_callbacks:
-            for callback in tuple(self._deadline_callbacks.values()):
-                callback(when)
-        # a deadline already in the past fires now
-        self.cancelled  # noqa: B018
-
-    def _fire(self, reason: object) -> None:
-        if self._cancelled:
-            return
-        if (
-            self._deadline != math.inf
-            and _now() >= self._deadline
-            # a source's deadline that passed before this signal's own does not win over it
-            and not (isinstance(reason, DeadlineReached) and reason.deadline <= self._deadline)
-        ):
-            reason = DeadlineReached(deadline=self._deadline)
-        self._cancelled = True
-        self._reason = reason
-        self._deadline_callbacks = None
-        if self._event is not None:
-            self._event.set()
-        callbacks = self._callbacks
-        self._callbacks = None
-        if callbacks:
-            for callback in callbacks.values():
-                try:
-                    callback(reason)
-                except Exception:
-                    logger.exception("CancelSignal callback failed")
 
     def __repr__(self) -> str:
         state = f"cancelled reason={self._reason!r}" if self._cancelled else "active"
@@ -310,11 +332,8 @@ def fuse(
         if source.cancelled:
             # fired before taking the deadline: a cancelled source's stale deadline must not
             # replace the reason it was cancelled with
-            fused = CancelSignal._create()
-            fused._fire(source._reason)
-            fused._deadline = deadline
-            return fused, _nothing
-    fused = CancelSignal._create(deadline)
+            return _new_signal(deadline, cancelled=True, reason=source.reason), _nothing
+    fused = _new_signal(deadline)
     undos: list[Callable[[], None]] = []
 
     def detach() -> None:
@@ -324,17 +343,17 @@ def fuse(
 
     def on_source_cancel(reason: object) -> None:
         detach()
-        fused._fire(reason)
+        fused.fire(reason)
 
     def on_source_deadline(_when: float) -> None:
-        fused._set_deadline(min(own_deadline, min(s.deadline for s in signals)))
+        fused.set_deadline(min(own_deadline, min(s.deadline for s in signals)))
 
     for source in signals:
         if source is CancelSignal.never():
             continue
-        key = source._add_callback(on_source_cancel)
-        undos.append(lambda source=source, key=key: source._remove_callback(key))
-        undos.append(source._on_deadline_change(on_source_deadline))
+        key = source.add_callback(on_source_cancel)
+        undos.append(lambda source=source, key=key: source.remove_callback(key))
+        undos.append(source.on_deadline_change(on_source_deadline))
     return fused, detach
 
 
@@ -355,9 +374,7 @@ class CancelController:
 
     def __init__(self, *, deadline: float | None = None) -> None:
         # the deadline is the signal's, not the controller's: it is not a field
-        self._signal = CancelSignal._create(
-            math.inf if deadline is None else _check_deadline(deadline)
-        )
+        self._signal = _new_signal(math.inf if deadline is None else _check_deadline(deadline))
 
     @property
     def signal(self) -> CancelSignal:
@@ -366,14 +383,14 @@ class CancelController:
 
     def cancel(self, reason: object = None) -> None:
         """Cancel the signal. Idempotent: the first reason sticks. Callbacks run now."""
-        self._signal._fire(reason)
+        self._signal.fire(reason)
 
     def set_deadline(self, when: float | None) -> None:
         """Move the deadline (trio clock time; ``None`` removes it). No effect once cancelled.
 
         Linked cancel scopes and fused signals follow the new deadline.
         """
-        self._signal._set_deadline(math.inf if when is None else _check_deadline(when))
+        self._signal.set_deadline(math.inf if when is None else _check_deadline(when))
 
     def __repr__(self) -> str:
         return f"<CancelController {self._signal!r}>"
@@ -404,8 +421,8 @@ class _LinkedCancelScope:
         if signal.cancelled:
             scope.cancel()
         else:
-            self._key = signal._add_callback(lambda _reason: scope.cancel())
-            self._undo_deadline = signal._on_deadline_change(
+            self._key = signal.add_callback(lambda _reason: scope.cancel())
+            self._undo_deadline = signal.on_deadline_change(
                 lambda when: setattr(scope, "deadline", when)
             )
         return scope.__enter__()
@@ -417,7 +434,7 @@ class _LinkedCancelScope:
         tb: TracebackType | None,
     ) -> bool:
         if self._key is not None:
-            self._signal._remove_callback(self._key)
+            self._signal.remove_callback(self._key)
         if self._undo_deadline is not None:
             self._undo_deadline()
         return self._scope.__exit__(exc_type, exc, tb)

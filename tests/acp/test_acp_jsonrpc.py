@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+import dsh_tools.acp._jsonrpc as jsonrpc_module
 from dsh_tools.acp import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -19,7 +20,6 @@ from dsh_tools.acp import (
     ConnectionClosedError,
     JsonRpcConnection,
     JsonRpcError,
-    _jsonrpc,
 )
 
 
@@ -247,7 +247,7 @@ async def test_a_line_longer_than_the_limit_is_a_parse_error_and_skipped(
     autojump_clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_jsonrpc, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(jsonrpc_module, "MAX_LINE_BYTES", 64)
     async with trio.open_nursery() as nursery:
         peer, _connection, _done = await _open(nursery)
         await peer.send_raw(
@@ -368,7 +368,7 @@ async def test_the_end_of_input_fails_pending_requests_tells_the_handler_and_giv
     assert [f"closed at {closed:g}"] == outcome
     assert closed == handler.closed_at
     assert 1 == handler.sleepers_cancelled
-    assert _jsonrpc.CLOSE_GRACE == ended - closed
+    assert jsonrpc_module.CLOSE_GRACE == ended - closed
 
 
 async def test_a_request_read_just_before_the_input_ends_is_still_answered(

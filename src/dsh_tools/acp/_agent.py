@@ -339,5 +339,5 @@ def _session_registry(approval: UserApproval) -> ToolRegistry:
     """The demo's tools, presenters, guard and timeout policy over a fresh in-memory
     workspace, asking ``approval`` before every write (and command).
     """
-    workspace = _demo.Workspace(files=dict(_demo._sample_workspace().files), latency=dict(LATENCY))
+    workspace = _demo.Workspace(files=dict(_demo.sample_workspace().files), latency=dict(LATENCY))
     return _demo.build_registry(workspace, approval=approval)

@@ -43,13 +43,13 @@ from dsh_tools._demo import (
     BATCH_2,
     INTERRUPT_AFTER,
     MAX_PARALLEL,
-    _default_log_path,
-    _first_line,
-    _sample_workspace,
-    _text,
     build_registry,
+    default_log_path,
+    execution_text,
+    first_line,
     outcome,
     run_demo,
+    sample_workspace,
 )
 
 __all__ = ["DemoView", "main_live_demo"]
@@ -94,7 +94,7 @@ class _Batch:
 
 
 def _classify(calls: tuple[ToolCallRequest, ...]) -> list[_Call]:
-    registry = build_registry(_sample_workspace())
+    registry = build_registry(sample_workspace())
     return [
         _Call(
             request=call,
@@ -254,7 +254,7 @@ class _ObservedSession:
 def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
     """Run the demo in real time under a live view; then print what the model received."""
     console = console if console is not None else Console()
-    path = log if log is not None else _default_log_path()
+    path = log if log is not None else default_log_path()
     with JsonlSessionLog(path) as session:
         first_seq = len(session.events())
         view = DemoView()
@@ -274,7 +274,7 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
                 label = outcome(result, call.call_id in demo.spans)
                 style = _STYLES.get(label, "red")
                 console.print(
-                    f"  {call.call_id:<4} [{style}]{label:<24}[/{style}] {_first_line(_text(result))}",
+                    f"  {call.call_id:<4} [{style}]{label:<24}[/{style}] {first_line(execution_text(result))}",
                     highlight=False,
                     no_wrap=True,
                     overflow="ellipsis",

@@ -48,7 +48,7 @@ from dsh_tools import (
     read_session_log,
     thaw_json,
 )
-from dsh_tools._demo import _sample_workspace, build_registry
+from dsh_tools._demo import build_registry, sample_workspace
 
 __all__ = ["load_registry", "main_replay", "render_event"]
 
@@ -58,7 +58,7 @@ def load_registry(spec: str | None) -> ToolRegistry:
     returning one), or the demo's registry when ``spec`` is ``None``.
     """
     if spec is None:
-        return build_registry(_sample_workspace())
+        return build_registry(sample_workspace())
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")

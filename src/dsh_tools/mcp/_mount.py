@@ -226,6 +226,26 @@ def _fingerprint(tool: mcp.types.Tool) -> str:
 
 
 @attrs.define(eq=False)
+class _Registrations:
+    """What a mount has registered, shared by :class:`MountedServer` and ``mount_mcp`` (which
+    unregisters it all when its block ends).
+    """
+
+    # server tool name (with the prefix) -> (the tool's fingerprint, its disposer)
+    entries: dict[str, tuple[str, Disposer]] = attrs.field(
+        factory=lambda: dict[str, tuple[str, Disposer]]()
+    )
+    closed: bool = False
+
+    def close(self) -> None:
+        """Unregister every tool, last first; later syncs refuse. Idempotent."""
+        self.closed = True
+        entries, self.entries = self.entries, {}
+        for _fingerprint, dispose in reversed(entries.values()):
+            dispose()
+
+
+@attrs.define(eq=False)
 class MountedServer:
     """The tools ``mount_mcp`` registered for one connected client.
 
@@ -236,17 +256,14 @@ class MountedServer:
     _target: MountTarget = attrs.field(alias="target")
     _client: mcp.Client = attrs.field(alias="client")
     prefix: str
-    _mounted: dict[str, tuple[str, Disposer]] = attrs.field(
-        init=False, factory=lambda: dict[str, tuple[str, Disposer]]()
-    )
+    _registrations: _Registrations = attrs.field(alias="registrations")
     _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _syncs: int = attrs.field(init=False, default=0)
-    _closed: bool = attrs.field(init=False, default=False)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
         """The registered names (with the prefix), in the server's order."""
-        return tuple(self._mounted)
+        return tuple(self._registrations.entries)
 
     @property
     def sync_count(self) -> int:
@@ -267,11 +284,12 @@ class MountedServer:
         """
         async with self._lock:
             tools = await _list_tools(self._client)
-            if self._closed:
+            registrations = self._registrations
+            if registrations.closed:
                 raise RuntimeError("this MCP mount has ended: its tools are unregistered")
             self._syncs += 1
             listed = {self.prefix + tool.name: tool for tool in tools}
-            mounted = self._mounted
+            mounted = registrations.entries
             for name in [name for name in mounted if name not in listed]:
                 mounted.pop(name)[1]()
             for name, tool in listed.items():
@@ -286,13 +304,7 @@ class MountedServer:
                     fingerprint,
                     self._target.register(_definition(self._client, tool, name)),
                 )
-            self._mounted = {name: mounted[name] for name in listed if name in mounted}
-
-    def _unmount(self) -> None:
-        self._closed = True
-        mounted, self._mounted = self._mounted, {}
-        for _fingerprint, dispose in reversed(mounted.values()):
-            dispose()
+            registrations.entries = {name: mounted[name] for name in listed if name in mounted}
 
 
 async def _list_tools(client: mcp.Client) -> list[mcp.types.Tool]:
@@ -386,7 +398,10 @@ async def mount_mcp(
     wrapped in an exception group by the listener's nursery).
     """
     _check_mount_arguments(target, client, prefix)
-    mounted = MountedServer(target=target, client=client, prefix=prefix)
+    registrations = _Registrations()
+    mounted = MountedServer(
+        target=target, client=client, prefix=prefix, registrations=registrations
+    )
     lone: BaseException | None = None
     try:
         await mounted.sync()
@@ -406,4 +421,4 @@ async def mount_mcp(
         if lone is not None:
             raise lone
     finally:
-        mounted._unmount()
+        registrations.close()
