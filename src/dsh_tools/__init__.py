@@ -16,6 +16,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
 #   results      _results (the canonical results, stage 9's check) _hooks
+#   batch values _batch (a batch's calls, results, and what a batch hook is told)
 #   converter    _converter (cattrs, for the values)
 #   definitions  _definition
 #   values       _presentation _execution _attrs_schema (specs from attrs classes)
@@ -87,6 +88,8 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolGuard as ToolGuard
 from ._execution import ToolResult as ToolResult
 from ._execution import ToolRunContext as ToolRunContext
+from ._hooks import BatchHook as BatchHook
+from ._hooks import BatchNext as BatchNext
 from ._hooks import ChangeListener as ChangeListener
 from ._hooks import ExecuteHook as ExecuteHook
 from ._hooks import ExecuteNext as ExecuteNext
@@ -120,6 +123,7 @@ from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
 from ._scheduler import ToolBatch as ToolBatch
+from ._scheduler import ToolBatchInfo as ToolBatchInfo
 from ._scheduler import ToolCallRequest as ToolCallRequest
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
@@ -171,6 +175,8 @@ __all__ = [
     "ApprovalScope",
     "ApprovalService",
     "Ask",
+    "BatchHook",
+    "BatchNext",
     "Block",
     "CancelController",
     "CancelSignal",
@@ -233,6 +239,7 @@ __all__ = [
     "TimelineSpan",
     "ToolArgsError",
     "ToolBatch",
+    "ToolBatchInfo",
     "ToolBody",
     "ToolCallBlock",
     "ToolCallEvent",
