@@ -36,6 +36,9 @@ from ._approval import UserApproval as UserApproval
 from ._approval import console_answerer as console_answerer
 from ._approval import session_turn as session_turn
 from ._arguments import parse_call_arguments as parse_call_arguments
+from ._batch import ToolBatch as ToolBatch
+from ._batch import ToolBatchInfo as ToolBatchInfo
+from ._batch import ToolCallRequest as ToolCallRequest
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import MessageSource as MessageSource
@@ -122,9 +125,6 @@ from ._presenter import console_block as console_block
 from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
-from ._scheduler import ToolBatch as ToolBatch
-from ._scheduler import ToolBatchInfo as ToolBatchInfo
-from ._scheduler import ToolCallRequest as ToolCallRequest
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp

@@ -46,13 +46,9 @@ from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal, linked_cancel_scope
 
-__all__ = [
-    "ToolBatch",
-    "ToolBatchInfo",
-    "ToolCallRequest",
-    "inject_context",
-    "run_tool_calls",
-]
+# ToolBatch, ToolBatchInfo and ToolCallRequest live in _batch (below _hooks); importing them
+# from here keeps working
+__all__ = ["inject_context", "run_tool_calls"]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
@@ -201,7 +197,7 @@ def _checked(value: object, count: int) -> ToolBatch:
     """``value`` if it is a :class:`ToolBatch` with one result per call, else a clear error."""
     if type(value) is not ToolBatch:
         raise TypeError(f"a batch hook listener returned {type(value).__name__}, not a ToolBatch")
-    results: object = value.results
+    results = cast("object", value.results)  # attrs does not check a ToolBatch's fields
     if not isinstance(results, tuple) or not all(
         type(result) is ToolExecutionResult for result in cast("tuple[object, ...]", results)
     ):
@@ -229,7 +225,8 @@ async def _run_wrapped(batch: _Batch, listeners: tuple[BatchHook, ...]) -> ToolB
     def link(index: int) -> BatchNext:
         called = False
 
-        async def next_() -> ToolBatch:
+        async def next_(*_args: object, **_kwargs: object) -> ToolBatch:
+            # arguments given to next() are ignored, as for the other hooks
             nonlocal called
             if called:
                 raise RuntimeError("a batch hook listener called next() twice; a batch runs once")

@@ -300,8 +300,7 @@ def parent_map(exporter: InMemorySpanExporter) -> dict[str, str | None]:
     spans = exporter.get_finished_spans()
     names = {span.context.span_id: span.name for span in spans if span.context is not None}
     return {
-        span.name: names[span.parent.span_id] if span.parent is not None else None
-        for span in spans
+        span.name: names[span.parent.span_id] if span.parent is not None else None for span in spans
     }
 
 

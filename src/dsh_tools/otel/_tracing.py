@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
-from typing import Final
+from typing import Final, cast
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -98,7 +98,8 @@ def _detach_bridge() -> None:
 
 def _leaf_types(exc: BaseException) -> set[str]:
     if isinstance(exc, BaseExceptionGroup):
-        return {name for inner in exc.exceptions for name in _leaf_types(inner)}
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        return {name for inner in group.exceptions for name in _leaf_types(inner)}
     return {type(exc).__qualname__}
 
 
