@@ -142,8 +142,9 @@ async def test_install_tracing_on_an_agent_scope_traces_only_that_agents_calls()
         )
 
     spans = exporter.get_finished_spans()
-    assert ["mine"] == [
-        span.attributes and span.attributes["gen_ai.tool.call.id"] for span in spans
+    # one call span and its batch's span, both only for that agent
+    assert [("execute_tool t", "mine"), ("execute_tool_batch", None)] == [
+        (span.name, (span.attributes or {}).get("gen_ai.tool.call.id")) for span in spans
     ]
 
 

@@ -1,4 +1,5 @@
-"""Tracing tool calls with OpenTelemetry: one span per call under the agent's own span."""
+"""Tracing tool calls with OpenTelemetry: one span per call, under one span per batch, under
+the agent's own span."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
 #   results      _results (the canonical results, stage 9's check) _hooks
+#   batch values _batch (a batch's calls, results, and what a batch hook is told)
 #   converter    _converter (cattrs, for the values)
 #   definitions  _definition
 #   values       _presentation _execution _attrs_schema (specs from attrs classes)
@@ -35,6 +36,9 @@ from ._approval import UserApproval as UserApproval
 from ._approval import console_answerer as console_answerer
 from ._approval import session_turn as session_turn
 from ._arguments import parse_call_arguments as parse_call_arguments
+from ._batch import ToolBatch as ToolBatch
+from ._batch import ToolBatchInfo as ToolBatchInfo
+from ._batch import ToolCallRequest as ToolCallRequest
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import MessageSource as MessageSource
@@ -87,6 +91,8 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolGuard as ToolGuard
 from ._execution import ToolResult as ToolResult
 from ._execution import ToolRunContext as ToolRunContext
+from ._hooks import BatchHook as BatchHook
+from ._hooks import BatchNext as BatchNext
 from ._hooks import ChangeListener as ChangeListener
 from ._hooks import ExecuteHook as ExecuteHook
 from ._hooks import ExecuteNext as ExecuteNext
@@ -119,8 +125,6 @@ from ._presenter import console_block as console_block
 from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
-from ._scheduler import ToolBatch as ToolBatch
-from ._scheduler import ToolCallRequest as ToolCallRequest
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
@@ -171,6 +175,8 @@ __all__ = [
     "ApprovalScope",
     "ApprovalService",
     "Ask",
+    "BatchHook",
+    "BatchNext",
     "Block",
     "CancelController",
     "CancelSignal",
@@ -233,6 +239,7 @@ __all__ = [
     "TimelineSpan",
     "ToolArgsError",
     "ToolBatch",
+    "ToolBatchInfo",
     "ToolBody",
     "ToolCallBlock",
     "ToolCallEvent",

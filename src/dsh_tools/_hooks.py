@@ -20,6 +20,7 @@ from typing import Generic, TypeAlias, TypeVar
 
 import attrs
 
+from ._batch import ToolBatch, ToolBatchInfo
 from ._disposer import Disposer
 from ._execution import (
     PostToolDecision,
@@ -30,6 +31,8 @@ from ._execution import (
 )
 
 __all__ = [
+    "BatchHook",
+    "BatchNext",
     "ChangeListener",
     "ExecuteHook",
     "ExecuteNext",
@@ -72,6 +75,16 @@ PostExecuteHook: TypeAlias = Callable[
 ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], object]
 """``(execution, result) -> None``, synchronous; sees the frozen final result. Its exceptions are
 logged and contained."""
+
+BatchNext: TypeAlias = Callable[[], Awaitable[ToolBatch]]
+"""Runs the rest of the ``batch`` chain and, at its end, the batch itself. Call it at most
+once; it raises only what :func:`~dsh_tools.run_tool_calls` raises."""
+
+BatchHook: TypeAlias = Callable[[ToolBatchInfo, BatchNext], Awaitable[ToolBatch]]
+"""``async (info, next) -> ToolBatch``: a wrapper around one whole batch, run in the task that
+called :func:`~dsh_tools.run_tool_calls` (so a contextvar it sets, such as a current span, is
+seen by every call of the batch). Return ``next()``'s batch, or another :class:`ToolBatch`
+with exactly one result per call."""
 
 ChangeListener: TypeAlias = Callable[[], object]
 """``() -> None``, synchronous; told when the set of tools or restrictions changed. An exception
@@ -181,6 +194,8 @@ class ToolHooks:
         result: ``(execution, result) -> None`` observers of every final result.
         change: ``() -> None`` listeners told when the visible tools may have changed (never
             scope-filtered).
+        batch: ``async (info, next) -> ToolBatch`` wrappers around a whole
+            :func:`~dsh_tools.run_tool_calls` batch, in the caller's task.
     """
 
     pre_execute: HookPoint[PreExecuteHook]
@@ -188,6 +203,7 @@ class ToolHooks:
     post_execute: HookPoint[PostExecuteHook]
     result: HookPoint[ResultObserver]
     change: HookPoint[ChangeListener]
+    batch: HookPoint[BatchHook]
 
     def __init__(
         self,
@@ -201,6 +217,7 @@ class ToolHooks:
         self.post_execute = HookPoint(lists.post_execute, scope, owner)
         self.result = HookPoint(lists.result, scope, owner)
         self.change = HookPoint(lists.change, scope, owner)
+        self.batch = HookPoint(lists.batch, scope, owner)
 
 
 @attrs.define(eq=False)
@@ -210,3 +227,4 @@ class HookLists:
     post_execute: HookList[PostExecuteHook] = attrs.field(factory=HookList[PostExecuteHook])
     result: HookList[ResultObserver] = attrs.field(factory=HookList[ResultObserver])
     change: HookList[ChangeListener] = attrs.field(factory=HookList[ChangeListener])
+    batch: HookList[BatchHook] = attrs.field(factory=HookList[BatchHook])

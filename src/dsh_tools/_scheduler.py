@@ -36,63 +36,23 @@ import attrs
 import trio
 
 from ._arguments import parse_call_arguments
+from ._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
 from ._content import HookContext
 from ._execution import ToolExecutionInput, ToolExecutionResult
+from ._hooks import BatchHook, BatchNext
 from ._pipeline import PipelineHost, PreparedCall, prepare
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelSignal, linked_cancel_scope
 
-__all__ = ["ToolBatch", "ToolCallRequest", "inject_context", "run_tool_calls"]
+# ToolBatch, ToolBatchInfo and ToolCallRequest live in _batch (below _hooks); importing them
+# from here keeps working
+__all__ = ["inject_context", "run_tool_calls"]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
 logger: Final = logging.getLogger("dsh_tools")
-
-
-def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{attribute.name} must be a str, not {type(value).__name__}")
-
-
-def _model_text(_instance: object, _attribute: object, value: object) -> None:
-    if not isinstance(value, str):
-        raise TypeError(
-            f"arguments must be the model's JSON text (str); got {type(value).__name__}"
-        )
-
-
-@attrs.frozen(kw_only=True)
-class ToolCallRequest:
-    """One tool call as the model emitted it.
-
-    ``arguments`` is the raw JSON text; the scheduler parses it once with
-    :func:`~dsh_tools.parse_call_arguments` (``""`` means ``{}``, text that is not valid JSON is
-    passed on as the string itself, so the tool's validation reports it).
-
-    Raises:
-        TypeError: a field is not a ``str``; for parsed arguments:
-            ``arguments must be the model's JSON text (str); got dict``.
-    """
-
-    call_id: str = attrs.field(validator=_str)
-    name: str = attrs.field(validator=_str)
-    arguments: str = attrs.field(validator=_model_text)
-
-
-@attrs.frozen(kw_only=True)
-class ToolBatch:
-    """What one batch produced.
-
-    Attributes:
-        results: one final result per call, in model order.
-        contexts: the batch's context FIFO: every result's ``additional_contexts``, in model
-            order, accepted as each call committed.
-    """
-
-    results: tuple[ToolExecutionResult, ...]
-    contexts: tuple[HookContext, ...]
 
 
 _POOL_LIMITS_TYPE: Final = "pool_limits must map class names (str) to positive integers"
@@ -197,6 +157,14 @@ async def run_tool_calls(
     scheduler itself (a session append, a classifier) propagates after every started body has
     been cancelled and awaited.
 
+    ``batch`` hook listeners (``registry.hooks.batch``, and the agent's scope's) wrap the whole
+    batch in this task, the first registered outermost. A listener's exception propagates
+    (after the batch, if its ``next()`` ran it: no body outlives this call). A listener may
+    return without calling ``next()``: then no call runs and nothing is appended to
+    ``session``. What a listener returns must be a :class:`ToolBatch` with one
+    ``ToolExecutionResult`` per call, else ``TypeError``/``ValueError``; calling ``next()``
+    twice raises ``RuntimeError``.
+
     This is a checkpoint on every path.
     """
     cap = _check_cap(max_parallel_tool_calls)
@@ -219,7 +187,57 @@ async def run_tool_calls(
         step=step,
         limits=limits,
     )
-    return await batch.run()
+    listeners = batch.host.hooks.batch.for_agent(agent)
+    if not listeners:
+        return await batch.run()
+    return await _run_wrapped(batch, listeners)
+
+
+def _checked(value: object, count: int) -> ToolBatch:
+    """``value`` if it is a :class:`ToolBatch` with one result per call, else a clear error."""
+    if type(value) is not ToolBatch:
+        raise TypeError(f"a batch hook listener returned {type(value).__name__}, not a ToolBatch")
+    results = cast("object", value.results)  # attrs does not check a ToolBatch's fields
+    if not isinstance(results, tuple) or not all(
+        type(result) is ToolExecutionResult for result in cast("tuple[object, ...]", results)
+    ):
+        raise TypeError(
+            "a batch hook listener returned a ToolBatch whose results are not a tuple of "
+            "ToolExecutionResult"
+        )
+    if len(value.results) != count:
+        raise ValueError(
+            f"a batch hook listener returned {len(value.results)} results for {count} calls; "
+            "a batch has exactly one result per call"
+        )
+    return value
+
+
+async def _run_wrapped(batch: _Batch, listeners: tuple[BatchHook, ...]) -> ToolBatch:
+    """Run ``batch`` inside its ``batch`` listeners (the first outermost), in this task."""
+    # a checkpoint on every path, also when a listener returns without running the batch
+    await trio.lowlevel.checkpoint()
+    info = ToolBatchInfo(
+        agent=batch.agent, calls=batch.calls, turn=batch.turn, step=batch.step, signal=batch.signal
+    )
+    count = len(batch.calls)
+
+    def link(index: int) -> BatchNext:
+        called = False
+
+        async def next_(*_args: object, **_kwargs: object) -> ToolBatch:
+            # arguments given to next() are ignored, as for the other hooks
+            nonlocal called
+            if called:
+                raise RuntimeError("a batch hook listener called next() twice; a batch runs once")
+            called = True
+            if index == len(listeners):
+                return await batch.run()
+            return _checked(await listeners[index](info, link(index + 1)), count)
+
+        return next_
+
+    return await link(0)()
 
 
 async def _lone_as_itself(pool: Awaitable[None]) -> None:

@@ -26,7 +26,7 @@ from dsh_tools import (
     install_timeout_policy,
     run_tool_calls,
 )
-from dsh_tools.otel import OTHER_ERROR, install_tracing
+from dsh_tools.otel import BATCH_SPAN, OTHER_ERROR, install_tracing
 
 
 @pytest.fixture
@@ -71,6 +71,11 @@ async def explode(_args: object, _context: ToolRunContext) -> str:
     raise ValueError("boom")
 
 
+def tool_spans(exporter: InMemorySpanExporter) -> tuple[ReadableSpan, ...]:
+    """The finished call spans (every span but the batches')."""
+    return tuple(span for span in exporter.get_finished_spans() if span.name != BATCH_SPAN)
+
+
 def by_name(spans: tuple[ReadableSpan, ...]) -> dict[str, ReadableSpan]:
     return {span.name: span for span in spans}
 
@@ -82,7 +87,7 @@ async def test_a_call_gets_one_span_with_the_gen_ai_attributes(
     registry.register(sleeper("wait", 0))
     install_tracing(registry, tracer_provider=provider)
     await run_tool_calls(registry, [call("wait", "call-1")], signal=CancelSignal.never())
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     assert "execute_tool wait" == span.name
     assert SpanKind.INTERNAL == span.kind
     assert {
@@ -112,7 +117,7 @@ async def test_an_error_result_sets_error_status_and_its_code_as_error_type(
     )
     install_tracing(registry, tracer_provider=provider)
     await run_tool_calls(registry, [call("echo", "e", '{"text": 1}')], signal=CancelSignal.never())
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     assert "INVALID_ARGS" == (span.attributes or {})["error.type"]
     assert StatusCode.ERROR == span.status.status_code
     assert 'invalid arguments: "text" must be a string' == span.status.description
@@ -134,7 +139,7 @@ async def test_a_body_exception_without_a_code_is_recorded_as_other(
     registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
     install_tracing(registry, tracer_provider=provider)
     await run_tool_calls(registry, [call("bad", "b")], signal=CancelSignal.never())
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     assert (OTHER_ERROR, "boom") == ((span.attributes or {})["error.type"], span.status.description)
     assert ["boom"] == [(event.attributes or {})["exception.message"] for event in span.events]
 
@@ -146,7 +151,7 @@ async def test_a_raising_body_records_its_own_exception_with_type_and_stack_trac
     registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
     install_tracing(registry, tracer_provider=provider)
     await run_tool_calls(registry, [call("bad", "b")], signal=CancelSignal.never())
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     (event,) = span.events
     attributes = dict(event.attributes or {})
     assert ("exception", "ValueError", "boom") == (
@@ -172,11 +177,11 @@ async def test_the_span_wraps_the_timeout_policy_and_sees_its_timeout_result(
     install_timeout_policy(registry)
     install_tracing(registry, tracer_provider=provider)
     await run_tool_calls(registry, [call("slow", "s")], signal=CancelSignal.never())
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     assert "TOOL_TIMEOUT" == (span.attributes or {})["error.type"]
 
 
-async def test_parallel_calls_nest_under_the_callers_span_and_each_body_under_its_own(
+async def test_parallel_and_barrier_calls_nest_under_the_batch_span_under_the_callers_span(
     provider: TracerProvider, exporter: InMemorySpanExporter, autojump_clock: trio.testing.MockClock
 ) -> None:
     registry = ToolRegistry()
@@ -201,9 +206,9 @@ async def test_parallel_calls_nest_under_the_callers_span_and_each_body_under_it
         for name, span in spans.items()
     }
     ids = {name: span.context.span_id for name, span in spans.items() if span.context}
-    expected: dict[str, int | None] = {"agent turn": None}
+    expected: dict[str, int | None] = {"agent turn": None, BATCH_SPAN: turn_id}
     for name in ("a", "b", "c", "x"):
-        expected[f"execute_tool {name}"] = turn_id
+        expected[f"execute_tool {name}"] = ids[BATCH_SPAN]
         expected[f"inside {name}"] = ids[f"execute_tool {name}"]
     assert expected == parents
 
@@ -232,7 +237,7 @@ async def test_an_interrupted_batch_ends_every_started_span_as_aborted(
     assert ["ABORTED", "ABORTED", "ABORTED_BEFORE_DISPATCH"] == [
         result.error.code if result.error else None for result in results
     ]
-    spans = by_name(exporter.get_finished_spans())
+    spans = by_name(tool_spans(exporter))
     assert {"execute_tool a": "ABORTED", "execute_tool b": "ABORTED"} == {
         name: (span.attributes or {})["error.type"] for name, span in spans.items()
     }
@@ -247,7 +252,7 @@ async def test_cancelling_the_callers_scope_still_ends_the_span(
     install_tracing(registry, tracer_provider=provider)
     with trio.move_on_after(1):
         await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     assert ("Cancelled", StatusCode.ERROR) == (
         (span.attributes or {})["error.type"],
         span.status.status_code,
@@ -264,7 +269,7 @@ async def test_disposing_the_tracing_stops_the_spans(
     dispose()
     await run_tool_calls(registry, [call("a", "2")], signal=CancelSignal.never())
     assert ["1"] == [
-        (span.attributes or {})["gen_ai.tool.call.id"] for span in exporter.get_finished_spans()
+        (span.attributes or {})["gen_ai.tool.call.id"] for span in tool_spans(exporter)
     ]
 
 
@@ -281,10 +286,174 @@ async def test_a_raising_inner_wrapper_is_recorded_on_the_span_it_escapes(
     registry.hooks.execute.add(broken)
     batch = await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
     assert batch.results[0].is_error
-    (span,) = exporter.get_finished_spans()
+    (span,) = tool_spans(exporter)
     (event,) = span.events
     assert ("RuntimeError", "RuntimeError", "wrapper bug") == (
         (span.attributes or {})["error.type"],
         (event.attributes or {})["exception.type"],
         (event.attributes or {})["exception.message"],
     )
+
+
+def parent_map(exporter: InMemorySpanExporter) -> dict[str, str | None]:
+    """Each finished span's name -> its parent's name (span names are unique in these tests)."""
+    spans = exporter.get_finished_spans()
+    names = {span.context.span_id: span.name for span in spans if span.context is not None}
+    return {
+        span.name: names[span.parent.span_id] if span.parent is not None else None for span in spans
+    }
+
+
+async def test_a_batch_gets_one_span_with_its_call_count_and_error_count(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    registry = ToolRegistry()
+    registry.register(sleeper("wait", 0))
+    registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
+    install_tracing(registry, tracer_provider=provider)
+    await run_tool_calls(
+        registry,
+        [call("wait", "1"), call("bad", "2"), call("wait", "3")],
+        signal=CancelSignal.never(),
+        agent="planner",
+    )
+    (span,) = [span for span in exporter.get_finished_spans() if span.name == BATCH_SPAN]
+    assert SpanKind.INTERNAL == span.kind
+    assert {
+        "gen_ai.operation.name": "execute_tool_batch",
+        "gen_ai.agent.name": "planner",
+        "dsh_tools.batch.calls": 3,
+        "dsh_tools.batch.errors": 1,
+    } == dict(span.attributes or {})
+    assert StatusCode.UNSET == span.status.status_code
+
+
+async def test_a_batch_of_an_agent_that_is_not_a_str_names_no_agent(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    registry = ToolRegistry()
+    install_tracing(registry, tracer_provider=provider)
+    await run_tool_calls(registry, [], signal=CancelSignal.never(), agent=object())
+    (span,) = exporter.get_finished_spans()
+    assert {
+        "gen_ai.operation.name": "execute_tool_batch",
+        "dsh_tools.batch.calls": 0,
+        "dsh_tools.batch.errors": 0,
+    } == dict(span.attributes or {})
+
+
+async def test_every_call_of_two_batches_nests_under_its_own_batch_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, autojump_clock: trio.testing.MockClock
+) -> None:
+    registry = ToolRegistry()
+    for name in ("a", "b", "c", "d"):
+        registry.register(sleeper(name, 1))
+    install_tracing(registry, tracer_provider=provider)
+    tracer = provider.get_tracer("agent")
+    with tracer.start_as_current_span("agent turn"):
+        with tracer.start_as_current_span("step 1"):
+            await run_tool_calls(
+                registry, [call("a", "1"), call("b", "2")], signal=CancelSignal.never()
+            )
+        with tracer.start_as_current_span("step 2"):
+            await run_tool_calls(
+                registry, [call("c", "3"), call("d", "4")], signal=CancelSignal.never()
+            )
+    spans = exporter.get_finished_spans()
+    batches = [span for span in spans if span.name == BATCH_SPAN]
+    names = {span.context.span_id: span.name for span in spans if span.context is not None}
+    batch_ids = [span.context.span_id for span in batches if span.context is not None]
+    assert [("step 1"), ("step 2")] == [
+        names[span.parent.span_id] for span in batches if span.parent is not None
+    ]
+    assert {
+        "execute_tool a": batch_ids[0],
+        "execute_tool b": batch_ids[0],
+        "execute_tool c": batch_ids[1],
+        "execute_tool d": batch_ids[1],
+    } == {
+        span.name: span.parent.span_id
+        for span in spans
+        if span.name.startswith("execute_tool ") and span.parent is not None
+    }
+
+
+async def test_an_interrupted_batchs_call_spans_nest_under_its_batch_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, autojump_clock: trio.testing.MockClock
+) -> None:
+    registry = ToolRegistry()
+    for name in ("a", "b"):
+        registry.register(sleeper(name, 100))
+    registry.register(sleeper("x", 1, parallel=False))
+    install_tracing(registry, tracer_provider=provider)
+    controller = CancelController()
+
+    async def run() -> None:
+        with provider.get_tracer("agent").start_as_current_span("agent turn"):
+            await run_tool_calls(
+                registry,
+                [call("a", "1"), call("b", "2"), call("x", "3")],
+                signal=controller.signal,
+            )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        await trio.testing.wait_all_tasks_blocked()
+        controller.cancel()
+    assert {
+        "agent turn": None,
+        BATCH_SPAN: "agent turn",
+        "execute_tool a": BATCH_SPAN,
+        "execute_tool b": BATCH_SPAN,
+    } == parent_map(exporter)
+    (batch,) = [span for span in exporter.get_finished_spans() if span.name == BATCH_SPAN]
+    assert (StatusCode.UNSET, 3) == (
+        batch.status.status_code,
+        (batch.attributes or {})["dsh_tools.batch.errors"],
+    )
+
+
+async def test_cancelling_the_callers_scope_ends_the_batch_span_as_cancelled(
+    provider: TracerProvider, exporter: InMemorySpanExporter, autojump_clock: trio.testing.MockClock
+) -> None:
+    registry = ToolRegistry()
+    registry.register(sleeper("a", 100))
+    install_tracing(registry, tracer_provider=provider)
+    with trio.move_on_after(1):
+        await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+    assert {BATCH_SPAN: None, "execute_tool a": BATCH_SPAN} == parent_map(exporter)
+    (batch,) = [span for span in exporter.get_finished_spans() if span.name == BATCH_SPAN]
+    assert ("Cancelled", StatusCode.ERROR) == (
+        (batch.attributes or {})["error.type"],
+        batch.status.status_code,
+    )
+
+
+async def test_a_scope_traces_only_its_own_agents_batches(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    registry = ToolRegistry()
+    registry.register(sleeper("a", 0))
+    install_tracing(registry.scope("traced"), tracer_provider=provider)
+    await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never(), agent="other")
+    await run_tool_calls(registry, [call("a", "2")], signal=CancelSignal.never(), agent="traced")
+    assert [("traced", "2")] == [
+        (
+            (batch.attributes or {})["gen_ai.agent.name"],
+            (call_span.attributes or {})["gen_ai.tool.call.id"],
+        )
+        for batch in exporter.get_finished_spans()
+        if batch.name == BATCH_SPAN
+        for call_span in tool_spans(exporter)
+    ]
+
+
+async def test_disposing_the_tracing_stops_the_batch_spans_too(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    registry = ToolRegistry()
+    registry.register(sleeper("a", 0))
+    dispose = install_tracing(registry, tracer_provider=provider)
+    dispose()
+    await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+    assert () == exporter.get_finished_spans()

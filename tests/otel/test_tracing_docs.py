@@ -26,13 +26,14 @@ def load_example() -> ModuleType:
     return module
 
 
-def test_the_tracing_example_prints_one_span_per_call_under_the_agent_turn(
+def test_the_tracing_example_prints_one_span_per_call_under_the_batch_under_the_agent_turn(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     trio.run(load_example().main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert [
         "agent turn (parent: -) UNSET",
-        "execute_tool fetch (parent: agent turn) ERROR error.type=_OTHER",
-        "execute_tool lookup (parent: agent turn) UNSET",
-        "execute_tool lookup (parent: agent turn) UNSET",
+        "execute_tool fetch (parent: execute_tool_batch) ERROR error.type=_OTHER",
+        "execute_tool lookup (parent: execute_tool_batch) UNSET",
+        "execute_tool lookup (parent: execute_tool_batch) UNSET",
+        "execute_tool_batch (parent: agent turn) UNSET",
     ] == capsys.readouterr().out.splitlines()

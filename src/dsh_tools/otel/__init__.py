@@ -3,6 +3,7 @@ imports this package).
 """
 
 try:
+    from ._tracing import BATCH_SPAN as BATCH_SPAN
     from ._tracing import OTHER_ERROR as OTHER_ERROR
     from ._tracing import install_tracing as install_tracing
 except ModuleNotFoundError as exc:
@@ -14,4 +15,4 @@ except ModuleNotFoundError as exc:
         name=exc.name,
     ) from exc
 
-__all__ = ["OTHER_ERROR", "install_tracing"]
+__all__ = ["BATCH_SPAN", "OTHER_ERROR", "install_tracing"]

@@ -1,12 +1,13 @@
 """OpenTelemetry spans for tool calls, following the GenAI semantic conventions.
 
-One ``execute`` wrapper, added first (outermost), opens a span per dispatched call as the
-current span of the task that runs it. trio gives every task a copy of its parent's
+One ``batch`` wrapper opens a span per :func:`~dsh_tools.run_tool_calls` batch as the current
+span of the caller's task, around the whole batch. One ``execute`` wrapper, added first
+(outermost), opens a span per dispatched call as the current span of the task that runs it. trio gives every task a copy of its parent's
 ``contextvars`` at spawn time, and OpenTelemetry keeps the current span in a contextvar, so:
 
-- a call run on the caller's own task (a barrier) nests under the caller's current span;
+- a call run on the caller's own task (a barrier) nests under the batch span;
 - a call run in a pool's nursery task starts from the context the scheduler's lane (the
-  caller's task) had when it spawned the task, so it nests under the same span, and no
+  caller's task) had when it spawned the task, so it nests under the same batch span, and no
   parallel sibling can become its parent.
 """
 
@@ -14,28 +15,36 @@ from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
-from typing import Final
+from typing import Final, cast
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from dsh_tools import (
+    BatchNext,
     Disposer,
     ExecuteNext,
     TextBlock,
+    ToolBatch,
+    ToolBatchInfo,
     ToolDispatchExecution,
     ToolExecutionResult,
     ToolRegistry,
     ToolScope,
 )
 
-__all__ = ["OTHER_ERROR", "install_tracing"]
+__all__ = ["BATCH_SPAN", "OTHER_ERROR", "install_tracing"]
 
 OTHER_ERROR: Final = "_OTHER"
 """``error.type`` of an error result that carries no error code (the semantic conventions'
 fallback value)."""
 
 _OPERATION: Final = "execute_tool"
+
+BATCH_SPAN: Final = "execute_tool_batch"
+"""The name, and ``gen_ai.operation.name``, of a batch's span. The GenAI semantic conventions
+define no operation for a batch of tool calls; this name keeps a batch from being counted as a
+tool execution."""
 
 
 class _Call:
@@ -87,6 +96,21 @@ def _detach_bridge() -> None:
         logging.getLogger("dsh_tools").removeHandler(_BRIDGE)
 
 
+def _leaf_types(exc: BaseException) -> set[str]:
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        return {name for inner in group.exceptions for name in _leaf_types(inner)}
+    return {type(exc).__qualname__}
+
+
+def _error_type(exc: BaseException) -> str:
+    """The class name of ``exc``, or of every exception in it when it is a group of one kind
+    (a caller-scope cancellation can leave a pool's nursery as a group of ``Cancelled``).
+    """
+    names = _leaf_types(exc)
+    return names.pop() if len(names) == 1 else type(exc).__qualname__
+
+
 def _error_text(result: ToolExecutionResult) -> str:
     text = "".join(block.text for block in result.content if isinstance(block, TextBlock))
     return text.removeprefix("Error: ")
@@ -95,7 +119,17 @@ def _error_text(result: ToolExecutionResult) -> str:
 def install_tracing(
     registry: ToolRegistry | ToolScope, *, tracer_provider: trace.TracerProvider | None = None
 ) -> Disposer:
-    """Trace every tool call that ``registry`` dispatches.
+    """Trace every tool batch that ``registry`` runs and every tool call that it dispatches.
+
+    Each :func:`~dsh_tools.run_tool_calls` batch gets one span named :data:`BATCH_SPAN`
+    (kind ``INTERNAL``), a child of the span current in the caller's task, with
+    ``gen_ai.operation.name = "execute_tool_batch"``, ``dsh_tools.batch.calls`` (the number of
+    calls), ``dsh_tools.batch.errors`` (how many results are errors), and ``gen_ai.agent.name``
+    when the batch's ``agent`` is a ``str``. Error results leave its status unset (they are
+    answers to the model); an exception out of the batch (the caller's scope cancelled, the
+    scheduler failed) sets status ``ERROR`` and ``error.type`` to the exception's class name
+    (``Cancelled`` for a cancellation).
+    Every call span of the batch is its child, pool calls as well as barrier calls.
 
     Each call gets one span named ``execute_tool <name>`` (kind ``INTERNAL``), a child of the
     span that is current where the call runs, with the GenAI semantic-convention attributes
@@ -117,7 +151,7 @@ def install_tracing(
         tracer_provider: where spans go; the global provider when ``None``.
 
     Returns:
-        A :class:`~dsh_tools.Disposer` that removes the wrapper.
+        A :class:`~dsh_tools.Disposer` that removes both wrappers.
 
     Raises:
         TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry` (or a
@@ -178,10 +212,41 @@ def install_tracing(
         span.end()
         return result
 
+    async def trace_batch(info: ToolBatchInfo, next_: BatchNext) -> ToolBatch:
+        attributes: dict[str, str | int] = {
+            "gen_ai.operation.name": BATCH_SPAN,
+            "dsh_tools.batch.calls": len(info.calls),
+        }
+        if isinstance(info.agent, str):
+            attributes["gen_ai.agent.name"] = info.agent
+        with tracer.start_as_current_span(
+            BATCH_SPAN,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                batch = await next_()
+            except BaseException as exc:
+                # trio.Cancelled of the caller's scope, or the scheduler itself failed
+                if isinstance(exc, Exception):
+                    span.record_exception(exc)
+                error_type = _error_type(exc)
+                span.set_attribute("error.type", error_type)
+                span.set_status(Status(StatusCode.ERROR, error_type))
+                raise
+            span.set_attribute(
+                "dsh_tools.batch.errors", sum(1 for result in batch.results if result.is_error)
+            )
+        return batch
+
     remove_wrapper = registry.hooks.execute.add(trace_call, prepend=True)
+    remove_batch_wrapper = registry.hooks.batch.add(trace_batch, prepend=True)
     _attach_bridge()
 
     def dispose() -> None:
+        remove_batch_wrapper()
         remove_wrapper()
         _detach_bridge()
 

@@ -1,0 +1,80 @@
+"""The values of one batch: the calls the model emitted, what the batch produced, and what a
+``batch`` hook listener is told about the batch it wraps.
+
+They sit below :mod:`dsh_tools._hooks` (whose ``batch`` hook is typed with them) and are
+re-exported from :mod:`dsh_tools._scheduler`, which runs batches.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ._content import HookContext
+from ._execution import ToolExecutionResult
+from ._signal import CancelSignal
+
+__all__ = ["ToolBatch", "ToolBatchInfo", "ToolCallRequest"]
+
+
+def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str, not {type(value).__name__}")
+
+
+def _model_text(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(
+            f"arguments must be the model's JSON text (str); got {type(value).__name__}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRequest:
+    """One tool call as the model emitted it.
+
+    ``arguments`` is the raw JSON text; the scheduler parses it once with
+    :func:`~dsh_tools.parse_call_arguments` (``""`` means ``{}``, text that is not valid JSON is
+    passed on as the string itself, so the tool's validation reports it).
+
+    Raises:
+        TypeError: a field is not a ``str``; for parsed arguments:
+            ``arguments must be the model's JSON text (str); got dict``.
+    """
+
+    call_id: str = attrs.field(validator=_str)
+    name: str = attrs.field(validator=_str)
+    arguments: str = attrs.field(validator=_model_text)
+
+
+@attrs.frozen(kw_only=True)
+class ToolBatch:
+    """What one batch produced.
+
+    Attributes:
+        results: one final result per call, in model order.
+        contexts: the batch's context FIFO: every result's ``additional_contexts``, in model
+            order, accepted as each call committed.
+    """
+
+    results: tuple[ToolExecutionResult, ...]
+    contexts: tuple[HookContext, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ToolBatchInfo:
+    """The batch a ``batch`` hook listener wraps (the arguments of
+    :func:`~dsh_tools.run_tool_calls`, already checked).
+
+    Attributes:
+        agent: the agent the calls belong to (``None`` for none).
+        calls: the calls, in model order.
+        turn: the turn recorded on the batch's session events.
+        step: the step recorded on the batch's session events.
+        signal: the step's cancel signal, shared by every call.
+    """
+
+    agent: object | None
+    calls: tuple[ToolCallRequest, ...]
+    turn: int
+    step: int
+    signal: CancelSignal
