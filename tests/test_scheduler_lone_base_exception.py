@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from dsh_tools import (
     TOOL_ABORTED,
@@ -102,3 +103,20 @@ def test_sys_exit_in_a_pooled_tool_sets_the_process_exit_code() -> None:
         trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
     assert 3 == caught.value.code
+
+
+async def test_cancelling_the_callers_scope_during_a_pool_raises_a_bare_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    registry = _registry(KeyboardInterrupt())
+    calls = [ToolCallRequest(call_id=f"c{i}", name="fine", arguments="") for i in range(3)]
+    raised: list[type[BaseException]] = []
+
+    with trio.move_on_after(0.25) as scope:
+        try:
+            await run_tool_calls(registry, calls, signal=CancelSignal.never())
+        except BaseException as exc:
+            raised.append(type(exc))
+            raise
+
+    assert ([trio.Cancelled], True) == (raised, scope.cancelled_caught)

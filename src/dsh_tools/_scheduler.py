@@ -240,18 +240,31 @@ async def _run_wrapped(batch: _Batch, listeners: tuple[BatchHook, ...]) -> ToolB
     return await link(0)()
 
 
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup):
+        exc = cast("BaseExceptionGroup[BaseException]", exc).exceptions[0]
+    return exc
+
+
 async def _lone_as_itself(pool: Awaitable[None]) -> None:
-    """Await ``pool``; a lone exception from its nursery (a body's ``KeyboardInterrupt`` or
-    ``SystemExit``) leaves as itself, not inside a ``BaseExceptionGroup``.
+    """Await ``pool``; what leaves its nursery leaves as ``run_tool_calls`` documents it.
+
+    A lone exception (a body's ``KeyboardInterrupt`` or ``SystemExit``) leaves as itself, and
+    the caller's own cancellation as a bare ``trio.Cancelled`` (the nursery gathers one per
+    cancelled task), not inside a ``BaseExceptionGroup``.
     """
     try:
         await pool
     except BaseExceptionGroup as group:
-        if len(group.exceptions) != 1 or isinstance(
+        _, other = group.split(trio.Cancelled)
+        if other is None:  # only cancellations: the caller's scope was cancelled
+            lone = _first_leaf(group)
+        elif len(group.exceptions) == 1 and not isinstance(
             group.exceptions[0], (trio.Cancelled, BaseExceptionGroup)
         ):
+            lone = group.exceptions[0]
+        else:
             raise
-        lone = group.exceptions[0]
     else:
         return
     raise lone  # outside the except block: the group does not become its __context__
