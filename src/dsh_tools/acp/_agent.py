@@ -27,13 +27,19 @@ import pydantic
 import trio
 
 from acp import schema
-from dsh_tools import _demo
-from dsh_tools._approval import UserApproval, session_turn
-from dsh_tools._presenter import ToolPresenter
-from dsh_tools._registry import ToolRegistry
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
-from dsh_tools._session import MemorySessionLog, SessionEvent
-from dsh_tools._signal import CancelController
+from dsh_tools import (
+    CancelController,
+    MemorySessionLog,
+    SessionEvent,
+    ToolBatch,
+    ToolCallRequest,
+    ToolPresenter,
+    ToolRegistry,
+    UserApproval,
+    _demo,
+    run_tool_calls,
+    session_turn,
+)
 
 from ._bridge import AcpSessionBridge
 from ._jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcConnection, JsonRpcError

@@ -32,9 +32,8 @@ import os.path
 from collections.abc import Iterable
 from typing import Final, NoReturn
 
-from dsh_tools._content import ContentBlock, TextBlock
-from dsh_tools._json import thaw_json
-from dsh_tools._presentation import (
+from dsh_tools import (
+    ContentBlock,
     DiffCallView,
     DiffResultView,
     FileDiff,
@@ -43,10 +42,14 @@ from dsh_tools._presentation import (
     GenericResultView,
     TerminalCallView,
     TerminalResultView,
+    TextBlock,
+    ToolCallEvent,
     ToolCallKind,
+    ToolPresenter,
+    ToolResultEvent,
+    console_block,
+    thaw_json,
 )
-from dsh_tools._presenter import ToolPresenter, console_block
-from dsh_tools._session import ToolCallEvent, ToolResultEvent
 
 __all__ = ["AcpSessionBridge", "relativize_title"]
 

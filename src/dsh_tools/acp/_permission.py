@@ -8,8 +8,7 @@ from typing import Final, TypeAlias, cast
 
 import trio
 
-from dsh_tools._errors import error_message
-from dsh_tools._execution import ApprovalOutcome, ApprovalRequest
+from dsh_tools import ApprovalOutcome, ApprovalRequest, error_message
 
 __all__ = ["ALLOW_ONCE", "REJECT_ONCE", "AcpPermissionAnswerer", "SendRequest"]
 

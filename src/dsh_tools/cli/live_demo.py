@@ -36,8 +36,8 @@ from dsh_tools import (
     ToolCallRequest,
     ToolExecutionInput,
     ToolResultEvent,
+    parse_call_arguments,
 )
-from dsh_tools._arguments import parse_call_arguments
 from dsh_tools._demo import (
     BATCH_1,
     BATCH_2,

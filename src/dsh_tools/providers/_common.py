@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, cast
 
-from dsh_tools._content import ContentBlock, HookContext, TextBlock
-from dsh_tools._converter import converter
-from dsh_tools._definition import ToolSchema
-from dsh_tools._execution import ToolExecutionResult
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest
+from dsh_tools import (
+    ContentBlock,
+    HookContext,
+    TextBlock,
+    ToolBatch,
+    ToolCallRequest,
+    ToolExecutionResult,
+    ToolSchema,
+    converter,
+)
 
 __all__ = [
     "JsonDict",

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
-from dsh_tools._definition import ToolSchema
-from dsh_tools._json import dumps_json
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest
+from dsh_tools import ToolBatch, ToolCallRequest, ToolSchema, dumps_json
 
 from ._common import (
     JsonDict,

@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
-from dsh_tools._arguments import parse_call_arguments
-from dsh_tools._definition import ToolSchema
-from dsh_tools._json import FrozenJsonObject, dumps_json, thaw_json
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest
+from dsh_tools import (
+    FrozenJsonObject,
+    ToolBatch,
+    ToolCallRequest,
+    ToolSchema,
+    dumps_json,
+    parse_call_arguments,
+    thaw_json,
+)
 
 from ._common import (
     JsonDict,

@@ -26,18 +26,20 @@ from typing import Final, Literal, TypeAlias, final, get_args, overload
 import attrs
 import trio
 
-from dsh_tools._disposer import Disposer
-from dsh_tools._execution import (
+from dsh_tools import (
     Ask,
+    CancelController,
+    Disposer,
+    ExecuteNext,
+    PostExecuteNext,
     PostToolDecision,
+    PreExecuteNext,
     PreToolDecision,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionResult,
+    ToolRegistry,
 )
-from dsh_tools._hooks import ExecuteNext, PostExecuteNext, PreExecuteNext
-from dsh_tools._registry import ToolRegistry
-from dsh_tools._signal import CancelController
 
 __all__ = ["STAGES", "CallStage", "StageReached", "cancel_at"]
 

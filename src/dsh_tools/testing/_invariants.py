@@ -5,15 +5,17 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-from dsh_tools._content import TextBlock
-from dsh_tools._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
-from dsh_tools._execution import ToolExecutionResult
-from dsh_tools._scheduler import ToolBatch, ToolCallRequest
-from dsh_tools._session import (
+from dsh_tools import (
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
     ContextMessageEvent,
     SessionEvent,
     SessionLog,
+    TextBlock,
+    ToolBatch,
     ToolCallEvent,
+    ToolCallRequest,
+    ToolExecutionResult,
     ToolResultEvent,
 )
 

@@ -9,13 +9,16 @@ from typing import Final, Literal, TypeAlias, final
 import attrs
 import trio
 
-from dsh_tools._content import HookContext
-from dsh_tools._definition import ToolDefinition
-from dsh_tools._disposer import Disposer
-from dsh_tools._execution import ToolRunContext
-from dsh_tools._json import JsonValue
-from dsh_tools._registry import ToolRegistry, ToolScope
-from dsh_tools._scheduler import inject_context
+from dsh_tools import (
+    Disposer,
+    HookContext,
+    JsonValue,
+    ToolDefinition,
+    ToolRegistry,
+    ToolRunContext,
+    ToolScope,
+    inject_context,
+)
 
 __all__ = [
     "CheckpointStep",

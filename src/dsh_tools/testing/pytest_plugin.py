@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_tools._registry import ToolRegistry
-from dsh_tools._session import MemorySessionLog
+from dsh_tools import MemorySessionLog, ToolRegistry
 
 __all__ = ["registry", "session_log"]
 

@@ -21,25 +21,29 @@ import attrs
 import trio
 from hypothesis import strategies as st
 
-from dsh_tools._content import HookContext, PluginSource, TextBlock
-from dsh_tools._disposer import Disposer
-from dsh_tools._execution import (
+from dsh_tools import (
     Accept,
     Allow,
     Ask,
     Block,
+    CancelController,
     Deny,
+    Disposer,
+    ExecuteNext,
+    HookContext,
+    PluginSource,
+    PostExecuteNext,
     PostToolDecision,
+    PreExecuteNext,
     PreToolDecision,
+    TextBlock,
+    ToolCallRequest,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionResult,
+    ToolRegistry,
 )
-from dsh_tools._hooks import ExecuteNext, PostExecuteNext, PreExecuteNext
 from dsh_tools._json import MAX_SAFE_INTEGER
-from dsh_tools._registry import ToolRegistry
-from dsh_tools._scheduler import ToolCallRequest
-from dsh_tools._signal import CancelController
 
 from ._scripted import (
     FailStep,
