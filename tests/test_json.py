@@ -341,7 +341,11 @@ def test_exactly_max_depth_containers_are_accepted() -> None:
     for _ in range(MAX_DEPTH):
         value = [value]
 
-    snapshot_json(value)
+    snapshot = snapshot_json(value)
+
+    assert value == thaw_json(snapshot)
+    with pytest.raises(JsonValueError, match="nest"):
+        snapshot_json([snapshot])  # one level more is over the limit, frozen or not
 
 
 # --- rejected values -----------------------------------------------------------------------
