@@ -10,6 +10,7 @@ import trio
 
 from dsh_tools import (
     Accept,
+    Block,
     CancelSignal,
     FrozenJsonObject,
     HookContext,
@@ -82,3 +83,12 @@ async def test_a_tool_output_built_with_blocks_reaches_the_model_whole() -> None
     )
 
     assert (TextBlock(text="hello"),) == result.content
+
+
+def test_block_feedback_refuses_a_str_naming_the_field() -> None:
+    with pytest.raises(TypeError, match=r"^feedback must be a sequence of content blocks, not str"):
+        Block(feedback="try again")  # type: ignore[arg-type]
+
+
+def test_block_feedback_takes_any_sequence_of_blocks() -> None:
+    assert (TextBlock(text="try again"),) == Block(feedback=[TextBlock(text="try again")]).feedback

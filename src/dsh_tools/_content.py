@@ -21,13 +21,15 @@ def unchecked_meta(value: object) -> JsonValue:
     return cast(JsonValue, value)
 
 
-def content_blocks(value: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
-    """The ``content`` converter: any sequence of content blocks, as a tuple. A ``str`` is
-    refused rather than split into characters.
+def content_blocks(
+    value: Iterable[ContentBlock], name: str = "content"
+) -> tuple[ContentBlock, ...]:
+    """The converter of every field that holds content blocks: any sequence of them, as a
+    tuple. A ``str`` is refused (naming the field) rather than split into characters.
     """
     if isinstance(value, str):
         raise TypeError(
-            "content must be a sequence of content blocks, not str; "
+            f"{name} must be a sequence of content blocks, not str; "
             "for text use [TextBlock(text=...)]"
         )
     return tuple(value)

@@ -8,6 +8,7 @@ Every type here is an immutable attrs value, except :class:`ToolDispatchExecutio
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias, final
 
@@ -295,7 +296,9 @@ class Block:
     earlier context, ``error`` and ``meta`` is dropped, only this decision's contexts remain.
     """
 
-    feedback: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
+    feedback: tuple[ContentBlock, ...] = attrs.field(
+        converter=functools.partial(content_blocks, name="feedback")
+    )
     additional_contexts: tuple[HookContext, ...] = attrs.field(default=(), converter=tuple)
 
 
