@@ -41,6 +41,8 @@ INTERNAL: Final = frozenset(
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_definition", "check_timeout"),
         ("_definition", "is_async_body"),
+        # the classification rule, shared by execution_mode and the scheduler
+        ("_definition", "runs_in_parallel"),
         # define_tool's derivation of a spec from an attrs class
         ("_attrs_schema", "DerivedSchema"),
         ("_attrs_schema", "derive_attrs_schema"),
@@ -55,9 +57,12 @@ INTERNAL: Final = frozenset(
         ("_execution", "new_execution_token"),
         ("_execution", "success_result"),
         # the stages of one call, driven by the registry and the scheduler
+        ("_pipeline", "CallEnv"),
+        ("_pipeline", "CallRequest"),
         ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),
         ("_pipeline", "prepare"),
+        ("_pipeline", "prepare_call"),
         # the canonical results and the final check (stage 9), shared by the pipeline, the
         # scheduler and the timeout policy
         ("_results", "ABANDONED"),

@@ -1308,7 +1308,7 @@ async def test_execution_mode_accepts_the_prepared_execution() -> None:
     prepared = await prepare(pipeline_host(registry), _input())
 
     expected = "parallel"
-    assert expected == registry.execution_mode(prepared.execution).kind
+    assert expected == registry.execution_mode(prepared.execution()).kind
 
 
 def _frozen_text_is_hi(args: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import FunctionType
 from typing import Any, TypeAlias
 
 import attrs
@@ -29,6 +30,7 @@ __all__ = [
     "ToolSchema",
     "check_timeout",
     "is_async_body",
+    "runs_in_parallel",
 ]
 
 JsonSchema: TypeAlias = dict[str, Any]
@@ -66,6 +68,8 @@ def is_async_body(body: object) -> bool:
     ``functools.partial``), or an object whose ``__call__`` is one. Anything else is a sync body
     and runs in a worker thread.
     """
+    if type(body) is FunctionType and body.__code__.co_flags & inspect.CO_COROUTINE:
+        return True  # the common case, without inspect's unwrapping
     if inspect.iscoroutinefunction(body):
         return True
     call = getattr(type(body), "__call__", None)  # noqa: B004 (the method, to test it)
@@ -236,3 +240,19 @@ class ToolDefinition:
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
     )
+
+
+def runs_in_parallel(tool: ToolDefinition | None, arguments: object) -> bool:
+    """The classification rule: a call may join a parallel pool only when its visible tool's
+    ``is_concurrency_safe(arguments)`` returns exactly ``True``. A missing tool, a missing or
+    raising classifier, or any other return value means exclusive.
+    """
+    if tool is None:
+        return False
+    classify = tool.is_concurrency_safe
+    if classify is None:
+        return False
+    try:
+        return classify(arguments) is True
+    except Exception:
+        return False

@@ -186,6 +186,8 @@ def snapshot_json(value: object) -> JsonValue:
         JsonValueError: a value that cannot cross losslessly, a cycle, or too deep a nesting
             (a ``ValueError``). Both name the path of the offending value.
     """
+    if type(value) is FrozenJsonObject:
+        return value  # valid, immutable, and no deeper than MAX_DEPTH by construction
     try:
         return _snap(value, 0, _Walk())
     except _Invalid as invalid:

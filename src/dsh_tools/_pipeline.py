@@ -33,7 +33,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import attrs
 import trio
@@ -61,6 +61,7 @@ from ._execution import (
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolExecutionToken,
     ToolRunContext,
     new_execution_token,
 )
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
     from ._execution import ApprovalService
     from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook
 
-__all__ = ["PipelineHost", "PreparedCall", "prepare"]
+__all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "prepare", "prepare_call"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -98,7 +99,7 @@ _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
 
 
-def _log_raised(execution: ToolExecution, what: str, exc: BaseException) -> None:
+def _log_raised(call: CallRequest, what: str, exc: BaseException) -> None:
     """Log, once, an exception a body, hook, guard, wrapper or observer raised: WARNING with
     its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure).
     """
@@ -107,19 +108,19 @@ def _log_raised(execution: ToolExecution, what: str, exc: BaseException) -> None
         logger.log(
             level,
             'tool "%s" (%s): %s raised %s',
-            execution.name,
-            execution.call_id,
+            call.name,
+            call.call_id,
             what,
             type(exc).__name__,
             exc_info=exc,
         )
 
 
-def _log_invalid(execution: ToolExecution, detail: str) -> None:
+def _log_invalid(call: CallRequest, detail: str) -> None:
     logger.warning(
         'tool "%s" (%s): tool result must be losslessly JSON-serializable: %s',
-        execution.name,
-        execution.call_id,
+        call.name,
+        call.call_id,
         detail,
     )
 
@@ -138,15 +139,16 @@ class PipelineHost:
     Attributes:
         hooks: the registry's hook lists (read per dispatch, so listeners added later count).
         lookup: ``lookup(name, agent)``: the definition visible to ``agent``, or ``None``.
-        evaluate_guards: the first denial reason of the guards that apply to a call, or
-            ``None``.
+        evaluate_guards: ``evaluate_guards(agent, execution)``: the first denial reason of the
+            guards that apply to a call of ``agent``, or ``None``; ``execution()`` builds the
+            view the guards receive (called only when a guard applies).
         approval: the approval service ``Ask`` decisions go to, or ``None``.
         thread_limiter: bounds how many sync bodies run in worker threads at once.
     """
 
     hooks: HookLists
     lookup: Callable[[str, object], ToolDefinition | None]
-    evaluate_guards: Callable[[ToolExecution], str | None]
+    evaluate_guards: Callable[[object, Callable[[], ToolExecution]], str | None]
     approval: ApprovalService | None
     thread_limiter: trio.CapacityLimiter
 
@@ -196,53 +198,133 @@ def _bind3(
 # --- one call --------------------------------------------------------------------------------
 
 
+class CallRequest(Protocol):
+    """A call's identity as the model named it (a :class:`ToolCallRequest` or a
+    :class:`ToolExecutionInput`).
+    """
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+@attrs.frozen(eq=False)
+class CallEnv:
+    """What the calls of one batch share: the pipeline host, the caller's signal, the agent the
+    calls belong to, and the token of an enclosing execution.
+    """
+
+    host: PipelineHost
+    signal: CancelSignal
+    agent: object | None = None
+    parent: ToolExecutionToken | None = None
+
+
+# PreparedCall._flags
+_NEEDS_DISPATCH: Final = 1
+_DISPATCHED: Final = 2
+_INVOKED: Final = 4  # the body started (a sync body: its thread started it)
+_FINAL: Final = 8  # _result is a final-result: it skips post_execute
+_TRUSTED: Final = 16  # _aux is the success the library built from a valid str
+
+_NEVER: Final = CancelSignal.never()
+
+
 class PreparedCall:
     """One call after stages 0-6 of upstream §2.6: arguments snapshotted, policy decided.
 
+    A pool holds one per call in flight, so it stays small: the call's views (its
+    :class:`ToolExecution` and token) are built on first use, and a call that no hook, guard or
+    observer looks at never builds a ``ToolExecution`` (its body's context mints the token).
+
     Attributes:
-        execution: the frozen execution view (the same token everywhere).
-        needs_dispatch: ``True`` when the call was allowed: await :meth:`dispatch` before
-            :meth:`complete`.
+        arguments: the frozen snapshot of the arguments (``None`` when it failed).
     """
 
-    __slots__ = (
-        "_bad_return",
-        "_deferred",
-        "_dispatched",
-        "_final",
-        "_host",
-        "_invoked",
-        "_outcome",
-        "_trusted",
-        "execution",
-        "needs_dispatch",
-    )
+    __slots__ = ("_aux", "_deferred", "_env", "_flags", "_request", "_result", "_view", "arguments")
 
-    execution: ToolExecution
-    needs_dispatch: bool
-
-    def __init__(
-        self,
-        host: PipelineHost,
-        execution: ToolExecution,
-        *,
-        needs_dispatch: bool = False,
-        outcome: ToolExecutionResult | None = None,
-        final: ToolExecutionResult | None = None,
-    ) -> None:
-        self._host = host
-        self.execution = execution
-        self.needs_dispatch = needs_dispatch
-        # post-result: still goes through post_execute; final-result: straight to stage 9
-        self._outcome = outcome
-        self._final = final
-        self._invoked = False
-        self._dispatched = False
-        self._bad_return: object = _MISSING
-        # a success the library built from a valid ``str``: stage 9 has nothing to check
-        self._trusted: ToolExecutionResult | None = None
+    def __init__(self, env: CallEnv, request: CallRequest, arguments: JsonValue) -> None:
+        self._env = env
+        self._request = request
+        self.arguments = arguments
+        # None, then the token, then the ToolExecution that holds it
+        self._view: ToolExecutionToken | ToolExecution | None = None
+        self._flags = 0
+        # the outcome (a post-result, through post_execute) or, with _FINAL, the final result
+        self._result: ToolExecutionResult | None = None
         # allocated when the body is invoked (most calls never defer a context)
         self._deferred: list[HookContext] | None = None
+        # with _TRUSTED: the success built from a valid str (stage 9 has nothing to check);
+        # else what a body returned that is not content (named in the stage-9 log), or _MISSING
+        self._aux: object = _MISSING
+
+    def final_result(self, result: ToolExecutionResult) -> PreparedCall:
+        """Settle on a final-result (it skips ``post_execute``)."""
+        self._result = result
+        self._flags |= _FINAL
+        return self
+
+    def post_result(self, result: ToolExecutionResult) -> PreparedCall:
+        """Settle on a post-result (it goes through ``post_execute``)."""
+        self._result = result
+        return self
+
+    def allow(self) -> PreparedCall:
+        """Settle on dispatch: the call was allowed."""
+        self._flags |= _NEEDS_DISPATCH
+        return self
+
+    @property
+    def call_id(self) -> str:
+        """The model's id of the call."""
+        return self._request.call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name the model called."""
+        return self._request.name
+
+    @property
+    def needs_dispatch(self) -> bool:
+        """``True`` when the call was allowed: await :meth:`dispatch` before :meth:`complete`."""
+        return bool(self._flags & _NEEDS_DISPATCH)
+
+    @property
+    def body_invoked(self) -> bool:
+        """Whether the tool body started (a sync body: whether its thread started it)."""
+        return bool(self._flags & _INVOKED)
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        """The call's token, shared by every view of it (minted on first use)."""
+        view = self._view
+        if view is None:
+            token = self._view = new_execution_token()
+            return token
+        if isinstance(view, ToolExecutionToken):
+            return view
+        return view.token
+
+    def execution(self) -> ToolExecution:
+        """The read-only view that hooks, guards and observers receive (built once)."""
+        view = self._view
+        if isinstance(view, ToolExecution):
+            return view
+        env = self._env
+        request = self._request
+        execution = ToolExecution(
+            token=self.token,
+            call_id=request.call_id,
+            name=request.name,
+            arguments=self.arguments,
+            signal=env.signal,
+            agent=env.agent,
+            parent=env.parent,
+        )
+        self._view = execution
+        return execution
 
     # --- stage 7 -------------------------------------------------------------------------
 
@@ -261,38 +343,38 @@ class PreparedCall:
         async body gets no scope of its own; when that scope cancels the body, the outcome is
         recorded (``ABORTED``) and the ``trio.Cancelled`` propagates to the caller's scope.
         """
-        if not self.needs_dispatch or self._dispatched:
+        flags = self._flags
+        if flags & (_NEEDS_DISPATCH | _DISPATCHED) != _NEEDS_DISPATCH:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
-        self._dispatched = True
-        execution = self.execution
-        wrappers = self._host.hooks.execute.for_agent(execution.agent)
+        self._flags = flags | _DISPATCHED
+        env = self._env
+        wrappers = env.host.hooks.execute.for_agent(env.agent)
         try:
             if wrappers:
                 result = await self._run_wrappers(wrappers)
             elif linked:
                 try:
-                    result = await self._invoke(self.execution.signal, linked=True)
+                    result = await self._invoke(env.signal, linked=True)
                 except trio.Cancelled:
                     # the caller's linked scope stopped the body: record, then let it unwind
-                    self._settle(ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH)
+                    self._settle(ABORTED if self._flags & _INVOKED else ABORTED_BEFORE_DISPATCH)
                     raise
             else:
-                result = await self._invoke(self.execution.signal)
+                result = await self._invoke(env.signal)
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
-            _log_raised(execution, "an execute wrapper", exc)
-            self._final = error_result(exc)
+            _log_raised(self, "an execute wrapper", exc)
+            self.final_result(error_result(exc))
             return  # noqa: ASYNC910
         self._settle(result)
 
     def _settle(self, result: ToolExecutionResult) -> None:
         """Record what stage 7 produced: the outcome, with the contexts the body deferred."""
-        execution = self.execution
         if type(result) is not ToolExecutionResult:
             _log_invalid(
-                execution, f"an execute wrapper returned {kind(result)}, not a ToolExecutionResult"
+                self, f"an execute wrapper returned {kind(result)}, not a ToolExecutionResult"
             )
-            self._final = INVALID_RESULT
+            self.final_result(INVALID_RESULT)
             return
         if self._deferred:
             try:
@@ -300,22 +382,22 @@ class PreparedCall:
                     result, additional_contexts=(*self._deferred, *result.additional_contexts)
                 )
             except Exception as exc:  # a hand-built result whose contexts are not a sequence
-                _log_invalid(execution, f"its additional_contexts cannot be read: {exc!r}")
-                self._final = INVALID_RESULT
+                _log_invalid(self, f"its additional_contexts cannot be read: {exc!r}")
+                self.final_result(INVALID_RESULT)
                 return
-        self._outcome = self._replace_if_cancelled(result)
+        self._result = self._replace_if_cancelled(result)
 
     async def _run_wrappers(self, wrappers: tuple[ExecuteHook, ...]) -> ToolExecutionResult:
-        execution = self.execution
-        caller = self.execution.signal
+        env = self._env
+        caller = env.signal
         dispatch_execution = ToolDispatchExecution(
-            token=execution.token,
-            call_id=execution.call_id,
-            name=execution.name,
-            arguments=execution.arguments,
+            token=self.token,
+            call_id=self.call_id,
+            name=self.name,
+            arguments=self.arguments,
             signal=caller,
-            agent=execution.agent,
-            parent=execution.parent,
+            agent=env.agent,
+            parent=env.parent,
         )
 
         async def body(*_args: object, **_kwargs: object) -> ToolExecutionResult:
@@ -345,36 +427,39 @@ class PreparedCall:
         """
         if signal.cancelled:
             return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
-        execution = self.execution
-        tool = self._host.lookup(execution.name, execution.agent)
+        env = self._env
+        request = self._request
+        name = request.name
+        tool = env.host.lookup(name, env.agent)
         if tool is None:
-            return error_result(ToolNotFoundError(execution.name))  # noqa: ASYNC910
+            return error_result(ToolNotFoundError(name))  # noqa: ASYNC910
         deferred = self._deferred
         if deferred is None:
             deferred = self._deferred = []
+        arguments = self.arguments
         context = ToolRunContext(
-            token=execution.token,
-            call_id=execution.call_id,
-            name=execution.name,
-            arguments=execution.arguments,
+            token=self.token,
+            call_id=request.call_id,
+            name=name,
+            arguments=arguments,
             signal=signal,
-            agent=execution.agent,
-            parent=execution.parent,
+            agent=env.agent,
+            parent=env.parent,
             _deferred=deferred,
         )
         body = cast("Callable[..., object]", tool.execute)
         if not is_async_body(body):
             return await self._invoke_sync(tool, body, context, signal, linked)
         run = cast("Callable[[JsonValue, ToolRunContext], Awaitable[object]]", body)
-        self._invoked = True
+        self._flags |= _INVOKED
         returned: object = _MISSING
         failure: Exception | None = None
         try:
-            if linked or signal is CancelSignal.never():
-                returned = await run(execution.arguments, context)
+            if linked or signal is _NEVER:
+                returned = await run(arguments, context)
             else:
                 with linked_cancel_scope(signal):
-                    returned = await run(execution.arguments, context)
+                    returned = await run(arguments, context)
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
@@ -385,12 +470,10 @@ class PreparedCall:
         if not linked:
             await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
-            _log_raised(execution, "the tool body", failure)
+            _log_raised(self, "the tool body", failure)
             return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING or signal.cancelled:
             return ABORTED  # noqa: ASYNC910
-        if not is_return_value(returned):
-            self._bad_return = returned
         return self._normalize(returned)  # noqa: ASYNC910
 
     async def _invoke_sync(
@@ -407,8 +490,7 @@ class PreparedCall:
         call gives up on the thread (abandoned), a thread that had not started yet does not run
         the body at all. So "cancelled while waiting for a slot" is exactly "never started".
         """
-        execution = self.execution
-        arguments = execution.arguments
+        arguments = self.arguments
         lock = threading.Lock()
         state = {"started": False, "given_up": False}
 
@@ -422,69 +504,92 @@ class PreparedCall:
 
         returned: object = _MISSING
         failure: Exception | None = None
-        scope = (
-            contextlib.nullcontext()
-            if signal is CancelSignal.never()
-            else linked_cancel_scope(signal)
-        )
+        scope = contextlib.nullcontext() if signal is _NEVER else linked_cancel_scope(signal)
         try:
             with scope:
                 (returned,) = await trio.to_thread.run_sync(
                     run,
                     abandon_on_cancel=tool.abandon_on_cancel,
-                    limiter=self._host.thread_limiter,
+                    limiter=self._env.host.thread_limiter,
                 )
         except Exception as exc:
             failure = exc
         finally:
             with lock:
                 state["given_up"] = True
-                self._invoked = state["started"]
+                if state["started"]:
+                    self._flags |= _INVOKED
+                else:
+                    self._flags &= ~_INVOKED
+        invoked = self._flags & _INVOKED
         if not linked:
             await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
-            _log_raised(execution, "the tool body", failure)
+            _log_raised(self, "the tool body", failure)
             return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING:
-            if not self._invoked:
+            if not invoked:
                 return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
             return ABANDONED if tool.abandon_on_cancel else ABORTED  # noqa: ASYNC910
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
             text = (
-                f'tool "{execution.name}": its body is a plain function that returned an '
+                f'tool "{self.name}": its body is a plain function that returned an '
                 f"awaitable ({type(returned).__name__}); declare it `async def`"
             )
-            logger.warning('tool "%s" (%s): %s', execution.name, execution.call_id, text)
+            logger.warning('tool "%s" (%s): %s', self.name, self.call_id, text)
             return text_error(text)  # noqa: ASYNC910
         if signal.cancelled:
             return ABORTED  # noqa: ASYNC910
-        if not is_return_value(returned):
-            self._bad_return = returned
         return self._normalize(returned)  # noqa: ASYNC910
 
     def _normalize(self, returned: object) -> ToolExecutionResult:
+        """Stage 7.6, remembering what stage 9 needs: a success built from a valid ``str`` is
+        final as it is; a value that is not content is named in the stage-9 log.
+        """
         result = normalize(returned)
         if type(returned) is str and valid_str(returned):
-            self._trusted = result
+            self._aux = result
+            self._flags |= _TRUSTED
+        else:
+            self._flags &= ~_TRUSTED
+            self._aux = _MISSING if is_return_value(returned) else returned
         return result
 
     # --- stages 8-10 ---------------------------------------------------------------------
 
     def _replace_if_cancelled(self, result: ToolExecutionResult) -> ToolExecutionResult:
-        if result.is_error or not self.execution.signal.cancelled:
+        if result.is_error or not self._env.signal.cancelled:
             return result
-        replacement = ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
+        replacement = ABORTED if self._flags & _INVOKED else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
         if contexts:
             return attrs.evolve(replacement, additional_contexts=contexts)
         return replacement
 
+    def _outcome(self) -> ToolExecutionResult:
+        """The post-result (a call that needed dispatch but never had it: aborted)."""
+        outcome = self._result
+        if outcome is None:
+            return self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
+        return outcome
+
     @property
-    def body_invoked(self) -> bool:
-        """Whether the tool body started (a sync body: whether its thread started it)."""
-        return self._invoked
+    def completes_at_once(self) -> bool:
+        """Whether :meth:`complete` would not await: no ``post_execute`` listener hears the call
+        (or its result is final already). Then :meth:`complete_now` does the same work.
+        """
+        env = self._env
+        return bool(self._flags & _FINAL) or not env.host.hooks.post_execute.for_agent(env.agent)
+
+    def complete_now(self) -> ToolExecutionResult:
+        """Stages 9-10 for a call that :attr:`completes_at_once` (synchronously)."""
+        result = self._result
+        if self._flags & _FINAL:
+            assert result is not None
+            return self._materialize(result)
+        return self._materialize(self._replace_if_cancelled(self._outcome()))
 
     async def complete(self) -> ToolExecutionResult:
         """Stages 8-10: the ``post_execute`` waterfall (for outcomes that reach it), the
@@ -496,37 +601,39 @@ class PreparedCall:
         ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
         never ran, the outcome is ``ABORTED_BEFORE_DISPATCH``.
         """
-        final = self._final
-        if final is None:
-            outcome = self._outcome
-            if outcome is None:
-                outcome = self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
-            if self._host.hooks.post_execute.for_agent(self.execution.agent):
-                final = await self._post_execute(outcome)
-            else:
-                final = self._replace_if_cancelled(outcome)
-        try:
-            if final is not self._trusted:  # the very object built from a valid str is final
+        if self.completes_at_once:
+            return self.complete_now()  # noqa: ASYNC910
+        return self._materialize(await self._post_execute(self._outcome()))
+
+    def _materialize(self, final: ToolExecutionResult) -> ToolExecutionResult:
+        """Stages 9-10: the final snapshot (not for the very success built from a valid str),
+        then the ``result`` observers.
+        """
+        trusted = bool(self._flags & _TRUSTED)
+        if not (trusted and final is self._aux):
+            try:
                 final = freeze_result(final)
-        except Invalid as invalid:
-            detail = str(invalid)
-            bad = self._bad_return
-            if bad is not _MISSING and detail.startswith("content[0] "):
-                detail = (
-                    f"a body returned {kind(bad)}, where str, content blocks or ToolOutput belong"
-                )
-            _log_invalid(self.execution, detail)
-            final = INVALID_RESULT
+            except Invalid as invalid:
+                detail = str(invalid)
+                bad = _MISSING if trusted else self._aux
+                if bad is not _MISSING and detail.startswith("content[0] "):
+                    detail = (
+                        f"a body returned {kind(bad)}, where str, content blocks or ToolOutput "
+                        "belong"
+                    )
+                _log_invalid(self, detail)
+                final = INVALID_RESULT
         self._notify(final)
-        return final  # noqa: ASYNC910
+        return final
 
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
-        execution = self.execution
-        listeners = self._host.hooks.post_execute.for_agent(execution.agent)
+        env = self._env
+        execution = self.execution()
+        listeners = env.host.hooks.post_execute.for_agent(env.agent)
         try:
             decision = cast(object, await _post_chain(listeners, execution, outcome)())
         except Exception as exc:
-            _log_raised(execution, "a post_execute listener", exc)
+            _log_raised(self, "a post_execute listener", exc)
             return error_result(exc)  # noqa: ASYNC910
         # Block is read first: a value that is somehow both is the restrictive one.
         try:
@@ -551,7 +658,7 @@ class PreparedCall:
                     f"tools/post-execute returned {describe(decision)}, not Accept or Block"
                 )
         except Exception as exc:  # a hand-built decision whose fields cannot be read
-            _log_raised(execution, "reading a post_execute decision", exc)
+            _log_raised(self, "reading a post_execute decision", exc)
             return text_error(
                 f"tools/post-execute returned an unreadable {type(decision).__name__}: "
                 + error_message(exc)
@@ -559,8 +666,12 @@ class PreparedCall:
         return self._replace_if_cancelled(result)
 
     def _notify(self, result: ToolExecutionResult) -> None:
-        execution = self.execution
-        for observer in self._host.hooks.result.for_agent(execution.agent):
+        env = self._env
+        observers = env.host.hooks.result.for_agent(env.agent)
+        if not observers:
+            return
+        execution = self.execution()
+        for observer in observers:
             try:
                 returned = observer(execution, result)
                 if inspect.isawaitable(returned):
@@ -570,8 +681,8 @@ class PreparedCall:
             except Exception as exc:
                 logger.warning(
                     'tool "%s" (%s): tools/result observer failed: %s',
-                    execution.name,
-                    execution.call_id,
+                    self.name,
+                    self.call_id,
                     error_message(exc),
                     exc_info=exc,
                 )
@@ -592,9 +703,25 @@ def _post_chain(
 
 
 async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall:
-    """Stages 0-6 of one call. Never raises for a tool or policy failure; raises
-    ``trio.Cancelled`` when the caller's trio scope is cancelled (at entry, or while a
-    ``pre_execute`` listener or the approval service awaits).
+    """Stages 0-6 of one call: a cancel point at entry, then :func:`prepare_call`.
+
+    Raises:
+        TypeError: ``input`` is not a :class:`ToolExecutionInput`.
+        trio.Cancelled: the caller's trio scope is cancelled (at entry, or while a
+            ``pre_execute`` listener or the approval service awaits).
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+    if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
+    env = CallEnv(host, input.signal, input.agent, input.parent)
+    return await prepare_call(env, input, input.arguments)
+
+
+async def prepare_call(env: CallEnv, request: CallRequest, arguments: object) -> PreparedCall:
+    """Stages 0-6 of one call (no cancel point of its own, unless a listener awaits).
+
+    Never raises for a tool or policy failure; raises ``trio.Cancelled`` when the caller's trio
+    scope is cancelled while a ``pre_execute`` listener or the approval service awaits.
 
     Fails closed: a decision the pipeline cannot read (not an ``Allow`` / ``Deny`` / ``Ask``,
     a ``Deny`` whose ``reason`` is not a ``str``, an ``Ask`` whose ``reason`` is neither
@@ -602,104 +729,78 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     never runs. A value that is an instance of several decision classes reads as the most
     restrictive one (``Deny``, then ``Ask``, then ``Allow``).
     """
-    await trio.lowlevel.checkpoint_if_cancelled()
-    if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
-    token = new_execution_token()
-    call_id = input.call_id
-    name = input.name
-    agent = input.agent
-    parent = input.parent
-    signal = input.signal
-    failure: ToolExecutionResult | None = None
-    rejected: BaseException | None = None
+    # stage 0: wins over a cancelled signal
     try:
-        arguments = snapshot_json(input.arguments)
+        frozen = snapshot_json(arguments)
     except JsonSnapshotError as exc:
-        arguments, failure, rejected = None, INVALID_ARGUMENTS, exc
+        logger.warning(
+            'tool "%s" (%s): arguments rejected at the JSON boundary: %s',
+            request.name,
+            request.call_id,
+            exc,
+        )
+        return PreparedCall(env, request, None).final_result(INVALID_ARGUMENTS)  # noqa: ASYNC910
     except Exception as exc:
-        arguments, failure, rejected = None, error_result(exc), exc
-    execution = ToolExecution(
-        token=token,
-        call_id=call_id,
-        name=name,
-        arguments=arguments,
-        signal=signal,
-        agent=agent,
-        parent=parent,
-    )
-    if failure is not None:  # stage 0: wins over a cancelled signal
-        if isinstance(rejected, JsonSnapshotError):
-            logger.warning(
-                'tool "%s" (%s): arguments rejected at the JSON boundary: %s',
-                name,
-                call_id,
-                rejected,
-            )
-        else:
-            assert rejected is not None
-            _log_raised(execution, "reading the arguments", rejected)
-        return PreparedCall(host, execution, final=failure)
+        prepared = PreparedCall(env, request, None)
+        _log_raised(prepared, "reading the arguments", exc)
+        return prepared.final_result(error_result(exc))  # noqa: ASYNC910
+    prepared = PreparedCall(env, request, frozen)
+    signal = env.signal
     if signal.cancelled:  # stage 1
-        return PreparedCall(host, execution, final=ABORTED_BEFORE_DISPATCH)
+        return prepared.final_result(ABORTED_BEFORE_DISPATCH)  # noqa: ASYNC910
+    host = env.host
 
     # stage 2
     decision: object = _ALLOW
-    listeners = host.hooks.pre_execute.for_agent(agent)
+    listeners = host.hooks.pre_execute.for_agent(env.agent)
     if listeners:
         try:
-            decision = await _pre_chain(listeners, execution)()
+            decision = await _pre_chain(listeners, prepared.execution())()
         except Exception as exc:  # more specific than a concurrent cancellation
-            _log_raised(execution, "a pre_execute listener", exc)
-            return PreparedCall(host, execution, final=error_result(exc))
+            _log_raised(prepared, "a pre_execute listener", exc)
+            return prepared.final_result(error_result(exc))  # noqa: ASYNC910
 
     # stage 3
     approval_cancelled = False
     if not isinstance(decision, Deny) and isinstance(decision, Ask):
         try:
-            decision, approval_cancelled = await _resolve_ask(host, execution, decision)
+            decision, approval_cancelled = await _resolve_ask(host, prepared.execution(), decision)
         except Exception as exc:
-            _log_raised(execution, "the approval service", exc)
-            return PreparedCall(host, execution, final=error_result(exc))
+            _log_raised(prepared, "the approval service", exc)
+            return prepared.final_result(error_result(exc))  # noqa: ASYNC910
 
     # stage 4
     if approval_cancelled and signal.cancelled:
-        return PreparedCall(host, execution, outcome=ABORTED_BEFORE_DISPATCH)
+        return prepared.post_result(ABORTED_BEFORE_DISPATCH)  # noqa: ASYNC910
 
     # stage 5: Deny is read first, so a value that is somehow Deny and Allow denies
     if isinstance(decision, Deny):
-        reason = _deny_reason(execution, decision)
+        reason = _deny_reason(prepared, decision)
         if reason is None:
-            return PreparedCall(
-                host,
-                execution,
-                final=text_error(
+            return prepared.final_result(  # noqa: ASYNC910
+                text_error(
                     f"tools/pre-execute returned a Deny whose reason is not a str "
                     f"({describe(_read_reason(decision))}); the call is denied"
-                ),
+                )
             )
     elif isinstance(decision, Allow):
         try:
-            reason = host.evaluate_guards(execution)
+            reason = host.evaluate_guards(env.agent, prepared.execution)
         except Exception as exc:
-            _log_raised(execution, "a guard", exc)
-            return PreparedCall(host, execution, final=error_result(exc))
+            _log_raised(prepared, "a guard", exc)
+            return prepared.final_result(error_result(exc))  # noqa: ASYNC910
     else:
-        return PreparedCall(
-            host,
-            execution,
-            final=text_error(
-                f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask"
-            ),
+        return prepared.final_result(  # noqa: ASYNC910
+            text_error(f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask")
         )
     # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
-        return PreparedCall(host, execution, outcome=text_error(reason_text(reason)))
+        return prepared.post_result(text_error(reason_text(reason)))  # noqa: ASYNC910
 
     # stage 6
     if signal.cancelled:
-        return PreparedCall(host, execution, outcome=ABORTED_BEFORE_DISPATCH)
-    return PreparedCall(host, execution, needs_dispatch=True)
+        return prepared.post_result(ABORTED_BEFORE_DISPATCH)  # noqa: ASYNC910
+    return prepared.allow()  # noqa: ASYNC910
 
 
 def _read_reason(decision: Deny | Ask) -> object:
@@ -709,7 +810,7 @@ def _read_reason(decision: Deny | Ask) -> object:
         return exc
 
 
-def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
+def _deny_reason(call: CallRequest, decision: Deny) -> str | None:
     """The reason of a ``Deny``, or ``None`` when it cannot be read as a ``str`` (a decision
     built around the constructor's check, or a subclass whose ``reason`` misbehaves).
     """
@@ -719,8 +820,8 @@ def _deny_reason(execution: ToolExecution, decision: Deny) -> str | None:
     logger.warning(
         'tool "%s" (%s): a pre_execute listener returned a Deny whose reason is %s, not a str; '
         "the call is denied",
-        execution.name,
-        execution.call_id,
+        call.name,
+        call.call_id,
         kind(reason),
     )
     return None

@@ -15,7 +15,7 @@ from typing import Final, final
 
 import trio
 
-from ._definition import ToolDefinition, ToolSchema, check_timeout
+from ._definition import ToolDefinition, ToolSchema, check_timeout, runs_in_parallel
 from ._disposer import Disposer
 from ._execution import (
     ApprovalService,
@@ -358,28 +358,24 @@ class ToolRegistry(_HostHolder):
         ``is_concurrency_safe(arguments)`` returns exactly ``True``; a missing tool, a missing
         or raising classifier, or any other return value means exclusive.
         """
-        tool = self._lookup(call.name, call.agent)
-        if tool is None:
-            return ToolExecutionMode.EXCLUSIVE
-        classify = tool.is_concurrency_safe
-        if classify is None:
-            return ToolExecutionMode.EXCLUSIVE
-        try:
-            safe = classify(call.arguments)
-        except Exception:
-            return ToolExecutionMode.EXCLUSIVE
-        return ToolExecutionMode.PARALLEL if safe is True else ToolExecutionMode.EXCLUSIVE
+        if runs_in_parallel(self._lookup(call.name, call.agent), call.arguments):
+            return ToolExecutionMode.PARALLEL
+        return ToolExecutionMode.EXCLUSIVE
 
     # --- execution -----------------------------------------------------------------------
 
-    def _evaluate_guards(self, execution: ToolExecution) -> str | None:
-        reason = _evaluate_guards(self._global, execution)
+    def _evaluate_guards(self, agent: object, execution: Callable[[], ToolExecution]) -> str | None:
+        layer = self._state.layer_of(agent)
+        if not self._global.guards.live and (layer is None or not layer.guards.live):
+            return None  # no guard applies: the view is never built
+        view = execution()
+        reason = _evaluate_guards(self._global, view)
         if reason is not None:
             return reason
-        layer = self._state.layer_of(execution.agent)
+        layer = self._state.layer_of(agent)  # again: a global guard may have changed scopes
         if layer is None:
             return None
-        return _evaluate_guards(layer, execution)
+        return _evaluate_guards(layer, view)
 
     async def execute(self, input: ToolExecutionInput) -> ToolExecutionResult:
         """Run one tool call through the whole pipeline and return its final result.

@@ -38,9 +38,10 @@ import trio
 from ._arguments import parse_call_arguments
 from ._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
 from ._content import HookContext
+from ._definition import runs_in_parallel
 from ._execution import ToolExecutionInput, ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
-from ._pipeline import PipelineHost, PreparedCall, prepare
+from ._pipeline import CallEnv, PipelineHost, PreparedCall, prepare_call
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
@@ -295,15 +296,19 @@ class _Batch:
     limits: dict[str, int] = attrs.field(factory=lambda: dict[str, int]())
     class_in_flight: dict[str, int] = attrs.field(init=False, factory=lambda: dict[str, int]())
     class_of: dict[int, str] = attrs.field(init=False, factory=lambda: dict[int, str]())
-    # per call, O(1) each: the input (built when first classified), the prepared call until it
-    # commits, whether it is ready to commit, its tool/call seq, its result
-    inputs: list[ToolExecutionInput | None] = attrs.field(init=False)
+    # the next call's parsed arguments, kept from its classification for its start
+    next_index: int = -1
+    next_arguments: object = None
+    # per call, O(1) each: the prepared call until it commits, whether it is ready to commit,
+    # its tool/call seq, its result
     prepared: list[PreparedCall | None] = attrs.field(init=False)
     ready: bytearray = attrs.field(init=False)
     call_seqs: list[int] = attrs.field(init=False)
     results: list[ToolExecutionResult | None] = attrs.field(init=False)
     contexts: list[HookContext] = attrs.field(init=False, factory=lambda: list[HookContext]())
     host: PipelineHost = attrs.field(init=False)
+    env: CallEnv = attrs.field(init=False)
+    own_mode: bool = attrs.field(init=False)
     started: int = 0
     committed: int = 0
     in_flight: int = 0
@@ -318,7 +323,8 @@ class _Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
-        self.inputs = [None] * n
+        self.env = CallEnv(self.host, self.signal, self.agent)
+        self.own_mode = type(self.registry).execution_mode is not ToolRegistry.execution_mode
         self.prepared = [None] * n
         self.ready = bytearray(n)
         self.call_seqs = [0] * n if self.session is not None else []
@@ -425,44 +431,58 @@ class _Batch:
             contexts=tuple(self.contexts),
         )
 
-    def _input(self, index: int) -> ToolExecutionInput:
-        built = self.inputs[index]
-        if built is None:
-            call = self.calls[index]
-            built = self.inputs[index] = ToolExecutionInput(
-                call_id=call.call_id,
-                name=call.name,
-                arguments=parse_call_arguments(call.arguments),
-                signal=self.signal,
-                agent=self.agent,
-            )
-        return built
+    def _arguments(self, index: int) -> object:
+        """The call's arguments, parsed and frozen once (by its classification or its start)."""
+        if self.next_index != index:
+            self.next_arguments = parse_call_arguments(self.calls[index].arguments)
+            self.next_index = index
+        return self.next_arguments
 
     def _is_parallel(self, index: int) -> bool:
-        return self.registry.execution_mode(self._input(index)).kind == "parallel"
+        call = self.calls[index]
+        arguments = self._arguments(index)
+        if self.own_mode:
+            # a registry that overrides execution_mode classifies through it
+            mode = self.registry.execution_mode(
+                ToolExecutionInput(
+                    call_id=call.call_id,
+                    name=call.name,
+                    arguments=arguments,
+                    signal=self.signal,
+                    agent=self.agent,
+                )
+            )
+            return mode.kind == "parallel"
+        return runs_in_parallel(self.host.lookup(call.name, self.agent), arguments)
 
     async def _start(self, index: int) -> PreparedCall:
         """Append the call's ``tool/call`` and run its prepare stages (on the lane)."""
         if self.session is not None:
             self._append_call(index)
         self.started = index + 1
-        call_input = self._input(index)
-        self.inputs[index] = None
-        prepared = await prepare(self.host, call_input)
+        arguments = self._arguments(index)
+        self.next_index = -1
+        self.next_arguments = None
+        # the pipeline's cancel point at entry
+        await trio.lowlevel.checkpoint_if_cancelled()
+        prepared = await prepare_call(self.env, self.calls[index], arguments)
         self.prepared[index] = prepared
         return prepared
 
     def _may_commit(self) -> bool:
         return self.committed < self.started and self.ready[self.committed] == _READY
 
-    async def _commit_next(self) -> None:
+    async def _commit_next(self) -> None:  # noqa: ASYNC910 (the lane yields per group)
         """Commit the call at the cursor: its complete stages, its ``tool/result``, its
         contexts into the batch FIFO (on the lane).
         """
         index = self.committed
         prepared = self.prepared[index]
         assert prepared is not None
-        result = await prepared.complete()
+        if prepared.completes_at_once:
+            result = prepared.complete_now()
+        else:
+            result = await prepared.complete()
         self.results[index] = result
         if self.session is not None:
             self._append_result(index, result)
