@@ -53,6 +53,9 @@ INTERNAL: Final = frozenset(
         ("_errors", "format_js_number"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
+        # the validate-once memo: compile_spec records which validator accepted a frozen value
+        ("_json", "checked_by"),
+        ("_json", "mark_checked"),
         # the pipeline's constructors for a token and a fast success result
         ("_execution", "new_execution_token"),
         ("_execution", "success_result"),

@@ -36,7 +36,9 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "FrozenJsonObject",
     "JsonValue",
+    "checked_by",
     "dumps_json",
+    "mark_checked",
     "snapshot_json",
     "thaw_json",
 ]
@@ -68,10 +70,12 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     nested again.
     """
 
-    __slots__ = ("_depth", "_hash")
+    __slots__ = ("_checked_by", "_depth", "_hash")
 
     _depth: int  # how many container levels it spans, itself included
     _hash: int  # unset until the first hash() (slot left empty: cheaper to build)
+    # the last argument validator that accepted it (see mark_checked); unset until then
+    _checked_by: object
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("FrozenJsonObject has no public constructor: use snapshot_json(mapping)")
@@ -136,6 +140,22 @@ _fill: Final = cast(
 )
 _set_depth: Final = FrozenJsonObject.__dict__["_depth"].__set__
 _set_hash: Final = FrozenJsonObject.__dict__["_hash"].__set__
+_set_checked_by: Final = FrozenJsonObject.__dict__["_checked_by"].__set__
+
+
+def checked_by(value: FrozenJsonObject) -> object:
+    """The validator :func:`mark_checked` last recorded for ``value``, or ``None`` (internal).
+
+    A frozen value cannot change, so a validator that accepted it once accepts it again: the
+    classifier and the body of a ``define_tool`` tool validate a call's arguments once between
+    them this way.
+    """
+    return getattr(value, "_checked_by", None)
+
+
+def mark_checked(value: FrozenJsonObject, validator: object) -> None:
+    """Record that ``validator`` accepted ``value`` (internal; see :func:`checked_by`)."""
+    _set_checked_by(value, validator)
 
 
 def _unpickle_frozen(data: object) -> FrozenJsonObject:

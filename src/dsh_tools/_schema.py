@@ -20,7 +20,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedDict
 
 from ._errors import format_js_json
-from ._json import MAX_DEPTH, FrozenJsonObject, json_kind, snapshot_json, thaw_json
+from ._json import (
+    MAX_DEPTH,
+    FrozenJsonObject,
+    checked_by,
+    json_kind,
+    mark_checked,
+    snapshot_json,
+    thaw_json,
+)
 
 __all__ = [
     "SchemaProp",
@@ -267,7 +275,12 @@ def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
     def validate(args: object) -> list[str]:
         out: list[str] = []
         if type(args) is FrozenJsonObject:
+            # frozen arguments are checked once per validator (the classifier, then the body)
+            if checked_by(args) is validate:
+                return out
             _check_fields(args, "", fields, out)
+            if not out:
+                mark_checked(args, validate)
         elif isinstance(args, Mapping):
             _check_fields(typing.cast("Mapping[str, object]", args), "", fields, out)
         else:
