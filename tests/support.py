@@ -9,8 +9,29 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from dsh_tools import (
+    ApprovalService,
+    CancelSignal,
+    PostExecuteNext,
+    PostToolDecision,
+    TextBlock,
+    ToolBody,
+    ToolCallRequest,
+    ToolDefinition,
+    ToolErrorInfo,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolRunContext,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository's root folder."""
@@ -36,3 +57,129 @@ def load_module(path: Path, module_name: str) -> ModuleType:
 def load_example(name: str) -> ModuleType:
     """Import ``docs/examples/<name>`` as a real module, once."""
     return load_module(EXAMPLES / name, f"docs_example_{name.removesuffix('.py')}")
+
+
+# --- values that tests compare against ----------------------------------------------------------
+
+
+class Agent:
+    """An agent object for a call: tests pass one down and check it arrives as is."""
+
+
+NOTHING: list[str] = []
+"""Nothing ran (compare a list of what ran against it; never append to it)."""
+
+
+def error_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
+    """The error result whose one text block is ``text``."""
+    return ToolExecutionResult(content=(TextBlock(text=text),), is_error=True, error=error)
+
+
+def first_text(result: ToolExecutionResult) -> str:
+    """The text of ``result``'s first block, which must be a text block."""
+    block = result.content[0]
+    assert isinstance(block, TextBlock)
+    return block.text
+
+
+def outcome_code(result: ToolExecutionResult) -> str:
+    """``"ok"`` for a success, else the error's code (``"error"`` when it carries none)."""
+    if not result.is_error:
+        return "ok"
+    return result.error.code if result.error is not None else "error"
+
+
+def jsonschema_accepts(schema: Mapping[str, Any], value: Any) -> bool:
+    """Whether the reference JSON Schema validator (draft 2020-12) accepts ``value``."""
+    return Draft202012Validator(schema).is_valid(value)  # pyright: ignore[reportUnknownMemberType]
+
+
+# --- tools and registries -----------------------------------------------------------------------
+
+
+async def ok_body(args: object, context: ToolRunContext) -> str:
+    """A tool body that returns ``"ok"``."""
+    return "ok"
+
+
+def noting_body(ran: list[str], reply: str = "ok") -> ToolBody:
+    """A tool body that appends ``"body"`` to ``ran`` and returns ``reply``."""
+
+    async def body(args: object, context: ToolRunContext) -> str:
+        ran.append("body")
+        return reply
+
+    return body
+
+
+def tool(
+    name: str = "t",
+    execute: ToolBody = ok_body,
+    *,
+    description: str = "d",
+    parameters: Mapping[str, object] | None = None,
+    parallel: bool = False,
+    timeout: float | None = None,
+) -> ToolDefinition:
+    """A tool whose JSON Schema is ``parameters`` (default ``{}``: any arguments); ``parallel``
+    makes it concurrency-safe for every call."""
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters={} if parameters is None else parameters,
+        execute=execute,
+        timeout=timeout,
+        is_concurrency_safe=(lambda _args: True) if parallel else None,
+    )
+
+
+def registry_with(
+    *definitions: ToolDefinition, approval: ApprovalService | None = None
+) -> ToolRegistry:
+    """A registry holding ``definitions``, in that order."""
+    registry = ToolRegistry(approval=approval)
+    for definition in definitions:
+        registry.register(definition)
+    return registry
+
+
+def record_post_execute(registry: ToolRegistry) -> list[ToolExecutionResult]:
+    """Add a ``post_execute`` listener to ``registry`` that notes each result it sees and passes
+    on; returns the list it notes them in."""
+    seen: list[ToolExecutionResult] = []
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        seen.append(result)
+        return await next()
+
+    registry.hooks.post_execute.add(post)
+    return seen
+
+
+# --- calls ----------------------------------------------------------------------------------------
+
+
+def request(call_id: str, name: str, arguments: str = "{}") -> ToolCallRequest:
+    """The model's request to call ``name`` (with no arguments unless given)."""
+    return ToolCallRequest(call_id=call_id, name=name, arguments=arguments)
+
+
+def execution_input(
+    name: str = "t",
+    arguments: object = None,
+    *,
+    call_id: str = "c1",
+    signal: CancelSignal | None = None,
+    agent: object = None,
+) -> ToolExecutionInput:
+    """One call for ``ToolRegistry.execute``: no arguments (``{}``) and a signal that never
+    fires unless given."""
+    return ToolExecutionInput(
+        call_id=call_id,
+        name=name,
+        arguments={} if arguments is None else arguments,
+        signal=CancelSignal.never() if signal is None else signal,
+        agent=agent,
+    )

@@ -46,12 +46,9 @@ from dsh_tools import (
     run_tool_calls,
 )
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
+from support import Agent
 
 NO_RESULTS: list[ToolExecutionResult] = []
-
-
-class Agent:
-    pass
 
 
 class Harness:

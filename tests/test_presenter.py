@@ -34,10 +34,7 @@ from dsh_tools import (
     snapshot_json,
     tool_result_from_event,
 )
-
-
-async def _body(args: object, context: object) -> str:
-    return "ok"
+from support import ok_body
 
 
 def _tool(
@@ -50,7 +47,7 @@ def _tool(
         name=name,
         description="a tool",
         parameters={"type": "object"},
-        execute=_body,
+        execute=ok_body,
         present_call=present_call,
         present_result=present_result,
     )

@@ -35,12 +35,9 @@ from dsh_tools import (
     UserSource,
 )
 from dsh_tools.acp import AcpSessionBridge, relativize_title
+from support import ok_body
 
 CWD = "/home/u/proj"
-
-
-async def _body(args: object, context: object) -> str:
-    return "ok"
 
 
 def _bridge(
@@ -56,7 +53,7 @@ def _bridge(
             name="tool",
             description="a tool",
             parameters={"type": "object"},
-            execute=_body,
+            execute=ok_body,
             present_call=present_call,
             present_result=present_result,
         )
