@@ -18,7 +18,6 @@ from dsh_tools import (
     ToolBatch,
     ToolBatchInfo,
     ToolCallEvent,
-    ToolCallRequest,
     ToolDefinition,
     ToolExecutionResult,
     ToolRegistry,
@@ -27,14 +26,11 @@ from dsh_tools import (
     define_tool,
     run_tool_calls,
 )
+from support import request
 
 NEVER = CancelSignal.never()
 
 CURRENT = contextvars.ContextVar[str]("current", default="-")
-
-
-def call(name: str, call_id: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
 
 
 def sleeper(
@@ -84,7 +80,7 @@ async def test_listeners_wrap_the_batch_outermost_first_and_prepend_goes_outside
     registry.hooks.batch.add(listener("first"))
     registry.hooks.batch.add(listener("second"))
     registry.hooks.batch.add(listener("outermost"), prepend=True)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+    batch = await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
     assert ["a done"] == texts(batch)
     assert [
         "outermost in",
@@ -106,7 +102,7 @@ async def test_a_listener_is_told_the_batch_it_wraps() -> None:
         return await next_()
 
     registry.hooks.batch.add(wrap)
-    calls = [call("a", "1"), call("b", "2")]
+    calls = [request("1", "a"), request("2", "b")]
     await run_tool_calls(registry, calls, signal=signal, agent="planner", turn=3, step=4)
     assert [
         ToolBatchInfo(agent="planner", calls=tuple(calls), turn=3, step=4, signal=signal)
@@ -131,7 +127,9 @@ async def test_a_contextvar_set_by_a_listener_is_seen_by_pool_and_barrier_bodies
 
     registry.hooks.batch.add(wrap)
     started = trio.current_time()
-    await run_tool_calls(registry, [call("a", "1"), call("b", "2"), call("x", "3")], signal=NEVER)
+    await run_tool_calls(
+        registry, [request("1", "a"), request("2", "b"), request("3", "x")], signal=NEVER
+    )
     assert 2 == trio.current_time() - started  # the pool overlapped, then the barrier
     assert [("1", "in the batch"), ("2", "in the batch"), ("3", "in the batch")] == sorted(seen)
     assert "-" == CURRENT.get()
@@ -185,7 +183,7 @@ async def test_a_listener_may_answer_the_batch_without_running_it() -> None:
 
     registry.hooks.batch.add(answer)
     batch = await run_tool_calls(
-        registry, [call("a", "1"), call("a", "2")], signal=NEVER, session=session
+        registry, [request("1", "a"), request("2", "a")], signal=NEVER, session=session
     )
     assert (["cached 1", "cached 2"], [], []) == (texts(batch), seen, list(session.events()))
 
@@ -218,7 +216,7 @@ async def test_a_listener_that_returns_something_else_than_one_result_per_call_i
 
     registry.hooks.batch.add(wrong)
     with pytest.raises(error) as raised:
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+        await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
     assert message == str(raised.value)
 
 
@@ -238,7 +236,7 @@ async def test_an_outer_listener_sees_what_an_inner_one_returned_instead() -> No
 
     registry.hooks.batch.add(outer)
     registry.hooks.batch.add(replace)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+    batch = await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
     assert (["replaced"], [["replaced"]]) == (texts(batch), outer_saw)
 
 
@@ -257,7 +255,7 @@ async def test_calling_next_twice_raises_and_the_batch_ran_once() -> None:
         return batch
 
     registry.hooks.batch.add(twice)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+    batch = await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
     assert (["a done"], [("1", "-")]) == (texts(batch), seen)
     assert ["a batch hook listener called next() twice; a batch runs once"] == [
         str(exc) for exc in second
@@ -279,7 +277,7 @@ async def test_a_raising_listener_propagates_after_the_batch_it_ran_has_finished
 
     registry.hooks.batch.add(broken)
     with pytest.raises(LookupError, match="listener bug"):
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER, session=session)
+        await run_tool_calls(registry, [request("1", "a")], signal=NEVER, session=session)
     assert [5] == finished_at
     assert [ToolCallEvent, ToolResultEvent] == [type(event) for event in session.events()]
 
@@ -294,7 +292,7 @@ async def test_a_listener_raising_before_next_runs_no_call() -> None:
 
     registry.hooks.batch.add(refuse)
     with pytest.raises(PermissionError, match="not now"):
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+        await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
     assert [] == seen
 
 
@@ -312,7 +310,7 @@ async def test_cancelling_the_callers_scope_while_a_listener_waits_runs_no_call(
 
     registry.hooks.batch.add(slow)
     with trio.move_on_after(1) as scope:
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER, session=session)
+        await run_tool_calls(registry, [request("1", "a")], signal=NEVER, session=session)
     assert (True, [], []) == (scope.cancelled_caught, seen, list(session.events()))
 
 
@@ -333,7 +331,7 @@ async def test_cancelling_the_callers_scope_inside_next_unwinds_every_body_first
 
     registry.hooks.batch.add(wrap)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER, session=session)
+        await run_tool_calls(registry, [request("1", "a")], signal=NEVER, session=session)
     assert ["unwound at 1.0"] == outcome
     results = [event for event in session.events() if isinstance(event, ToolResultEvent)]
     assert ["ABORTED"] == [event.error.code for event in results if event.error is not None]

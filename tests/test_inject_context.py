@@ -16,7 +16,6 @@ from dsh_tools import (
     PluginSource,
     TextBlock,
     ToolCallEvent,
-    ToolCallRequest,
     ToolDefinition,
     ToolRegistry,
     ToolResultEvent,
@@ -25,6 +24,7 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
+from support import request
 
 
 def _context(label: str, meta: object = None) -> HookContext:
@@ -36,10 +36,6 @@ def _context(label: str, meta: object = None) -> HookContext:
 def _label(context: HookContext) -> str:
     assert isinstance(context.source, PluginSource)
     return context.source.plugin
-
-
-def _call(call_id: str, name: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
 
 
 def test_inject_context_outside_a_batch_is_a_runtime_error() -> None:
@@ -80,7 +76,7 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
 
     batch = await run_tool_calls(
         registry,
-        [_call("c1", "slow"), _call("c2", "injector")],
+        [request("c1", "slow"), request("c2", "injector")],
         signal=CancelSignal.never(),
         session=session,
     )
@@ -107,7 +103,7 @@ async def test_a_context_that_is_not_lossless_json_is_refused_at_injection() -> 
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
 
-    batch = await run_tool_calls(registry, [_call("c1", "t")], signal=CancelSignal.never())
+    batch = await run_tool_calls(registry, [request("c1", "t")], signal=CancelSignal.never())
 
     block = batch.results[0].content[0]
     assert (
@@ -125,7 +121,7 @@ async def test_an_injection_after_the_batch_settled_is_refused() -> None:
         return "ok"
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
-    await run_tool_calls(registry, [_call("c1", "t")], signal=CancelSignal.never())
+    await run_tool_calls(registry, [request("c1", "t")], signal=CancelSignal.never())
 
     with pytest.raises(RuntimeError) as caught:
         captured[0].run(inject_context, _context("late"))
