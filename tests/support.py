@@ -21,7 +21,9 @@ from dsh_tools import (
     CancelSignal,
     PostExecuteNext,
     PostToolDecision,
+    SessionLog,
     TextBlock,
+    ToolBatch,
     ToolBody,
     ToolCallRequest,
     ToolDefinition,
@@ -31,6 +33,7 @@ from dsh_tools import (
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
+    run_tool_calls,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,4 +185,22 @@ def execution_input(
         arguments={} if arguments is None else arguments,
         signal=CancelSignal.never() if signal is None else signal,
         agent=agent,
+    )
+
+
+async def run_calls(
+    registry: ToolRegistry,
+    *calls: ToolCallRequest,
+    signal: CancelSignal | None = None,
+    agent: object = None,
+    session: SessionLog | None = None,
+) -> ToolBatch:
+    """``run_tool_calls`` on ``calls``, as one batch, with a signal that never fires unless
+    given."""
+    return await run_tool_calls(
+        registry,
+        calls,
+        signal=CancelSignal.never() if signal is None else signal,
+        agent=agent,
+        session=session,
     )

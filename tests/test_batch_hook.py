@@ -26,9 +26,7 @@ from dsh_tools import (
     define_tool,
     run_tool_calls,
 )
-from support import request
-
-NEVER = CancelSignal.never()
+from support import request, run_calls
 
 CURRENT = contextvars.ContextVar[str]("current", default="-")
 
@@ -80,7 +78,7 @@ async def test_listeners_wrap_the_batch_outermost_first_and_prepend_goes_outside
     registry.hooks.batch.add(listener("first"))
     registry.hooks.batch.add(listener("second"))
     registry.hooks.batch.add(listener("outermost"), prepend=True)
-    batch = await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
+    batch = await run_calls(registry, request("1", "a"))
     assert ["a done"] == texts(batch)
     assert [
         "outermost in",
@@ -127,9 +125,7 @@ async def test_a_contextvar_set_by_a_listener_is_seen_by_pool_and_barrier_bodies
 
     registry.hooks.batch.add(wrap)
     started = trio.current_time()
-    await run_tool_calls(
-        registry, [request("1", "a"), request("2", "b"), request("3", "x")], signal=NEVER
-    )
+    await run_calls(registry, request("1", "a"), request("2", "b"), request("3", "x"))
     assert 2 == trio.current_time() - started  # the pool overlapped, then the barrier
     assert [("1", "in the batch"), ("2", "in the batch"), ("3", "in the batch")] == sorted(seen)
     assert "-" == CURRENT.get()
@@ -149,9 +145,9 @@ async def test_a_scoped_listener_hears_only_its_agents_batches_and_a_global_one_
     planner = object()
     registry.hooks.batch.add(listener("global"))
     registry.scope(planner).hooks.batch.add(listener("planner's"))
-    await run_tool_calls(registry, [], signal=NEVER, agent=planner)
-    await run_tool_calls(registry, [], signal=NEVER, agent=object.__new__(object))
-    await run_tool_calls(registry, [], signal=NEVER)
+    await run_calls(registry, agent=planner)
+    await run_calls(registry, agent=object.__new__(object))
+    await run_calls(registry)
     assert ["global", "planner's", "global", "global"] == [name for name, _agent in heard]
     assert planner is heard[1][1]
 
@@ -168,7 +164,7 @@ async def test_disposing_a_listener_or_closing_its_scope_removes_it() -> None:
     with registry.scope("scoped") as scope:
         scope.hooks.batch.add(wrap)
     dispose()
-    await run_tool_calls(registry, [], signal=NEVER, agent="scoped")
+    await run_calls(registry, agent="scoped")
     assert [] == heard
 
 
@@ -182,9 +178,7 @@ async def test_a_listener_may_answer_the_batch_without_running_it() -> None:
         return ToolBatch(results=tuple(ok(f"cached {c.call_id}") for c in info.calls), contexts=())
 
     registry.hooks.batch.add(answer)
-    batch = await run_tool_calls(
-        registry, [request("1", "a"), request("2", "a")], signal=NEVER, session=session
-    )
+    batch = await run_calls(registry, request("1", "a"), request("2", "a"), session=session)
     assert (["cached 1", "cached 2"], [], []) == (texts(batch), seen, list(session.events()))
 
 
@@ -216,7 +210,7 @@ async def test_a_listener_that_returns_something_else_than_one_result_per_call_i
 
     registry.hooks.batch.add(wrong)
     with pytest.raises(error) as raised:
-        await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
+        await run_calls(registry, request("1", "a"))
     assert message == str(raised.value)
 
 
@@ -236,7 +230,7 @@ async def test_an_outer_listener_sees_what_an_inner_one_returned_instead() -> No
 
     registry.hooks.batch.add(outer)
     registry.hooks.batch.add(replace)
-    batch = await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
+    batch = await run_calls(registry, request("1", "a"))
     assert (["replaced"], [["replaced"]]) == (texts(batch), outer_saw)
 
 
@@ -255,7 +249,7 @@ async def test_calling_next_twice_raises_and_the_batch_ran_once() -> None:
         return batch
 
     registry.hooks.batch.add(twice)
-    batch = await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
+    batch = await run_calls(registry, request("1", "a"))
     assert (["a done"], [("1", "-")]) == (texts(batch), seen)
     assert ["a batch hook listener called next() twice; a batch runs once"] == [
         str(exc) for exc in second
@@ -277,7 +271,7 @@ async def test_a_raising_listener_propagates_after_the_batch_it_ran_has_finished
 
     registry.hooks.batch.add(broken)
     with pytest.raises(LookupError, match="listener bug"):
-        await run_tool_calls(registry, [request("1", "a")], signal=NEVER, session=session)
+        await run_calls(registry, request("1", "a"), session=session)
     assert [5] == finished_at
     assert [ToolCallEvent, ToolResultEvent] == [type(event) for event in session.events()]
 
@@ -292,7 +286,7 @@ async def test_a_listener_raising_before_next_runs_no_call() -> None:
 
     registry.hooks.batch.add(refuse)
     with pytest.raises(PermissionError, match="not now"):
-        await run_tool_calls(registry, [request("1", "a")], signal=NEVER)
+        await run_calls(registry, request("1", "a"))
     assert [] == seen
 
 
@@ -310,7 +304,7 @@ async def test_cancelling_the_callers_scope_while_a_listener_waits_runs_no_call(
 
     registry.hooks.batch.add(slow)
     with trio.move_on_after(1) as scope:
-        await run_tool_calls(registry, [request("1", "a")], signal=NEVER, session=session)
+        await run_calls(registry, request("1", "a"), session=session)
     assert (True, [], []) == (scope.cancelled_caught, seen, list(session.events()))
 
 
@@ -331,7 +325,7 @@ async def test_cancelling_the_callers_scope_inside_next_unwinds_every_body_first
 
     registry.hooks.batch.add(wrap)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [request("1", "a")], signal=NEVER, session=session)
+        await run_calls(registry, request("1", "a"), session=session)
     assert ["unwound at 1.0"] == outcome
     results = [event for event in session.events() if isinstance(event, ToolResultEvent)]
     assert ["ABORTED"] == [event.error.code for event in results if event.error is not None]
@@ -351,5 +345,5 @@ async def test_run_tool_calls_is_a_checkpoint_on_every_path_with_a_listener(path
     registry.hooks.batch.add(listener)
     with trio.CancelScope() as scope:
         scope.cancel()
-        await run_tool_calls(registry, [], signal=NEVER)
+        await run_calls(registry)
     assert scope.cancelled_caught

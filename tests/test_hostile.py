@@ -44,11 +44,10 @@ from dsh_tools import (
     ToolRunContext,
     UserSource,
     define_tool,
-    run_tool_calls,
     schema_spec_to_json_schema,
     validate_args,
 )
-from support import Agent, execution_input, first_text, registry_with, tool
+from support import Agent, execution_input, first_text, registry_with, run_calls, tool
 
 SECRET = "SECRET DATA"
 
@@ -463,7 +462,7 @@ async def test_a_lone_surrogate_from_the_model_never_loses_the_batch(
     registry.register(ToolDefinition(name="echo", description="d", parameters={}, execute=_echo))
     session = MemorySessionLog()
 
-    batch = await run_tool_calls(registry, [call], signal=CancelSignal.never(), session=session)
+    batch = await run_calls(registry, call, session=session)
 
     events = session.events()
     assert (

@@ -24,7 +24,7 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
-from support import request
+from support import request, run_calls
 
 
 def _context(label: str, meta: object = None) -> HookContext:
@@ -103,7 +103,7 @@ async def test_a_context_that_is_not_lossless_json_is_refused_at_injection() -> 
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
 
-    batch = await run_tool_calls(registry, [request("c1", "t")], signal=CancelSignal.never())
+    batch = await run_calls(registry, request("c1", "t"))
 
     block = batch.results[0].content[0]
     assert (
@@ -121,7 +121,7 @@ async def test_an_injection_after_the_batch_settled_is_refused() -> None:
         return "ok"
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
-    await run_tool_calls(registry, [request("c1", "t")], signal=CancelSignal.never())
+    await run_calls(registry, request("c1", "t"))
 
     with pytest.raises(RuntimeError) as caught:
         captured[0].run(inject_context, _context("late"))

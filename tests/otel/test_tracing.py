@@ -26,7 +26,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.otel import BATCH_SPAN, OTHER_ERROR, install_tracing
-from support import request
+from support import request, run_calls
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ async def test_a_call_gets_one_span_with_the_gen_ai_attributes(
     registry = ToolRegistry()
     registry.register(sleeper("wait", 0))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [request("call-1", "wait")], signal=CancelSignal.never())
+    await run_calls(registry, request("call-1", "wait"))
     (span,) = tool_spans(exporter)
     assert "execute_tool wait" == span.name
     assert SpanKind.INTERNAL == span.kind
@@ -136,7 +136,7 @@ async def test_a_body_exception_without_a_code_is_recorded_as_other(
     registry = ToolRegistry()
     registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [request("b", "bad")], signal=CancelSignal.never())
+    await run_calls(registry, request("b", "bad"))
     (span,) = tool_spans(exporter)
     assert (OTHER_ERROR, "boom") == ((span.attributes or {})["error.type"], span.status.description)
     assert ["boom"] == [(event.attributes or {})["exception.message"] for event in span.events]
@@ -148,7 +148,7 @@ async def test_a_raising_body_records_its_own_exception_with_type_and_stack_trac
     registry = ToolRegistry()
     registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [request("b", "bad")], signal=CancelSignal.never())
+    await run_calls(registry, request("b", "bad"))
     (span,) = tool_spans(exporter)
     (event,) = span.events
     attributes = dict(event.attributes or {})
@@ -174,7 +174,7 @@ async def test_the_span_wraps_the_timeout_policy_and_sees_its_timeout_result(
     )
     install_timeout_policy(registry)
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [request("s", "slow")], signal=CancelSignal.never())
+    await run_calls(registry, request("s", "slow"))
     (span,) = tool_spans(exporter)
     assert "TOOL_TIMEOUT" == (span.attributes or {})["error.type"]
 
@@ -251,7 +251,7 @@ async def test_cancelling_the_callers_scope_still_ends_the_span(
     registry.register(sleeper("a", 100))
     install_tracing(registry, tracer_provider=provider)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [request("1", "a")], signal=CancelSignal.never())
+        await run_calls(registry, request("1", "a"))
     (span,) = tool_spans(exporter)
     assert ("Cancelled", StatusCode.ERROR) == (
         (span.attributes or {})["error.type"],
@@ -265,9 +265,9 @@ async def test_disposing_the_tracing_stops_the_spans(
     registry = ToolRegistry()
     registry.register(sleeper("a", 0))
     dispose = install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [request("1", "a")], signal=CancelSignal.never())
+    await run_calls(registry, request("1", "a"))
     dispose()
-    await run_tool_calls(registry, [request("2", "a")], signal=CancelSignal.never())
+    await run_calls(registry, request("2", "a"))
     assert ["1"] == [
         (span.attributes or {})["gen_ai.tool.call.id"] for span in tool_spans(exporter)
     ]
@@ -284,7 +284,7 @@ async def test_a_raising_inner_wrapper_is_recorded_on_the_span_it_escapes(
         raise RuntimeError("wrapper bug")
 
     registry.hooks.execute.add(broken)
-    batch = await run_tool_calls(registry, [request("1", "a")], signal=CancelSignal.never())
+    batch = await run_calls(registry, request("1", "a"))
     assert batch.results[0].is_error
     (span,) = tool_spans(exporter)
     (event,) = span.events
@@ -333,7 +333,7 @@ async def test_a_batch_of_an_agent_that_is_not_a_str_names_no_agent(
 ) -> None:
     registry = ToolRegistry()
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [], signal=CancelSignal.never(), agent=object())
+    await run_calls(registry, agent=object())
     (span,) = exporter.get_finished_spans()
     assert {
         "gen_ai.operation.name": "execute_tool_batch",
@@ -420,7 +420,7 @@ async def test_cancelling_the_callers_scope_ends_the_batch_span_as_cancelled(
     registry.register(sleeper("a", 100))
     install_tracing(registry, tracer_provider=provider)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [request("1", "a")], signal=CancelSignal.never())
+        await run_calls(registry, request("1", "a"))
     assert {BATCH_SPAN: None, "execute_tool a": BATCH_SPAN} == parent_map(exporter)
     (batch,) = [span for span in exporter.get_finished_spans() if span.name == BATCH_SPAN]
     assert ("Cancelled", StatusCode.ERROR) == (
@@ -435,8 +435,8 @@ async def test_a_scope_traces_only_its_own_agents_batches(
     registry = ToolRegistry()
     registry.register(sleeper("a", 0))
     install_tracing(registry.scope("traced"), tracer_provider=provider)
-    await run_tool_calls(registry, [request("1", "a")], signal=CancelSignal.never(), agent="other")
-    await run_tool_calls(registry, [request("2", "a")], signal=CancelSignal.never(), agent="traced")
+    await run_calls(registry, request("1", "a"), agent="other")
+    await run_calls(registry, request("2", "a"), agent="traced")
     assert [("traced", "2")] == [
         (
             (batch.attributes or {})["gen_ai.agent.name"],
@@ -455,5 +455,5 @@ async def test_disposing_the_tracing_stops_the_batch_spans_too(
     registry.register(sleeper("a", 0))
     dispose = install_tracing(registry, tracer_provider=provider)
     dispose()
-    await run_tool_calls(registry, [request("1", "a")], signal=CancelSignal.never())
+    await run_calls(registry, request("1", "a"))
     assert () == exporter.get_finished_spans()
