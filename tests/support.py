@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,13 +25,18 @@ from dsh_tools import (
     TextBlock,
     ToolBatch,
     ToolBody,
+    ToolCallEvent,
     ToolCallRequest,
+    ToolCallView,
     ToolDefinition,
     ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
+    ToolResult,
+    ToolResultEvent,
+    ToolResultView,
     ToolRunContext,
     run_tool_calls,
 )
@@ -123,6 +128,8 @@ def tool(
     parameters: Mapping[str, object] | None = None,
     parallel: bool = False,
     timeout: float | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition:
     """A tool whose JSON Schema is ``parameters`` (default ``{}``: any arguments); ``parallel``
     makes it concurrency-safe for every call."""
@@ -133,6 +140,8 @@ def tool(
         execute=execute,
         timeout=timeout,
         is_concurrency_safe=(lambda _args: True) if parallel else None,
+        present_call=present_call,
+        present_result=present_result,
     )
 
 
@@ -203,4 +212,33 @@ async def run_calls(
         signal=CancelSignal.never() if signal is None else signal,
         agent=agent,
         session=session,
+    )
+
+
+# --- session events -------------------------------------------------------------------------------
+
+
+def call_event(
+    name: str = "t", arguments: str = "{}", *, call_id: str = "c1", turn: int = 0, step: int = 0
+) -> ToolCallEvent:
+    """The session's record of a call."""
+    return ToolCallEvent(turn=turn, step=step, call_id=call_id, name=name, arguments=arguments)
+
+
+def result_event(
+    *texts: str,
+    call_id: str = "c1",
+    is_error: bool = False,
+    meta: object = None,
+    turn: int = 0,
+    step: int = 0,
+) -> ToolResultEvent:
+    """The session's record of a result whose content is one text block per ``texts``."""
+    return ToolResultEvent(
+        turn=turn,
+        step=step,
+        call_id=call_id,
+        content=[TextBlock(text=text) for text in texts],
+        is_error=is_error,
+        meta=meta,
     )

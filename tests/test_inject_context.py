@@ -24,7 +24,7 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
-from support import request, run_calls
+from support import request, run_calls, tool
 
 
 def _context(label: str, meta: object = None) -> HookContext:
@@ -63,15 +63,7 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
         return "fast"
 
     for name, body in (("slow", slow), ("injector", injector)):
-        registry.register(
-            ToolDefinition(
-                name=name,
-                description="d",
-                parameters={},
-                execute=body,
-                is_concurrency_safe=lambda args: True,
-            )
-        )
+        registry.register(tool(name, body, parallel=True))
     session = MemorySessionLog()
 
     batch = await run_tool_calls(

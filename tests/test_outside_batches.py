@@ -27,6 +27,7 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
+from support import request, run_calls
 
 
 def _text(batch: ToolBatch) -> list[str]:
@@ -156,10 +157,5 @@ async def test_a_batch_given_a_closed_session_log_fails_before_any_body_runs(
     log.close()
 
     with pytest.raises(ValueError, match="append to a closed JsonlSessionLog"):
-        await run_tool_calls(
-            registry,
-            [ToolCallRequest(call_id="c1", name="t", arguments="{}")],
-            signal=CancelSignal.never(),
-            session=log,
-        )
+        await run_calls(registry, request("c1", "t"), session=log)
     assert [] == ran
