@@ -38,6 +38,7 @@ from dsh_tools import (
     ToolResultEvent,
     ToolResultView,
     ToolRunContext,
+    define_tool,
     run_tool_calls,
 )
 
@@ -145,6 +146,24 @@ def tool(
     )
 
 
+def string_tool(
+    name: str,
+    execute: ToolBody,
+    *,
+    field: str = "text",
+    description: str = "d",
+    parallel: bool = False,
+) -> ToolDefinition:
+    """A ``define_tool`` tool whose one argument, ``field``, is a required string."""
+    return define_tool(
+        name=name,
+        description=description,
+        parameters={field: {"type": "string", "required": True}},
+        execute=execute,
+        is_concurrency_safe=(lambda _args: True) if parallel else None,
+    )
+
+
 def registry_with(
     *definitions: ToolDefinition, approval: ApprovalService | None = None
 ) -> ToolRegistry:
@@ -153,6 +172,19 @@ def registry_with(
     for definition in definitions:
         registry.register(definition)
     return registry
+
+
+def note_post_execute(registry: ToolRegistry, notes: list[str], note: str = "post") -> None:
+    """Add a ``post_execute`` listener to ``registry`` that appends ``note`` to ``notes`` each
+    time it is heard, and passes on."""
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        notes.append(note)
+        return await next()
+
+    registry.hooks.post_execute.add(post)
 
 
 def record_post_execute(registry: ToolRegistry) -> list[ToolExecutionResult]:

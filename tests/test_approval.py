@@ -13,8 +13,6 @@ from dsh_tools import (
     Ask,
     CancelController,
     CancelSignal,
-    PostExecuteNext,
-    PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
     TextBlock,
@@ -29,6 +27,7 @@ from support import (
     Agent,
     error_result,
     execution_input,
+    note_post_execute,
     noting_body,
     record_post_execute,
     registry_with,
@@ -233,13 +232,7 @@ async def test_an_impossible_outcome_is_a_finalerror_result(answer: object, show
     registry, ran, _ = _setup(Service(answer))
     posts: list[str] = []
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input(Agent()))
 

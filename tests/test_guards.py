@@ -10,8 +10,6 @@ from dsh_tools import (
     Deny,
     Disposer,
     FrozenJsonObject,
-    PostExecuteNext,
-    PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
     TextBlock,
@@ -25,6 +23,7 @@ from support import (
     Agent,
     error_result,
     execution_input,
+    note_post_execute,
     noting_body,
     record_post_execute,
     registry_with,
@@ -165,14 +164,8 @@ async def test_a_raising_guard_is_a_final_error_that_skips_post_execute() -> Non
     def guard(execution: ToolExecution) -> str | None:
         raise RuntimeError("guard crashed")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
     registry.guard(guard)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input())
 

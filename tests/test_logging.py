@@ -27,9 +27,8 @@ from dsh_tools import (
     ToolOutput,
     ToolRegistry,
     ToolRunContext,
-    define_tool,
 )
-from support import execution_input, first_text, ok_body, registry_with, tool
+from support import execution_input, first_text, ok_body, registry_with, string_tool, tool
 
 
 def _registry(body: Any = None) -> ToolRegistry:
@@ -68,14 +67,7 @@ async def test_a_raising_body_is_logged_once_with_its_traceback(
 
 async def test_a_harness_error_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="dsh_tools")
-    tool = define_tool(
-        name="t",
-        description="d",
-        parameters={"x": {"type": "string", "required": True}},
-        execute=_raise_key_error,
-    )
-    registry = ToolRegistry()
-    registry.register(tool)
+    registry = registry_with(string_tool("t", _raise_key_error, field="x"))
 
     await registry.execute(_input())
 

@@ -27,7 +27,7 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
-from support import request, run_calls
+from support import registry_with, request, run_calls, string_tool
 
 
 def _text(batch: ToolBatch) -> list[str]:
@@ -48,17 +48,9 @@ def _echo_registry() -> ToolRegistry:
         inject_context(_context(f"saw {word}"))
         return word
 
-    registry = ToolRegistry()
-    registry.register(
-        define_tool(
-            name="echo",
-            description="Echo a word.",
-            parameters={"word": {"type": "string", "required": True}},
-            execute=echo,
-            is_concurrency_safe=lambda args: True,
-        )
+    return registry_with(
+        string_tool("echo", echo, field="word", description="Echo a word.", parallel=True)
     )
-    return registry
 
 
 def _calls(*words: str) -> list[ToolCallRequest]:

@@ -46,6 +46,7 @@ from support import (
     error_result,
     execution_input,
     first_text,
+    note_post_execute,
     record_post_execute,
     registry_with,
     tool,
@@ -270,14 +271,8 @@ async def test_an_argument_failure_skips_pre_execute_and_post_execute() -> None:
         ran.append("pre")
         return await next()
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        ran.append("post")
-        return await next()
-
     registry.hooks.pre_execute.add(pre)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, ran)
 
     await registry.execute(_input(arguments=float("nan")))
 
@@ -435,14 +430,8 @@ async def test_a_raising_pre_execute_listener_is_a_final_error_that_skips_post_e
     async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
         raise HarnessError("policy down", "POLICY")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
     registry.hooks.pre_execute.add(pre)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input())
 
@@ -594,14 +583,8 @@ async def test_a_raising_wrapper_is_a_final_error_that_drops_deferred_contexts()
         await next()
         raise RuntimeError("wrapper broke")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
     registry.hooks.execute.add(wrap)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input())
 

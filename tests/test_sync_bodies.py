@@ -35,7 +35,7 @@ from dsh_tools import (
 )
 from dsh_tools._registry import pipeline_host
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
-from support import execution_input, first_text
+from support import execution_input, first_text, registry_with, string_tool, tool
 
 ABANDONED = ToolExecutionResult(
     content=(
@@ -92,15 +92,7 @@ async def test_a_plain_def_body_runs_in_a_worker_thread_and_its_result_is_used()
 
 async def test_a_lambda_body_runs_once_and_its_text_is_the_result() -> None:
     calls: list[object] = []
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(
-            name="t",
-            description="d",
-            parameters={},
-            execute=lambda args, context: calls.append(args) or "x",
-        )
-    )
+    registry = registry_with(tool("t", lambda args, context: calls.append(args) or "x"))
 
     result = await registry.execute(_input("t"))
 
@@ -153,14 +145,7 @@ async def test_define_tool_validates_before_a_sync_body_and_runs_it_in_a_thread(
         return "read"
 
     trio_thread = threading.get_ident()
-    tool = define_tool(
-        name="read",
-        description="d",
-        parameters={"path": {"type": "string", "required": True}},
-        execute=body,
-    )
-    registry = ToolRegistry()
-    registry.register(tool)
+    registry = registry_with(string_tool("read", body, field="path"))
 
     results = [
         first_text(await registry.execute(_input("read", arguments=arguments)))

@@ -26,7 +26,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.otel import BATCH_SPAN, OTHER_ERROR, install_tracing
-from support import request, run_calls
+from support import request, run_calls, string_tool
 
 
 @pytest.fixture
@@ -103,18 +103,9 @@ async def test_an_error_result_sets_error_status_and_its_code_as_error_type(
     async def body(_args: object, _context: ToolRunContext) -> str:
         return "unreachable"
 
-    registry.register(
-        define_tool(
-            name="echo",
-            description="echo",
-            parameters={"text": {"type": "string", "required": True}},
-            execute=body,
-        )
-    )
+    registry.register(string_tool("echo", body, description="echo"))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(
-        registry, [request("e", "echo", '{"text": 1}')], signal=CancelSignal.never()
-    )
+    await run_calls(registry, request("e", "echo", '{"text": 1}'))
     (span,) = tool_spans(exporter)
     assert "INVALID_ARGS" == (span.attributes or {})["error.type"]
     assert StatusCode.ERROR == span.status.status_code
