@@ -21,6 +21,7 @@ from dsh_tools import (
     CancelSignal,
     PostExecuteNext,
     PostToolDecision,
+    SchemaSpec,
     SessionLog,
     TextBlock,
     ToolBatch,
@@ -146,6 +147,25 @@ def tool(
     )
 
 
+def spec_tool(
+    name: str,
+    execute: ToolBody = ok_body,
+    *,
+    parameters: SchemaSpec | None = None,
+    description: str = "d",
+    parallel: bool = False,
+) -> ToolDefinition:
+    """A ``define_tool`` tool whose arguments are the schema-DSL ``parameters`` (default: none);
+    ``parallel`` makes it concurrency-safe for every call."""
+    return define_tool(
+        name=name,
+        description=description,
+        parameters={} if parameters is None else parameters,
+        execute=execute,
+        is_concurrency_safe=(lambda _args: True) if parallel else None,
+    )
+
+
 def string_tool(
     name: str,
     execute: ToolBody,
@@ -155,12 +175,9 @@ def string_tool(
     parallel: bool = False,
 ) -> ToolDefinition:
     """A ``define_tool`` tool whose one argument, ``field``, is a required string."""
-    return define_tool(
-        name=name,
-        description=description,
-        parameters={field: {"type": "string", "required": True}},
-        execute=execute,
-        is_concurrency_safe=(lambda _args: True) if parallel else None,
+    parameters: SchemaSpec = {field: {"type": "string", "required": True}}
+    return spec_tool(
+        name, execute, parameters=parameters, description=description, parallel=parallel
     )
 
 

@@ -23,10 +23,9 @@ from dsh_tools import (
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
-    define_tool,
     run_tool_calls,
 )
-from support import request, run_calls
+from support import request, run_calls, spec_tool
 
 CURRENT = contextvars.ContextVar[str]("current", default="-")
 
@@ -39,13 +38,7 @@ def sleeper(
         await trio.sleep(seconds)
         return f"{name} done"
 
-    return define_tool(
-        name=name,
-        description=name,
-        parameters={},
-        execute=body,
-        is_concurrency_safe=(lambda _args: True) if parallel else None,
-    )
+    return spec_tool(name, body, description=name, parallel=parallel)
 
 
 def texts(batch: ToolBatch) -> list[str]:

@@ -23,12 +23,11 @@ from dsh_tools import (
     ToolRegistry,
     ToolResultEvent,
     UserSource,
-    define_tool,
     read_session_log,
     register_content_block,
     run_tool_calls,
 )
-from support import ok_body, registry_with
+from support import registry_with, spec_tool
 
 _TEXT = (TextBlock(text="ok"),)
 
@@ -172,7 +171,7 @@ def test_a_jsonl_log_refuses_a_non_event_and_stays_readable(tmp_path: Path) -> N
 
 
 def _registry() -> ToolRegistry:
-    return registry_with(define_tool(name="t", description="T.", parameters={}, execute=ok_body))
+    return registry_with(spec_tool("t", description="T."))
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.otel import BATCH_SPAN, OTHER_ERROR, install_tracing
-from support import request, run_calls, string_tool
+from support import request, run_calls, spec_tool, string_tool
 
 
 @pytest.fixture
@@ -54,13 +54,7 @@ def sleeper(
             await trio.sleep(seconds)
         return f"{name} done"
 
-    return define_tool(
-        name=name,
-        description=name,
-        parameters={},
-        execute=body,
-        is_concurrency_safe=(lambda _args: True) if parallel else None,
-    )
+    return spec_tool(name, body, description=name, parallel=parallel)
 
 
 async def explode(_args: object, _context: ToolRunContext) -> str:
