@@ -19,6 +19,8 @@ from jsonschema import Draft202012Validator
 from dsh_tools import (
     ApprovalService,
     CancelSignal,
+    HookContext,
+    PluginSource,
     PostExecuteNext,
     PostToolDecision,
     SchemaSpec,
@@ -78,6 +80,19 @@ class Agent:
 
 NOTHING: list[str] = []
 """Nothing ran (compare a list of what ran against it; never append to it)."""
+
+
+def plugin_context(label: str, meta: object = None) -> HookContext:
+    """A context message of one text block, ``label``, from the plugin named ``label``."""
+    return HookContext(
+        content=(TextBlock(text=label),), source=PluginSource(plugin=label), meta=meta
+    )
+
+
+def plugin_label(context: HookContext) -> str:
+    """The name of the plugin ``context`` came from (it must come from a plugin)."""
+    assert isinstance(context.source, PluginSource)
+    return context.source.plugin
 
 
 def error_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:

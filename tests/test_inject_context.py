@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import trio
@@ -11,9 +11,7 @@ import trio
 from dsh_tools import (
     CancelSignal,
     ContextMessageEvent,
-    HookContext,
     MemorySessionLog,
-    PluginSource,
     TextBlock,
     ToolCallEvent,
     ToolDefinition,
@@ -24,23 +22,12 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
-from support import request, run_calls, tool
-
-
-def _context(label: str, meta: object = None) -> HookContext:
-    return HookContext(
-        content=(TextBlock(text=label),), source=PluginSource(plugin=label), meta=cast(Any, meta)
-    )
-
-
-def _label(context: HookContext) -> str:
-    assert isinstance(context.source, PluginSource)
-    return context.source.plugin
+from support import plugin_context, plugin_label, request, run_calls, tool
 
 
 def test_inject_context_outside_a_batch_is_a_runtime_error() -> None:
     with pytest.raises(RuntimeError) as caught:
-        inject_context(_context("x"))
+        inject_context(plugin_context("x"))
 
     assert "inject_context() called outside an active batch" == str(caught.value)
 
@@ -53,12 +40,12 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
 
     async def slow(args: Any, context: ToolRunContext) -> ToolReturn:
         await injected.wait()
-        context.defer_context(_context("slow's own"))
+        context.defer_context(plugin_context("slow's own"))
         return "slow"
 
     async def injector(args: Any, context: ToolRunContext) -> ToolReturn:
-        inject_context(_context("injected", meta={"rows": [1]}))
-        context.defer_context(_context("injector's own"))
+        inject_context(plugin_context("injected", meta={"rows": [1]}))
+        context.defer_context(plugin_context("injector's own"))
         injected.set()
         return "fast"
 
@@ -80,7 +67,7 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
         + [ContextMessageEvent] * 3,
         {"rows": (1,)},
     ) == (
-        [_label(context) for context in batch.contexts],
+        [plugin_label(context) for context in batch.contexts],
         [type(event) for event in events],
         batch.contexts[0].meta,
     )
@@ -90,7 +77,7 @@ async def test_a_context_that_is_not_lossless_json_is_refused_at_injection() -> 
     registry = ToolRegistry()
 
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        inject_context(_context("bad", meta={"when": b"now"}))
+        inject_context(plugin_context("bad", meta={"when": b"now"}))
         return "unreachable"
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
@@ -116,6 +103,6 @@ async def test_an_injection_after_the_batch_settled_is_refused() -> None:
     await run_calls(registry, request("c1", "t"))
 
     with pytest.raises(RuntimeError) as caught:
-        captured[0].run(inject_context, _context("late"))
+        captured[0].run(inject_context, plugin_context("late"))
 
     assert "inject_context() called outside an active batch" == str(caught.value)

@@ -19,8 +19,6 @@ from dsh_tools import (
     Deny,
     ExecuteNext,
     HarnessError,
-    HookContext,
-    PluginSource,
     PostExecuteNext,
     PostToolDecision,
     PreExecuteNext,
@@ -47,6 +45,8 @@ from support import (
     execution_input,
     first_text,
     note_post_execute,
+    plugin_context,
+    plugin_label,
     record_post_execute,
     registry_with,
     tool,
@@ -55,15 +55,6 @@ from support import (
 
 def _text(text: str) -> tuple[TextBlock, ...]:
     return (TextBlock(text=text),)
-
-
-def _context(label: str) -> HookContext:
-    return HookContext(content=_text(label), source=PluginSource(plugin=label))
-
-
-def _label(context: HookContext) -> str:
-    assert isinstance(context.source, PluginSource)
-    return context.source.plugin
 
 
 class Recorder:
@@ -573,7 +564,7 @@ async def test_a_wrapper_sees_a_raising_body_as_an_error_result() -> None:
 
 async def test_a_raising_wrapper_is_a_final_error_that_drops_deferred_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return "ok"
 
     registry, _ = _registry(body)
@@ -667,20 +658,20 @@ async def test_a_wrapper_may_call_next_twice_to_retry() -> None:
 
 async def test_contexts_are_deferred_then_wrapper_then_post_execute() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred 1"))
-        context.defer_context(_context("deferred 2"))
+        context.defer_context(plugin_context("deferred 1"))
+        context.defer_context(plugin_context("deferred 2"))
         return "ok"
 
     registry, _ = _registry(body)
 
     async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
         result = await next()
-        return attrs.evolve(result, additional_contexts=(_context("wrapper"),))
+        return attrs.evolve(result, additional_contexts=(plugin_context("wrapper"),))
 
     async def post(
         execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
     ) -> PostToolDecision:
-        return Accept(additional_contexts=[_context("post")])
+        return Accept(additional_contexts=[plugin_context("post")])
 
     registry.hooks.execute.add(wrap)
     registry.hooks.post_execute.add(post)
@@ -688,12 +679,12 @@ async def test_contexts_are_deferred_then_wrapper_then_post_execute() -> None:
     result = await registry.execute(_input())
 
     expected = ["deferred 1", "deferred 2", "wrapper", "post"]
-    assert expected == [_label(context) for context in result.additional_contexts]
+    assert expected == [plugin_label(context) for context in result.additional_contexts]
 
 
 async def test_deferred_contexts_are_kept_on_an_error_result() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         raise RuntimeError("failed after deferring")
 
     registry, _ = _registry(body)
@@ -704,7 +695,7 @@ async def test_deferred_contexts_are_kept_on_an_error_result() -> None:
         ToolExecutionResult(
             content=_text("Error: failed after deferring"),
             is_error=True,
-            additional_contexts=(_context("deferred"),),
+            additional_contexts=(plugin_context("deferred"),),
         )
         == result
     )
@@ -749,7 +740,7 @@ async def test_accept_keeps_the_prior_error_and_meta() -> None:
 
 async def test_block_drops_prior_contexts_error_and_meta() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return ToolOutput(content=[TextBlock(text="secret")], meta={"m": 1})
 
     registry, _ = _registry(body)
@@ -757,12 +748,14 @@ async def test_block_drops_prior_contexts_error_and_meta() -> None:
     async def post(
         execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
     ) -> PostToolDecision:
-        return Block(feedback=[TextBlock(text="redacted")], additional_contexts=[_context("b")])
+        return Block(
+            feedback=[TextBlock(text="redacted")], additional_contexts=[plugin_context("b")]
+        )
 
     registry.hooks.post_execute.add(post)
 
     assert ToolExecutionResult(
-        content=_text("redacted"), is_error=True, additional_contexts=(_context("b"),)
+        content=_text("redacted"), is_error=True, additional_contexts=(plugin_context("b"),)
     ) == await registry.execute(_input())
 
 
@@ -791,7 +784,7 @@ async def test_post_execute_runs_outermost_first_and_the_outer_decision_wins() -
 
 async def test_a_raising_post_execute_listener_is_a_final_error_without_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return "ok"
 
     registry, _ = _registry(body)
@@ -852,7 +845,7 @@ async def test_a_block_with_a_non_str_text_is_an_invalid_result() -> None:
 
 async def test_an_invalid_result_drops_its_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> Any:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return 42
 
     registry, _ = _registry(body)
