@@ -1,8 +1,20 @@
 """Shared builders for the test suite: the one place for what several test files need.
 
+- loading scripts: ``load_example`` (``docs/examples/``), ``load_module``, ``ROOT``, ``EXAMPLES``;
+- values to compare against: ``Agent``, ``NOTHING``, ``error_result``, ``first_text``,
+  ``outcome_code``, ``plugin_context``, ``plugin_label``, ``jsonschema_accepts``;
+- tools and registries: ``ok_body``, ``noting_body``, ``tool`` (a raw JSON Schema),
+  ``spec_tool`` and ``string_tool`` (``define_tool``), ``registry_with``, and the
+  ``post_execute`` listeners ``note_post_execute`` and ``record_post_execute``;
+- calls: ``request``, ``execution_input``, ``run_calls``; session events: ``call_event``,
+  ``result_event``.
+
 Import it by name (``from support import ...``) from any test, in ``tests/`` or a subfolder:
-``tests/conftest.py`` puts ``tests/`` on ``sys.path``. It uses public names of ``dsh_tools``
-only.
+pytest puts ``tests/`` on ``sys.path`` when it imports ``tests/conftest.py`` (the default
+``prepend`` import mode). It uses public names of ``dsh_tools`` only, so a rewrite of the
+package's internals leaves it alone. Helpers of one folder stay there
+(``providers/provider_tools.py``, ``acp/acp_editor.py``), as do ``expected.py`` (canonical
+results) and ``strategies.py`` (Hypothesis strategies).
 """
 
 from __future__ import annotations
