@@ -13,27 +13,26 @@ from dsh_tools import (
     Ask,
     CancelController,
     CancelSignal,
-    PostExecuteNext,
-    PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
     TextBlock,
-    ToolDefinition,
     ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
-    ToolReturn,
-    ToolRunContext,
 )
-
-NOTHING: list[str] = []
-"""Nothing ran."""
-
-
-class Agent:
-    pass
+from support import (
+    NOTHING,
+    Agent,
+    error_result,
+    execution_input,
+    note_post_execute,
+    noting_body,
+    record_post_execute,
+    registry_with,
+    tool,
+)
 
 
 class Service:
@@ -51,10 +50,6 @@ class Service:
         return self.answer  # pyright: ignore[reportReturnType]
 
 
-def _error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
-    return ToolExecutionResult(content=(TextBlock(text=text),), is_error=True, error=error)
-
-
 def _setup(
     service: object = None, reason: str | None = None
 ) -> tuple[ToolRegistry, list[str], list[str]]:
@@ -62,31 +57,23 @@ def _setup(
     ran: list[str] = []
     guards: list[str] = []
 
-    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        ran.append("body")
-        return "done"
-
     async def ask(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
         return Ask(reason)
 
     def guard(execution: ToolExecution) -> None:
         guards.append("guard")
 
-    registry = ToolRegistry(approval=service)  # pyright: ignore[reportArgumentType]
-    registry.register(ToolDefinition(name="rm", description="remove", parameters={}, execute=body))
+    registry = registry_with(
+        tool("rm", noting_body(ran, "done"), description="remove"),
+        approval=service,  # pyright: ignore[reportArgumentType]
+    )
     registry.hooks.pre_execute.add(ask)
     registry.guard(guard)
     return registry, ran, guards
 
 
 def _input(agent: object = None, signal: CancelSignal | None = None) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="call-7",
-        name="rm",
-        arguments={},
-        signal=CancelSignal.never() if signal is None else signal,
-        agent=agent,
-    )
+    return execution_input("rm", call_id="call-7", signal=signal, agent=agent)
 
 
 async def test_ask_without_a_service_denies_with_the_default_text() -> None:
@@ -94,21 +81,21 @@ async def test_ask_without_a_service_denies_with_the_default_text() -> None:
 
     result = await registry.execute(_input(Agent()))
 
-    expected = (_error('Error: tool "rm" requires approval (not yet supported)'), NOTHING)
+    expected = (error_result('Error: tool "rm" requires approval (not yet supported)'), NOTHING)
     assert expected == (result, ran)
 
 
 async def test_ask_without_a_service_denies_with_the_ask_reason_when_given() -> None:
     registry, _, _ = _setup(reason="deletes files")
 
-    expected = _error("Error: deletes files")
+    expected = error_result("Error: deletes files")
     assert expected == await registry.execute(_input(Agent()))
 
 
 async def test_ask_without_a_service_keeps_an_empty_reason_as_given() -> None:
     registry, _, _ = _setup(reason="")
 
-    expected = _error("Error: ")
+    expected = error_result("Error: ")
     assert expected == await registry.execute(_input(Agent()))
 
 
@@ -119,7 +106,9 @@ async def test_ask_for_a_call_without_agent_denies_without_consulting_the_servic
     result = await registry.execute(_input())
 
     expected = (
-        _error('Error: tool "rm" requires approval, but the call has no agent to route it through'),
+        error_result(
+            'Error: tool "rm" requires approval, but the call has no agent to route it through'
+        ),
         NOTHING,
     )
     assert expected == (result, service.requests)
@@ -177,7 +166,7 @@ async def test_a_guard_still_denies_after_allowed_once() -> None:
 
     result = await registry.execute(_input(Agent()))
 
-    expected = (_error("Error: guarded"), NOTHING)
+    expected = (error_result("Error: guarded"), NOTHING)
     assert expected == (result, ran)
 
 
@@ -186,7 +175,7 @@ async def test_rejected_denies_with_the_user_text() -> None:
 
     result = await registry.execute(_input(Agent()))
 
-    expected = (_error('Error: the user rejected tool "rm"'), NOTHING, NOTHING)
+    expected = (error_result('Error: the user rejected tool "rm"'), NOTHING, NOTHING)
     assert expected == (result, ran, guards)
 
 
@@ -195,26 +184,18 @@ async def test_cancelled_denies_when_the_caller_is_still_running() -> None:
 
     result = await registry.execute(_input(Agent()))
 
-    expected = (_error('Error: approval for tool "rm" was cancelled'), NOTHING)
+    expected = (error_result('Error: approval for tool "rm" was cancelled'), NOTHING)
     assert expected == (result, ran)
 
 
 async def test_cancelled_with_a_cancelled_caller_is_aborted_before_dispatch() -> None:
     controller = CancelController()
     registry, ran, _ = _setup(Service(ApprovalOutcome.CANCELLED, on_request=controller.cancel))
-    seen: list[ToolExecutionResult] = []
-
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        seen.append(result)
-        return await next()
-
-    registry.hooks.post_execute.add(post)
+    seen = record_post_execute(registry)
 
     result = await registry.execute(_input(Agent(), controller.signal))
 
-    aborted = _error(
+    aborted = error_result(
         "Error: tool call aborted before dispatch",
         ToolErrorInfo(name="AbortError", code="ABORTED_BEFORE_DISPATCH"),
     )
@@ -229,7 +210,7 @@ async def test_rejected_with_a_cancelled_caller_stays_a_denial() -> None:
 
     result = await registry.execute(_input(Agent(), controller.signal))
 
-    expected = _error('Error: the user rejected tool "rm"')
+    expected = error_result('Error: the user rejected tool "rm"')
     assert expected == result
 
 
@@ -238,32 +219,32 @@ async def test_unavailable_denies_with_the_no_channel_text() -> None:
 
     result = await registry.execute(_input(Agent()))
 
-    expected = _error('Error: tool "rm" requires approval, but no approval channel is available')
+    expected = error_result(
+        'Error: tool "rm" requires approval, but no approval channel is available'
+    )
     assert expected == result
 
 
 @pytest.mark.parametrize(
     ("answer", "shown"), [("yolo", '"yolo"'), (None, "None"), (True, "True"), (3, "3")]
 )
-async def test_an_impossible_outcome_is_a_final_error(answer: object, shown: str) -> None:
+async def test_an_impossible_outcome_is_a_finalerror_result(answer: object, shown: str) -> None:
     registry, ran, _ = _setup(Service(answer))
     posts: list[str] = []
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input(Agent()))
 
-    expected = (_error(f"Error: unreachable variant in ApprovalOutcome: {shown}"), NOTHING, NOTHING)
+    expected = (
+        error_result(f"Error: unreachable variant in ApprovalOutcome: {shown}"),
+        NOTHING,
+        NOTHING,
+    )
     assert expected == (result, ran, posts)
 
 
-async def test_a_raising_service_is_a_final_error() -> None:
+async def test_a_raising_service_is_a_finalerror_result() -> None:
     class Broken:
         async def request(self, request: ApprovalRequest) -> ApprovalOutcome:
             raise RuntimeError("approval.request() outside an open turn: no turn")
@@ -272,7 +253,7 @@ async def test_a_raising_service_is_a_final_error() -> None:
 
     result = await registry.execute(_input(Agent()))
 
-    expected = (_error("Error: approval.request() outside an open turn: no turn"), NOTHING)
+    expected = (error_result("Error: approval.request() outside an open turn: no turn"), NOTHING)
     assert expected == (result, ran)
 
 
@@ -294,7 +275,7 @@ async def test_a_service_that_waits_for_the_signal_reports_cancelled() -> None:
         result = await registry.execute(_input(Agent(), controller.signal))
 
     expected = (
-        _error(
+        error_result(
             "Error: tool call aborted before dispatch",
             ToolErrorInfo(name="AbortError", code="ABORTED_BEFORE_DISPATCH"),
         ),

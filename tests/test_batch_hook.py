@@ -18,23 +18,16 @@ from dsh_tools import (
     ToolBatch,
     ToolBatchInfo,
     ToolCallEvent,
-    ToolCallRequest,
     ToolDefinition,
     ToolExecutionResult,
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
-    define_tool,
     run_tool_calls,
 )
-
-NEVER = CancelSignal.never()
+from support import request, run_calls, spec_tool
 
 CURRENT = contextvars.ContextVar[str]("current", default="-")
-
-
-def call(name: str, call_id: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
 
 
 def sleeper(
@@ -45,13 +38,7 @@ def sleeper(
         await trio.sleep(seconds)
         return f"{name} done"
 
-    return define_tool(
-        name=name,
-        description=name,
-        parameters={},
-        execute=body,
-        is_concurrency_safe=(lambda _args: True) if parallel else None,
-    )
+    return spec_tool(name, body, description=name, parallel=parallel)
 
 
 def texts(batch: ToolBatch) -> list[str]:
@@ -84,7 +71,7 @@ async def test_listeners_wrap_the_batch_outermost_first_and_prepend_goes_outside
     registry.hooks.batch.add(listener("first"))
     registry.hooks.batch.add(listener("second"))
     registry.hooks.batch.add(listener("outermost"), prepend=True)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+    batch = await run_calls(registry, request("1", "a"))
     assert ["a done"] == texts(batch)
     assert [
         "outermost in",
@@ -106,7 +93,7 @@ async def test_a_listener_is_told_the_batch_it_wraps() -> None:
         return await next_()
 
     registry.hooks.batch.add(wrap)
-    calls = [call("a", "1"), call("b", "2")]
+    calls = [request("1", "a"), request("2", "b")]
     await run_tool_calls(registry, calls, signal=signal, agent="planner", turn=3, step=4)
     assert [
         ToolBatchInfo(agent="planner", calls=tuple(calls), turn=3, step=4, signal=signal)
@@ -131,7 +118,7 @@ async def test_a_contextvar_set_by_a_listener_is_seen_by_pool_and_barrier_bodies
 
     registry.hooks.batch.add(wrap)
     started = trio.current_time()
-    await run_tool_calls(registry, [call("a", "1"), call("b", "2"), call("x", "3")], signal=NEVER)
+    await run_calls(registry, request("1", "a"), request("2", "b"), request("3", "x"))
     assert 2 == trio.current_time() - started  # the pool overlapped, then the barrier
     assert [("1", "in the batch"), ("2", "in the batch"), ("3", "in the batch")] == sorted(seen)
     assert "-" == CURRENT.get()
@@ -151,9 +138,9 @@ async def test_a_scoped_listener_hears_only_its_agents_batches_and_a_global_one_
     planner = object()
     registry.hooks.batch.add(listener("global"))
     registry.scope(planner).hooks.batch.add(listener("planner's"))
-    await run_tool_calls(registry, [], signal=NEVER, agent=planner)
-    await run_tool_calls(registry, [], signal=NEVER, agent=object.__new__(object))
-    await run_tool_calls(registry, [], signal=NEVER)
+    await run_calls(registry, agent=planner)
+    await run_calls(registry, agent=object.__new__(object))
+    await run_calls(registry)
     assert ["global", "planner's", "global", "global"] == [name for name, _agent in heard]
     assert planner is heard[1][1]
 
@@ -170,7 +157,7 @@ async def test_disposing_a_listener_or_closing_its_scope_removes_it() -> None:
     with registry.scope("scoped") as scope:
         scope.hooks.batch.add(wrap)
     dispose()
-    await run_tool_calls(registry, [], signal=NEVER, agent="scoped")
+    await run_calls(registry, agent="scoped")
     assert [] == heard
 
 
@@ -184,9 +171,7 @@ async def test_a_listener_may_answer_the_batch_without_running_it() -> None:
         return ToolBatch(results=tuple(ok(f"cached {c.call_id}") for c in info.calls), contexts=())
 
     registry.hooks.batch.add(answer)
-    batch = await run_tool_calls(
-        registry, [call("a", "1"), call("a", "2")], signal=NEVER, session=session
-    )
+    batch = await run_calls(registry, request("1", "a"), request("2", "a"), session=session)
     assert (["cached 1", "cached 2"], [], []) == (texts(batch), seen, list(session.events()))
 
 
@@ -218,7 +203,7 @@ async def test_a_listener_that_returns_something_else_than_one_result_per_call_i
 
     registry.hooks.batch.add(wrong)
     with pytest.raises(error) as raised:
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+        await run_calls(registry, request("1", "a"))
     assert message == str(raised.value)
 
 
@@ -238,7 +223,7 @@ async def test_an_outer_listener_sees_what_an_inner_one_returned_instead() -> No
 
     registry.hooks.batch.add(outer)
     registry.hooks.batch.add(replace)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+    batch = await run_calls(registry, request("1", "a"))
     assert (["replaced"], [["replaced"]]) == (texts(batch), outer_saw)
 
 
@@ -257,7 +242,7 @@ async def test_calling_next_twice_raises_and_the_batch_ran_once() -> None:
         return batch
 
     registry.hooks.batch.add(twice)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+    batch = await run_calls(registry, request("1", "a"))
     assert (["a done"], [("1", "-")]) == (texts(batch), seen)
     assert ["a batch hook listener called next() twice; a batch runs once"] == [
         str(exc) for exc in second
@@ -279,7 +264,7 @@ async def test_a_raising_listener_propagates_after_the_batch_it_ran_has_finished
 
     registry.hooks.batch.add(broken)
     with pytest.raises(LookupError, match="listener bug"):
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER, session=session)
+        await run_calls(registry, request("1", "a"), session=session)
     assert [5] == finished_at
     assert [ToolCallEvent, ToolResultEvent] == [type(event) for event in session.events()]
 
@@ -294,7 +279,7 @@ async def test_a_listener_raising_before_next_runs_no_call() -> None:
 
     registry.hooks.batch.add(refuse)
     with pytest.raises(PermissionError, match="not now"):
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER)
+        await run_calls(registry, request("1", "a"))
     assert [] == seen
 
 
@@ -312,7 +297,7 @@ async def test_cancelling_the_callers_scope_while_a_listener_waits_runs_no_call(
 
     registry.hooks.batch.add(slow)
     with trio.move_on_after(1) as scope:
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER, session=session)
+        await run_calls(registry, request("1", "a"), session=session)
     assert (True, [], []) == (scope.cancelled_caught, seen, list(session.events()))
 
 
@@ -333,7 +318,7 @@ async def test_cancelling_the_callers_scope_inside_next_unwinds_every_body_first
 
     registry.hooks.batch.add(wrap)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [call("a", "1")], signal=NEVER, session=session)
+        await run_calls(registry, request("1", "a"), session=session)
     assert ["unwound at 1.0"] == outcome
     results = [event for event in session.events() if isinstance(event, ToolResultEvent)]
     assert ["ABORTED"] == [event.error.code for event in results if event.error is not None]
@@ -353,5 +338,5 @@ async def test_run_tool_calls_is_a_checkpoint_on_every_path_with_a_listener(path
     registry.hooks.batch.add(listener)
     with trio.CancelScope() as scope:
         scope.cancel()
-        await run_tool_calls(registry, [], signal=NEVER)
+        await run_calls(registry)
     assert scope.cancelled_caught

@@ -46,12 +46,9 @@ from dsh_tools import (
     run_tool_calls,
 )
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
+from support import Agent, request, run_calls
 
 NO_RESULTS: list[ToolExecutionResult] = []
-
-
-class Agent:
-    pass
 
 
 class Harness:
@@ -529,12 +526,7 @@ async def test_a_failing_append_is_not_balanced_and_its_error_propagates() -> No
     session = Full()
 
     with pytest.raises(OSError, match="disk full"):
-        await run_tool_calls(
-            registry,
-            [ToolCallRequest(call_id="c1", name="t", arguments="{}")],
-            signal=CancelSignal.never(),
-            session=session,
-        )
+        await run_calls(registry, request("c1", "t"), session=session)
 
     assert [ToolCallEvent] == [type(event) for event in session.events()]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio.testing
 
-from docs_examples import load_example
+from support import load_example
 
 
 async def test_the_cancellation_example_prints_each_outcome_on_virtual_time(

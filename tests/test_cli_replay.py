@@ -17,7 +17,6 @@ from dsh_tools import (
     GenericCallView,
     JsonlSessionLog,
     ToolCallView,
-    ToolDefinition,
     ToolRegistry,
     ToolRunContext,
     read_session_log,
@@ -25,6 +24,7 @@ from dsh_tools import (
 from dsh_tools.__main__ import main
 from dsh_tools._demo import run_demo
 from dsh_tools.cli.replay import main_replay
+from support import registry_with, tool
 
 
 async def allow(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
@@ -137,17 +137,7 @@ async def greet(args: object, context: ToolRunContext) -> str:
 
 
 def make_registry() -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(
-            name="greet",
-            description="greets",
-            parameters={},
-            execute=greet,
-            present_call=present_greeting,
-        )
-    )
-    return registry
+    return registry_with(tool("greet", greet, description="greets", present_call=present_greeting))
 
 
 def test_a_registry_named_on_the_command_line_draws_its_own_cards(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from docs_examples import load_example
+from support import load_example
 
 
 async def test_the_spec_form_example_answers_valid_and_invalid_calls(

@@ -9,17 +9,11 @@ from collections.abc import Callable
 import pytest
 
 from dsh_tools import (
-    FrozenJsonObject,
     ToolDefinition,
     ToolRegistry,
-    ToolRunContext,
     define_tool,
 )
-
-
-async def _body(args: FrozenJsonObject, context: ToolRunContext) -> str:
-    return "x"
-
+from support import ok_body
 
 _CASES = [
     ({"name": 42}, "tool name must be a non-empty str, not 42"),
@@ -43,7 +37,7 @@ def _fields(changes: dict[str, object]) -> dict[str, object]:
         "name": "t",
         "description": "d",
         "parameters": {},
-        "execute": _body,
+        "execute": ok_body,
     }
     fields.update(changes)
     return fields
@@ -76,7 +70,7 @@ def test_a_hand_written_definition_refuses_a_wrongly_typed_field(
             name="t",
             description="",
             parameters={},
-            execute=_body,
+            execute=ok_body,
             is_concurrency_safe=lambda args: True,
         ),
         lambda: ToolDefinition(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docs_examples import EXAMPLES, ROOT, load_example
+from support import EXAMPLES, ROOT, load_example
 
 EXAMPLE = EXAMPLES / "quickstart.py"
 

@@ -7,55 +7,39 @@ from typing import Any
 from dsh_tools import (
     Allow,
     Ask,
-    CancelSignal,
     Deny,
     Disposer,
     FrozenJsonObject,
-    PostExecuteNext,
-    PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
     TextBlock,
-    ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
-    ToolReturn,
-    ToolRunContext,
 )
-
-NOTHING: list[str] = []
-"""Nothing ran."""
-
-
-class Agent:
-    pass
-
-
-def _error(text: str) -> ToolExecutionResult:
-    return ToolExecutionResult(content=(TextBlock(text=text),), is_error=True)
-
+from support import (
+    NOTHING,
+    Agent,
+    error_result,
+    execution_input,
+    note_post_execute,
+    noting_body,
+    record_post_execute,
+    registry_with,
+    tool,
+)
 
 OK = ToolExecutionResult(content=(TextBlock(text="ok"),), is_error=False)
 
 
 def _registry() -> tuple[ToolRegistry, list[str]]:
     ran: list[str] = []
-
-    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        ran.append("body")
-        return "ok"
-
-    registry = ToolRegistry()
-    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=body))
-    return registry, ran
+    return registry_with(tool("t", noting_body(ran), description="t")), ran
 
 
 def _input(agent: object = None) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="c", name="t", arguments={"a": [1]}, signal=CancelSignal.never(), agent=agent
-    )
+    return execution_input("t", {"a": [1]}, call_id="c", agent=agent)
 
 
 def _recording(order: list[str], label: str, reason: str | None = None) -> Any:
@@ -72,7 +56,7 @@ async def test_a_guard_reason_denies_the_call_and_skips_the_body() -> None:
 
     result = await registry.execute(_input())
 
-    expected = (_error("Error: blocked by policy"), NOTHING)
+    expected = (error_result("Error: blocked by policy"), NOTHING)
     assert expected == (result, ran)
 
 
@@ -110,7 +94,7 @@ async def test_the_first_reason_wins_and_later_guards_do_not_run() -> None:
 
     result = await registry.execute(_input())
 
-    expected = (_error("Error: first reason"), ["first"])
+    expected = (error_result("Error: first reason"), ["first"])
     assert expected == (result, order)
 
 
@@ -136,7 +120,7 @@ async def test_guards_are_not_run_for_a_denial() -> None:
 
     result = await registry.execute(_input())
 
-    expected = (_error("Error: denied first"), NOTHING)
+    expected = (error_result("Error: denied first"), NOTHING)
     assert expected == (result, order)
 
 
@@ -180,37 +164,23 @@ async def test_a_raising_guard_is_a_final_error_that_skips_post_execute() -> Non
     def guard(execution: ToolExecution) -> str | None:
         raise RuntimeError("guard crashed")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
     registry.guard(guard)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input())
 
-    expected = (_error("Error: guard crashed"), NOTHING, NOTHING)
+    expected = (error_result("Error: guard crashed"), NOTHING, NOTHING)
     assert expected == (result, ran, posts)
 
 
 async def test_a_guard_denial_reaches_post_execute() -> None:
     registry, _ = _registry()
     registry.guard(lambda execution: "no")
-    seen: list[ToolExecutionResult] = []
-
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        seen.append(result)
-        return await next()
-
-    registry.hooks.post_execute.add(post)
+    seen = record_post_execute(registry)
 
     await registry.execute(_input())
 
-    assert [_error("Error: no")] == seen
+    assert [error_result("Error: no")] == seen
 
 
 async def test_a_guard_registered_during_evaluation_runs_in_the_same_evaluation() -> None:
@@ -279,7 +249,7 @@ async def test_disposing_one_of_two_identical_registrations_leaves_the_other() -
     dispose = registry.guard(guard)
     dispose()
 
-    expected = _error("Error: still here")
+    expected = error_result("Error: still here")
     assert expected == await registry.execute(_input())
 
 
@@ -307,5 +277,5 @@ async def test_no_listener_can_undo_a_guard_denial() -> None:
 
     result = await registry.execute(_input())
 
-    expected = (_error("Error: final"), NOTHING)
+    expected = (error_result("Error: final"), NOTHING)
     assert expected == (result, ran)

@@ -14,7 +14,6 @@ from dsh_tools import (
     PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
-    ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
@@ -23,20 +22,15 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
 )
+from support import execution_input, registry_with, tool
 
 
 def _call() -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="c1", name="t", arguments={}, signal=CancelController().signal
-    )
+    return execution_input("t", signal=CancelController().signal)
 
 
-def _registry_whose_body_runs(
-    body: Any,
-) -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=body))
-    return registry
+def _registry_whose_body_runs(body: Any) -> ToolRegistry:
+    return registry_with(tool("t", body, description="t"))
 
 
 async def test_a_post_execute_listener_added_by_the_body_is_heard_by_the_same_call() -> None:
@@ -129,7 +123,7 @@ def test_each_registration_through_a_hook_point_is_its_own_disposer() -> None:
     first = point.add(lambda: calls.append("first"))
     point.add(lambda: calls.append("second"))
     first()
-    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=_ok))
+    registry.register(tool("t", description="t"))
 
     assert (["second"], True) == (calls, isinstance(first, Disposer) and first.disposed)
 
@@ -142,10 +136,6 @@ def test_a_scope_s_hooks_are_a_tool_hooks_whose_registrations_the_scope_owns() -
 
     registration = scope.hooks.change.add(lambda: heard.append("scoped"))
     scope.close()
-    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=_ok))
+    registry.register(tool("t", description="t"))
 
     assert (True, True, []) == (isinstance(scope.hooks, ToolHooks), registration.disposed, heard)
-
-
-async def _ok(args: Any, context: ToolRunContext) -> ToolReturn:
-    return "ok"

@@ -44,16 +44,12 @@ from dsh_tools import (
     ToolRunContext,
     UserSource,
     define_tool,
-    run_tool_calls,
     schema_spec_to_json_schema,
     validate_args,
 )
+from support import Agent, execution_input, first_text, registry_with, run_calls, tool
 
 SECRET = "SECRET DATA"
-
-
-class Agent:
-    pass
 
 
 class Lab:
@@ -61,27 +57,16 @@ class Lab:
 
     def __init__(self, approval: object = None) -> None:
         self.ran = False
-        self.registry = ToolRegistry(approval=cast(Any, approval))
         self.agent = Agent()
 
         async def body(args: Any, context: ToolRunContext) -> ToolReturn:
             self.ran = True
             return SECRET
 
-        self.registry.register(
-            ToolDefinition(name="t", description="d", parameters={}, execute=body)
-        )
+        self.registry = registry_with(tool("t", body), approval=cast(Any, approval))
 
     async def run(self) -> tuple[bool, ToolExecutionResult]:
-        result = await self.registry.execute(
-            ToolExecutionInput(
-                call_id="c1",
-                name="t",
-                arguments={},
-                signal=CancelSignal.never(),
-                agent=self.agent,
-            )
-        )
+        result = await self.registry.execute(execution_input("t", agent=self.agent))
         return self.ran, result
 
 
@@ -91,12 +76,6 @@ def _forged(cls: type[Any], **fields: object) -> Any:
     for name, field in fields.items():
         object.__setattr__(value, name, field)
     return value
-
-
-def _text(result: ToolExecutionResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextBlock)
-    return block.text
 
 
 # --- decisions -------------------------------------------------------------------------------
@@ -169,7 +148,7 @@ async def test_a_pre_execute_decision_the_pipeline_cannot_read_denies(
 
     ran, result = await lab.run()
 
-    assert (False, True, expected_text) == (ran, result.is_error, _text(result))
+    assert (False, True, expected_text) == (ran, result.is_error, first_text(result))
 
 
 @pytest.mark.parametrize(
@@ -182,7 +161,7 @@ async def test_any_guard_return_but_none_denies(guard_return: object, expected_t
 
     ran, result = await lab.run()
 
-    assert (False, True, expected_text) == (ran, result.is_error, _text(result))
+    assert (False, True, expected_text) == (ran, result.is_error, first_text(result))
 
 
 class _SneakyOutcome(str):
@@ -226,7 +205,7 @@ async def test_an_approval_answer_is_read_by_its_value_and_anything_else_denies(
 
     ran, result = await lab.run()
 
-    assert (False, True, expected_text) == (ran, result.is_error, _text(result))
+    assert (False, True, expected_text) == (ran, result.is_error, first_text(result))
 
 
 @pytest.mark.parametrize(
@@ -262,7 +241,7 @@ async def test_a_post_execute_decision_the_pipeline_cannot_read_never_passes_the
 
     ran, result = await lab.run()
 
-    assert (True, True, expected_text) == (ran, result.is_error, _text(result))
+    assert (True, True, expected_text) == (ran, result.is_error, first_text(result))
 
 
 @pytest.mark.parametrize(
@@ -313,7 +292,7 @@ async def test_a_wrapper_result_the_pipeline_cannot_read_becomes_the_invalid_res
     ]
 
     expected = ["Error: tool result must be losslessly JSON-serializable"] * 2
-    assert expected == [_text(result) for result in results]
+    assert expected == [first_text(result) for result in results]
 
 
 # --- specs that would recurse forever, mappings that raise -----------------------------------
@@ -483,7 +462,7 @@ async def test_a_lone_surrogate_from_the_model_never_loses_the_batch(
     registry.register(ToolDefinition(name="echo", description="d", parameters={}, execute=_echo))
     session = MemorySessionLog()
 
-    batch = await run_tool_calls(registry, [call], signal=CancelSignal.never(), session=session)
+    batch = await run_calls(registry, call, session=session)
 
     events = session.events()
     assert (
@@ -491,7 +470,7 @@ async def test_a_lone_surrogate_from_the_model_never_loses_the_batch(
         [ToolCallEvent, ToolResultEvent],
         [call.call_id, call.call_id],
     ) == (
-        [_text(result) for result in batch.results],
+        [first_text(result) for result in batch.results],
         [type(event) for event in events],
         [cast(Any, event).call_id for event in events],
     )
@@ -503,4 +482,4 @@ async def test_a_surrogate_in_a_deny_reason_is_escaped_in_the_result() -> None:
 
     ran, result = await lab.run()
 
-    assert (False, "Error: no \\ud800") == (ran, _text(result))
+    assert (False, "Error: no \\ud800") == (ran, first_text(result))

@@ -35,17 +35,16 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallRequest,
     ToolErrorInfo,
-    ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
     UserSource,
-    define_tool,
     dumps_json,
     read_session_log,
     run_tool_calls,
     snapshot_json,
     thaw_json,
 )
+from support import registry_with, string_tool
 
 # --- surrogates ------------------------------------------------------------------------------
 
@@ -149,15 +148,7 @@ async def test_surrogates_everywhere_the_model_supplies_text_lose_no_result(
         await trio.lowlevel.checkpoint()
         return f"got {args['text']}"
 
-    registry = ToolRegistry()
-    registry.register(
-        define_tool(
-            name="echo",
-            description="Echo.",
-            parameters={"text": {"type": "string", "required": True}},
-            execute=echo,
-        )
-    )
+    registry = registry_with(string_tool("echo", echo, description="Echo."))
     escaped = b"\xfe".decode("utf-8", "surrogateescape")
     calls = [
         ToolCallRequest(call_id=f"c1{escaped}", name="echo", arguments='{"text": "ok"}'),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import trio
@@ -11,12 +11,9 @@ import trio
 from dsh_tools import (
     CancelSignal,
     ContextMessageEvent,
-    HookContext,
     MemorySessionLog,
-    PluginSource,
     TextBlock,
     ToolCallEvent,
-    ToolCallRequest,
     ToolDefinition,
     ToolRegistry,
     ToolResultEvent,
@@ -25,26 +22,12 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
-
-
-def _context(label: str, meta: object = None) -> HookContext:
-    return HookContext(
-        content=(TextBlock(text=label),), source=PluginSource(plugin=label), meta=cast(Any, meta)
-    )
-
-
-def _label(context: HookContext) -> str:
-    assert isinstance(context.source, PluginSource)
-    return context.source.plugin
-
-
-def _call(call_id: str, name: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
+from support import plugin_context, plugin_label, request, run_calls, tool
 
 
 def test_inject_context_outside_a_batch_is_a_runtime_error() -> None:
     with pytest.raises(RuntimeError) as caught:
-        inject_context(_context("x"))
+        inject_context(plugin_context("x"))
 
     assert "inject_context() called outside an active batch" == str(caught.value)
 
@@ -57,30 +40,22 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
 
     async def slow(args: Any, context: ToolRunContext) -> ToolReturn:
         await injected.wait()
-        context.defer_context(_context("slow's own"))
+        context.defer_context(plugin_context("slow's own"))
         return "slow"
 
     async def injector(args: Any, context: ToolRunContext) -> ToolReturn:
-        inject_context(_context("injected", meta={"rows": [1]}))
-        context.defer_context(_context("injector's own"))
+        inject_context(plugin_context("injected", meta={"rows": [1]}))
+        context.defer_context(plugin_context("injector's own"))
         injected.set()
         return "fast"
 
     for name, body in (("slow", slow), ("injector", injector)):
-        registry.register(
-            ToolDefinition(
-                name=name,
-                description="d",
-                parameters={},
-                execute=body,
-                is_concurrency_safe=lambda args: True,
-            )
-        )
+        registry.register(tool(name, body, parallel=True))
     session = MemorySessionLog()
 
     batch = await run_tool_calls(
         registry,
-        [_call("c1", "slow"), _call("c2", "injector")],
+        [request("c1", "slow"), request("c2", "injector")],
         signal=CancelSignal.never(),
         session=session,
     )
@@ -92,7 +67,7 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
         + [ContextMessageEvent] * 3,
         {"rows": (1,)},
     ) == (
-        [_label(context) for context in batch.contexts],
+        [plugin_label(context) for context in batch.contexts],
         [type(event) for event in events],
         batch.contexts[0].meta,
     )
@@ -102,12 +77,12 @@ async def test_a_context_that_is_not_lossless_json_is_refused_at_injection() -> 
     registry = ToolRegistry()
 
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        inject_context(_context("bad", meta={"when": b"now"}))
+        inject_context(plugin_context("bad", meta={"when": b"now"}))
         return "unreachable"
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
 
-    batch = await run_tool_calls(registry, [_call("c1", "t")], signal=CancelSignal.never())
+    batch = await run_calls(registry, request("c1", "t"))
 
     block = batch.results[0].content[0]
     assert (
@@ -125,9 +100,9 @@ async def test_an_injection_after_the_batch_settled_is_refused() -> None:
         return "ok"
 
     registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
-    await run_tool_calls(registry, [_call("c1", "t")], signal=CancelSignal.never())
+    await run_calls(registry, request("c1", "t"))
 
     with pytest.raises(RuntimeError) as caught:
-        captured[0].run(inject_context, _context("late"))
+        captured[0].run(inject_context, plugin_context("late"))
 
     assert "inject_context() called outside an active batch" == str(caught.value)

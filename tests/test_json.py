@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from docs_examples import ROOT, load_example
 from dsh_tools import (
     MAX_DEPTH,
     FrozenJsonObject,
@@ -35,6 +34,7 @@ from dsh_tools import (
     thaw_json,
 )
 from strategies import json_keys, json_values, snapshotted_json
+from support import ROOT, load_example
 
 # --- helpers -------------------------------------------------------------------------------
 

@@ -14,49 +14,29 @@ from typing import Any, cast
 import pytest
 
 from dsh_tools import (
-    CancelSignal,
     ExecuteNext,
     HarnessError,
     PostExecuteNext,
     PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
-    TextBlock,
-    ToolDefinition,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolOutput,
     ToolRegistry,
-    ToolReturn,
     ToolRunContext,
-    define_tool,
 )
+from support import execution_input, first_text, ok_body, registry_with, string_tool, tool
 
 
 def _registry(body: Any = None) -> ToolRegistry:
-    async def ok(args: Any, context: ToolRunContext) -> ToolReturn:
-        return "ok"
-
-    registry = ToolRegistry()
-    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body or ok))
-    return registry
+    return registry_with(tool("t", body or ok_body))
 
 
 def _input(arguments: object = None) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="call-7",
-        name="t",
-        arguments={} if arguments is None else arguments,
-        signal=CancelSignal.never(),
-    )
-
-
-def _text(result: ToolExecutionResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextBlock)
-    return block.text
+    return execution_input("t", arguments, call_id="call-7")
 
 
 def _records(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int, str, bool]]:
@@ -80,21 +60,14 @@ async def test_a_raising_body_is_logged_once_with_its_traceback(
     expected = [
         ("dsh_tools", logging.WARNING, 'tool "t" (call-7): the tool body raised KeyError', True)
     ]
-    assert ("Error: 'path'", expected) == (_text(result), _records(caplog))
+    assert ("Error: 'path'", expected) == (first_text(result), _records(caplog))
     assert caplog.records[0].exc_info is not None
     assert isinstance(caplog.records[0].exc_info[1], KeyError)
 
 
 async def test_a_harness_error_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="dsh_tools")
-    tool = define_tool(
-        name="t",
-        description="d",
-        parameters={"x": {"type": "string", "required": True}},
-        execute=_raise_key_error,
-    )
-    registry = ToolRegistry()
-    registry.register(tool)
+    registry = registry_with(string_tool("t", _raise_key_error, field="x"))
 
     await registry.execute(_input())
 
@@ -145,7 +118,7 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
                 raise ValueError("observer")
 
             registry.hooks.result.add(observer)
-        texts.append(_text(await registry.execute(_input())))
+        texts.append(first_text(await registry.execute(_input())))
 
     expected = [
         (
@@ -211,7 +184,7 @@ async def test_a_stage_9_failure_is_logged_with_its_detail(
         )
     ]
     assert ("Error: tool result must be losslessly JSON-serializable", expected) == (
-        _text(result),
+        first_text(result),
         _records(caplog),
     )
 
@@ -235,7 +208,7 @@ async def test_arguments_the_boundary_rejects_keep_the_model_text_and_log_the_de
         "Error: tool execution arguments must be losslessly JSON-serializable",
         [("dsh_tools", logging.WARNING, True, False)],
     ) == (
-        _text(result),
+        first_text(result),
         [
             (name, level, message.startswith(prefix), traced)
             for name, level, message, traced in _records(caplog)

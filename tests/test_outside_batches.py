@@ -27,6 +27,7 @@ from dsh_tools import (
     inject_context,
     run_tool_calls,
 )
+from support import registry_with, request, run_calls, string_tool
 
 
 def _text(batch: ToolBatch) -> list[str]:
@@ -47,17 +48,9 @@ def _echo_registry() -> ToolRegistry:
         inject_context(_context(f"saw {word}"))
         return word
 
-    registry = ToolRegistry()
-    registry.register(
-        define_tool(
-            name="echo",
-            description="Echo a word.",
-            parameters={"word": {"type": "string", "required": True}},
-            execute=echo,
-            is_concurrency_safe=lambda args: True,
-        )
+    return registry_with(
+        string_tool("echo", echo, field="word", description="Echo a word.", parallel=True)
     )
-    return registry
 
 
 def _calls(*words: str) -> list[ToolCallRequest]:
@@ -156,10 +149,5 @@ async def test_a_batch_given_a_closed_session_log_fails_before_any_body_runs(
     log.close()
 
     with pytest.raises(ValueError, match="append to a closed JsonlSessionLog"):
-        await run_tool_calls(
-            registry,
-            [ToolCallRequest(call_id="c1", name="t", arguments="{}")],
-            signal=CancelSignal.never(),
-            session=log,
-        )
+        await run_calls(registry, request("c1", "t"), session=log)
     assert [] == ran

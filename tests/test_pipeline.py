@@ -19,8 +19,6 @@ from dsh_tools import (
     Deny,
     ExecuteNext,
     HarnessError,
-    HookContext,
-    PluginSource,
     PostExecuteNext,
     PostToolDecision,
     PreExecuteNext,
@@ -41,33 +39,22 @@ from dsh_tools._pipeline import prepare
 from dsh_tools._registry import pipeline_host
 from dsh_tools._results import ABORTED_BEFORE_DISPATCH as CANONICAL_ABORTED_BEFORE_DISPATCH
 from expected import ABORTED_BEFORE_DISPATCH
+from support import (
+    Agent,
+    error_result,
+    execution_input,
+    first_text,
+    note_post_execute,
+    plugin_context,
+    plugin_label,
+    record_post_execute,
+    registry_with,
+    tool,
+)
 
 
 def _text(text: str) -> tuple[TextBlock, ...]:
     return (TextBlock(text=text),)
-
-
-def _error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
-    return ToolExecutionResult(content=_text(text), is_error=True, error=error)
-
-
-def _context(label: str) -> HookContext:
-    return HookContext(content=_text(label), source=PluginSource(plugin=label))
-
-
-def _label(context: HookContext) -> str:
-    assert isinstance(context.source, PluginSource)
-    return context.source.plugin
-
-
-def _first_text(result: ToolExecutionResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextBlock)
-    return block.text
-
-
-class Agent:
-    pass
 
 
 class Recorder:
@@ -87,13 +74,8 @@ def _input(
     signal: CancelSignal | None = None,
     agent: object = None,
 ) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="call-1",
-        name=name,
-        arguments={"text": "hi"} if arguments is None else arguments,
-        signal=CancelSignal.never() if signal is None else signal,
-        agent=agent,
-    )
+    arguments = {"text": "hi"} if arguments is None else arguments
+    return execution_input(name, arguments, call_id="call-1", signal=signal, agent=agent)
 
 
 def _registry(body: Any = None, name: str = "echo") -> tuple[ToolRegistry, list[Any]]:
@@ -104,16 +86,10 @@ def _registry(body: Any = None, name: str = "echo") -> tuple[ToolRegistry, list[
         calls.append((args, context))
         return str(args["text"])
 
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(
-            name=name,
-            description="echo",
-            parameters={"type": "object"},
-            execute=echo if body is None else body,
-        )
+    definition = tool(
+        name, echo if body is None else body, description="echo", parameters={"type": "object"}
     )
-    return registry, calls
+    return registry_with(definition), calls
 
 
 # --- the happy path and the body's return shapes ----------------------------------------------
@@ -187,7 +163,7 @@ async def test_a_raising_body_becomes_an_error_result_without_error_info() -> No
 
     registry, _ = _registry(body)
 
-    assert _error("Error: boom") == await registry.execute(_input())
+    assert error_result("Error: boom") == await registry.execute(_input())
 
 
 async def test_a_harness_error_from_the_body_keeps_its_name_and_code() -> None:
@@ -199,7 +175,7 @@ async def test_a_harness_error_from_the_body_keeps_its_name_and_code() -> None:
 
     registry, _ = _registry(body)
 
-    assert _error("Error: over quota", ToolErrorInfo(name="QuotaError", code="QUOTA")) == (
+    assert error_result("Error: over quota", ToolErrorInfo(name="QuotaError", code="QUOTA")) == (
         await registry.execute(_input())
     )
 
@@ -218,7 +194,7 @@ async def test_an_exception_group_from_the_body_becomes_an_error_result() -> Non
     result = await registry.execute(_input())
 
     assert (
-        _error(
+        error_result(
             "Error: ExceptionGroup \"Exceptions from Trio nursery\" with 1 sub-exception: KeyError: 'k'"
         )
         == result
@@ -242,26 +218,18 @@ async def test_a_base_exception_from_the_body_is_never_turned_into_a_result() ->
     assert expected == recorder.seen
 
 
-async def test_an_input_that_is_not_a_tool_execution_input_is_a_type_error() -> None:
+async def test_an_input_that_is_not_a_tool_execution_input_is_a_typeerror_result() -> None:
     with pytest.raises(TypeError, match=r"^execute\(\) takes a ToolExecutionInput, not dict$"):
         await ToolRegistry().execute({"name": "x"})  # pyright: ignore[reportArgumentType]
 
 
 async def test_an_unknown_tool_is_an_error_result_that_reaches_post_execute() -> None:
     registry, _ = _registry()
-    seen: list[ToolExecutionResult] = []
-
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        seen.append(result)
-        return await next()
-
-    registry.hooks.post_execute.add(post)
+    seen = record_post_execute(registry)
 
     result = await registry.execute(_input("nope"))
 
-    expected = _error(
+    expected = error_result(
         'Error: unknown tool "nope"', ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")
     )
     assert ([expected], expected) == (seen, result)
@@ -277,7 +245,7 @@ async def test_non_json_arguments_give_the_argument_error_and_a_none_arguments_e
 
     result = await registry.execute(_input(arguments={"x": {1, 2}}))
 
-    expected = _error("Error: tool execution arguments must be losslessly JSON-serializable")
+    expected = error_result("Error: tool execution arguments must be losslessly JSON-serializable")
     assert (expected, [], None, 1) == (
         result,
         calls,
@@ -294,14 +262,8 @@ async def test_an_argument_failure_skips_pre_execute_and_post_execute() -> None:
         ran.append("pre")
         return await next()
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        ran.append("post")
-        return await next()
-
     registry.hooks.pre_execute.add(pre)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, ran)
 
     await registry.execute(_input(arguments=float("nan")))
 
@@ -316,7 +278,10 @@ async def test_an_argument_failure_wins_over_a_cancelled_signal() -> None:
 
     result = await registry.execute(_input(arguments=b"bytes", signal=controller.signal))
 
-    assert _error("Error: tool execution arguments must be losslessly JSON-serializable") == result
+    assert (
+        error_result("Error: tool execution arguments must be losslessly JSON-serializable")
+        == result
+    )
 
 
 async def test_a_pre_cancelled_call_skips_every_policy_and_is_aborted_before_dispatch() -> None:
@@ -410,7 +375,7 @@ async def test_a_pre_execute_listener_that_does_not_call_next_short_circuits() -
 
     result = await registry.execute(_input())
 
-    assert (_error("Error: not today"), [], []) == (result, inner, calls)
+    assert (error_result("Error: not today"), [], []) == (result, inner, calls)
 
 
 async def test_arguments_passed_to_pre_execute_next_are_ignored() -> None:
@@ -456,19 +421,13 @@ async def test_a_raising_pre_execute_listener_is_a_final_error_that_skips_post_e
     async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
         raise HarnessError("policy down", "POLICY")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
     registry.hooks.pre_execute.add(pre)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input())
 
     assert (
-        _error("Error: policy down", ToolErrorInfo(name="HarnessError", code="POLICY")),
+        error_result("Error: policy down", ToolErrorInfo(name="HarnessError", code="POLICY")),
         [],
         [],
     ) == (result, posts, calls)
@@ -486,10 +445,10 @@ async def test_a_pre_execute_failure_wins_over_a_concurrent_cancellation() -> No
 
     result = await registry.execute(_input(signal=controller.signal))
 
-    assert _error("Error: broken policy") == result
+    assert error_result("Error: broken policy") == result
 
 
-async def test_a_pre_execute_listener_returning_no_decision_is_a_final_error() -> None:
+async def test_a_pre_execute_listener_returning_no_decision_is_a_finalerror_result() -> None:
     registry, calls = _registry()
 
     async def pre(execution: ToolExecution, next: PreExecuteNext) -> Any:
@@ -499,7 +458,10 @@ async def test_a_pre_execute_listener_returning_no_decision_is_a_final_error() -
 
     result = await registry.execute(_input())
 
-    assert (_error('Error: tools/pre-execute returned "allow", not Allow, Deny or Ask'), []) == (
+    assert (
+        error_result('Error: tools/pre-execute returned "allow", not Allow, Deny or Ask'),
+        [],
+    ) == (
         result,
         calls,
     )
@@ -507,23 +469,20 @@ async def test_a_pre_execute_listener_returning_no_decision_is_a_final_error() -
 
 async def test_a_denial_reaches_post_execute_and_skips_the_body() -> None:
     registry, calls = _registry()
-    seen: list[ToolExecutionResult] = []
 
     async def pre(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
         return Deny("no writes")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        seen.append(result)
-        return await next()
-
     registry.hooks.pre_execute.add(pre)
-    registry.hooks.post_execute.add(post)
+    seen = record_post_execute(registry)
 
     result = await registry.execute(_input())
 
-    assert ([_error("Error: no writes")], _error("Error: no writes"), []) == (seen, result, calls)
+    assert ([error_result("Error: no writes")], error_result("Error: no writes"), []) == (
+        seen,
+        result,
+        calls,
+    )
 
 
 async def test_a_denial_wins_over_a_concurrent_cancellation() -> None:
@@ -536,7 +495,7 @@ async def test_a_denial_wins_over_a_concurrent_cancellation() -> None:
 
     registry.hooks.pre_execute.add(pre)
 
-    assert _error("Error: no") == await registry.execute(_input(signal=controller.signal))
+    assert error_result("Error: no") == await registry.execute(_input(signal=controller.signal))
 
 
 # --- stage 7: execute wrappers ----------------------------------------------------------------
@@ -600,12 +559,12 @@ async def test_a_wrapper_sees_a_raising_body_as_an_error_result() -> None:
 
     await registry.execute(_input())
 
-    assert [_error("Error: bad")] == seen
+    assert [error_result("Error: bad")] == seen
 
 
 async def test_a_raising_wrapper_is_a_final_error_that_drops_deferred_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return "ok"
 
     registry, _ = _registry(body)
@@ -615,18 +574,12 @@ async def test_a_raising_wrapper_is_a_final_error_that_drops_deferred_contexts()
         await next()
         raise RuntimeError("wrapper broke")
 
-    async def post(
-        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
-    ) -> PostToolDecision:
-        posts.append("post")
-        return await next()
-
     registry.hooks.execute.add(wrap)
-    registry.hooks.post_execute.add(post)
+    note_post_execute(registry, posts)
 
     result = await registry.execute(_input())
 
-    assert (_error("Error: wrapper broke"), []) == (result, posts)
+    assert (error_result("Error: wrapper broke"), []) == (result, posts)
 
 
 async def test_a_wrapper_signal_replacement_reaches_the_body_fused_and_is_restored() -> None:
@@ -705,20 +658,20 @@ async def test_a_wrapper_may_call_next_twice_to_retry() -> None:
 
 async def test_contexts_are_deferred_then_wrapper_then_post_execute() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred 1"))
-        context.defer_context(_context("deferred 2"))
+        context.defer_context(plugin_context("deferred 1"))
+        context.defer_context(plugin_context("deferred 2"))
         return "ok"
 
     registry, _ = _registry(body)
 
     async def wrap(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
         result = await next()
-        return attrs.evolve(result, additional_contexts=(_context("wrapper"),))
+        return attrs.evolve(result, additional_contexts=(plugin_context("wrapper"),))
 
     async def post(
         execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
     ) -> PostToolDecision:
-        return Accept(additional_contexts=[_context("post")])
+        return Accept(additional_contexts=[plugin_context("post")])
 
     registry.hooks.execute.add(wrap)
     registry.hooks.post_execute.add(post)
@@ -726,12 +679,12 @@ async def test_contexts_are_deferred_then_wrapper_then_post_execute() -> None:
     result = await registry.execute(_input())
 
     expected = ["deferred 1", "deferred 2", "wrapper", "post"]
-    assert expected == [_label(context) for context in result.additional_contexts]
+    assert expected == [plugin_label(context) for context in result.additional_contexts]
 
 
 async def test_deferred_contexts_are_kept_on_an_error_result() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         raise RuntimeError("failed after deferring")
 
     registry, _ = _registry(body)
@@ -742,7 +695,7 @@ async def test_deferred_contexts_are_kept_on_an_error_result() -> None:
         ToolExecutionResult(
             content=_text("Error: failed after deferring"),
             is_error=True,
-            additional_contexts=(_context("deferred"),),
+            additional_contexts=(plugin_context("deferred"),),
         )
         == result
     )
@@ -780,14 +733,14 @@ async def test_accept_keeps_the_prior_error_and_meta() -> None:
 
     registry.hooks.post_execute.add(post)
 
-    assert _error("Error: rewritten", ToolErrorInfo(name="Broken", code="BROKEN")) == (
+    assert error_result("Error: rewritten", ToolErrorInfo(name="Broken", code="BROKEN")) == (
         await registry.execute(_input())
     )
 
 
 async def test_block_drops_prior_contexts_error_and_meta() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return ToolOutput(content=[TextBlock(text="secret")], meta={"m": 1})
 
     registry, _ = _registry(body)
@@ -795,12 +748,14 @@ async def test_block_drops_prior_contexts_error_and_meta() -> None:
     async def post(
         execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
     ) -> PostToolDecision:
-        return Block(feedback=[TextBlock(text="redacted")], additional_contexts=[_context("b")])
+        return Block(
+            feedback=[TextBlock(text="redacted")], additional_contexts=[plugin_context("b")]
+        )
 
     registry.hooks.post_execute.add(post)
 
     assert ToolExecutionResult(
-        content=_text("redacted"), is_error=True, additional_contexts=(_context("b"),)
+        content=_text("redacted"), is_error=True, additional_contexts=(plugin_context("b"),)
     ) == await registry.execute(_input())
 
 
@@ -829,7 +784,7 @@ async def test_post_execute_runs_outermost_first_and_the_outer_decision_wins() -
 
 async def test_a_raising_post_execute_listener_is_a_final_error_without_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return "ok"
 
     registry, _ = _registry(body)
@@ -841,10 +796,10 @@ async def test_a_raising_post_execute_listener_is_a_final_error_without_contexts
 
     registry.hooks.post_execute.add(post)
 
-    assert _error("Error: post broke") == await registry.execute(_input())
+    assert error_result("Error: post broke") == await registry.execute(_input())
 
 
-async def test_a_post_execute_listener_returning_no_decision_is_a_final_error() -> None:
+async def test_a_post_execute_listener_returning_no_decision_is_a_finalerror_result() -> None:
     registry, _ = _registry()
 
     async def post(execution: ToolExecution, result: ToolExecutionResult, next: Any) -> Any:
@@ -852,14 +807,14 @@ async def test_a_post_execute_listener_returning_no_decision_is_a_final_error() 
 
     registry.hooks.post_execute.add(post)
 
-    assert _error("Error: tools/post-execute returned None, not Accept or Block") == (
+    assert error_result("Error: tools/post-execute returned None, not Accept or Block") == (
         await registry.execute(_input())
     )
 
 
 # --- stage 9: final materialization -----------------------------------------------------------
 
-INVALID_RESULT = _error("Error: tool result must be losslessly JSON-serializable")
+INVALID_RESULT = error_result("Error: tool result must be losslessly JSON-serializable")
 
 
 @pytest.mark.parametrize(
@@ -890,7 +845,7 @@ async def test_a_block_with_a_non_str_text_is_an_invalid_result() -> None:
 
 async def test_an_invalid_result_drops_its_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> Any:
-        context.defer_context(_context("deferred"))
+        context.defer_context(plugin_context("deferred"))
         return 42
 
     registry, _ = _registry(body)
@@ -1120,8 +1075,8 @@ async def test_a_scoped_tool_runs_for_its_agent() -> None:
 
     expected = ("hi", "scoped echo")
     assert expected == (
-        _first_text(await registry.execute(_input())),
-        _first_text(await registry.execute(_input(agent=agent))),
+        first_text(await registry.execute(_input())),
+        first_text(await registry.execute(_input(agent=agent))),
     )
 
 
@@ -1158,7 +1113,10 @@ async def test_a_denied_call_needs_no_dispatch() -> None:
 
     prepared = await prepare(pipeline_host(registry), _input())
 
-    assert (False, _error("Error: no")) == (prepared.needs_dispatch, await prepared.complete())
+    assert (False, error_result("Error: no")) == (
+        prepared.needs_dispatch,
+        await prepared.complete(),
+    )
 
 
 async def test_completing_an_allowed_call_without_dispatch_is_aborted_before_dispatch() -> None:

@@ -8,16 +8,13 @@ import attrs
 import pytest
 
 from dsh_tools import (
-    CancelSignal,
     FrozenJsonObject,
     HookContext,
     PluginSource,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
-    ToolDefinition,
     ToolErrorInfo,
-    ToolExecutionInput,
     ToolExecutionResult,
     ToolOutput,
     ToolRegistry,
@@ -30,6 +27,7 @@ from dsh_tools import (
 )
 from dsh_tools._results import ABORTED
 from dsh_tools._results import materialize as _materialize
+from support import execution_input, registry_with, tool
 
 INVALID = ToolExecutionResult(
     content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
@@ -152,23 +150,11 @@ class Unprintable:
 
 
 async def _execute(registry: ToolRegistry, arguments: object = None) -> ToolExecutionResult:
-    return await registry.execute(
-        ToolExecutionInput(
-            call_id="c",
-            name="t",
-            arguments={} if arguments is None else arguments,
-            signal=CancelSignal.never(),
-        )
-    )
+    return await registry.execute(execution_input("t", arguments, call_id="c"))
 
 
 def _registry() -> ToolRegistry:
-    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
-        return "ok"
-
-    registry = ToolRegistry()
-    registry.register(ToolDefinition(name="t", description="t", parameters={}, execute=body))
-    return registry
+    return registry_with(tool("t", description="t"))
 
 
 async def test_a_guard_reason_that_is_not_a_str_is_shown_with_str() -> None:
@@ -271,11 +257,6 @@ async def test_meta_that_is_not_json_is_refused_only_at_stage_9_with_the_exact_t
             meta={"callback": print} if where == "output meta" else None,
         )
 
-    registry = ToolRegistry()
-    registry.register(ToolDefinition(name="t", description="d", parameters={}, execute=body))
-
-    result = await registry.execute(
-        ToolExecutionInput(call_id="c", name="t", arguments={}, signal=CancelSignal.never())
-    )
+    result = await registry_with(tool("t", body)).execute(execution_input("t", call_id="c"))
 
     assert INVALID == result

@@ -34,10 +34,7 @@ from dsh_tools import (
     snapshot_json,
     tool_result_from_event,
 )
-
-
-async def _body(args: object, context: object) -> str:
-    return "ok"
+from support import call_event, ok_body, registry_with, result_event
 
 
 def _tool(
@@ -50,36 +47,29 @@ def _tool(
         name=name,
         description="a tool",
         parameters={"type": "object"},
-        execute=_body,
+        execute=ok_body,
         present_call=present_call,
         present_result=present_result,
     )
 
 
-def _call(arguments: str = '{"command": "ls"}', *, name: str = "bash", call_id: str = "c1"):
-    return ToolCallEvent(turn=1, step=0, call_id=call_id, name=name, arguments=arguments)
+def _call(
+    arguments: str = '{"command": "ls"}', *, name: str = "bash", call_id: str = "c1"
+) -> ToolCallEvent:
+    return call_event(name, arguments, call_id=call_id, turn=1)
 
 
 def _result(
     content: str = "out", *, call_id: str = "c1", is_error: bool = False, meta: object = None
 ) -> ToolResultEvent:
-    return ToolResultEvent(
-        turn=1,
-        step=0,
-        call_id=call_id,
-        content=[TextBlock(text=content)],
-        is_error=is_error,
-        meta=meta,
-    )
+    return result_event(content, call_id=call_id, is_error=is_error, meta=meta, turn=1)
 
 
 RAW = GenericResultView(content=(TextBlock(text="out"),))
 
 
 def _presenter(*tools: ToolDefinition, errors: list[tuple[Exception, str]] | None = None):
-    registry = ToolRegistry()
-    for tool in tools:
-        registry.register(tool)
+    registry = registry_with(*tools)
 
     def sink(exc: Exception, call_id: str) -> None:
         if errors is not None:

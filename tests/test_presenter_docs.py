@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docs_examples import load_example
+from support import load_example
 
 
 async def test_the_presenter_example_prints_each_view(capsys: pytest.CaptureFixture[str]) -> None:

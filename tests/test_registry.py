@@ -9,21 +9,14 @@ import attrs
 import pytest
 
 from dsh_tools import (
-    CancelSignal,
     Disposer,
     ToolDefinition,
-    ToolExecutionInput,
     ToolExecutionMode,
     ToolRegistry,
-    ToolReturn,
-    ToolRunContext,
     ToolSchema,
     define_tool,
 )
-
-
-async def _body(args: Any, context: ToolRunContext) -> ToolReturn:
-    return "ok"
+from support import Agent, execution_input, ok_body
 
 
 def _tool(name: str, **kwargs: Any) -> ToolDefinition:
@@ -31,23 +24,9 @@ def _tool(name: str, **kwargs: Any) -> ToolDefinition:
         name=name,
         description=f"the {name} tool",
         parameters={"type": "object", "properties": {"x": {"type": "string"}}},
-        execute=_body,
+        execute=ok_body,
         **kwargs,
     )
-
-
-def _call(name: str, agent: object = None, arguments: object = None) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="c1",
-        name=name,
-        arguments={} if arguments is None else arguments,
-        signal=CancelSignal.never(),
-        agent=agent,
-    )
-
-
-class Agent:
-    pass
 
 
 def _always_safe(args: object) -> bool:
@@ -137,7 +116,9 @@ def test_a_definition_with_a_negative_timeout_cannot_be_built() -> None:
 def test_define_tool_a_raw_definition_and_register_share_one_timeout_rule() -> None:
     messages: list[str] = []
     for build in (
-        lambda: define_tool(name="slow", description="d", parameters={}, execute=_body, timeout=0),
+        lambda: define_tool(
+            name="slow", description="d", parameters={}, execute=ok_body, timeout=0
+        ),
         lambda: _tool("slow", timeout=0),
     ):
         with pytest.raises(ValueError) as caught:
@@ -646,7 +627,7 @@ def test_execution_mode_is_parallel_when_the_classifier_returns_true() -> None:
     registry.register(_tool("a", is_concurrency_safe=_always_safe))
 
     expected = ToolExecutionMode.PARALLEL
-    assert expected == registry.execution_mode(_call("a"))
+    assert expected == registry.execution_mode(execution_input("a"))
 
 
 def test_execution_mode_passes_the_arguments_to_the_classifier() -> None:
@@ -655,14 +636,14 @@ def test_execution_mode_passes_the_arguments_to_the_classifier() -> None:
 
     expected = (ToolExecutionMode.PARALLEL, ToolExecutionMode.EXCLUSIVE)
     assert expected == (
-        registry.execution_mode(_call("a", arguments={"x": "read"})),
-        registry.execution_mode(_call("a", arguments={"x": "write"})),
+        registry.execution_mode(execution_input("a", arguments={"x": "read"})),
+        registry.execution_mode(execution_input("a", arguments={"x": "write"})),
     )
 
 
 def test_execution_mode_of_an_unknown_tool_is_exclusive() -> None:
     expected = ToolExecutionMode.EXCLUSIVE
-    assert expected == ToolRegistry().execution_mode(_call("nope"))
+    assert expected == ToolRegistry().execution_mode(execution_input("nope"))
 
 
 def test_execution_mode_without_a_classifier_is_exclusive() -> None:
@@ -670,7 +651,7 @@ def test_execution_mode_without_a_classifier_is_exclusive() -> None:
     registry.register(_tool("a"))
 
     expected = ToolExecutionMode.EXCLUSIVE
-    assert expected == registry.execution_mode(_call("a"))
+    assert expected == registry.execution_mode(execution_input("a"))
 
 
 def test_execution_mode_with_a_raising_classifier_is_exclusive() -> None:
@@ -681,7 +662,7 @@ def test_execution_mode_with_a_raising_classifier_is_exclusive() -> None:
     registry.register(_tool("a", is_concurrency_safe=classify))
 
     expected = ToolExecutionMode.EXCLUSIVE
-    assert expected == registry.execution_mode(_call("a"))
+    assert expected == registry.execution_mode(execution_input("a"))
 
 
 @pytest.mark.parametrize("answer", ["yes", 1, [1], None])
@@ -694,7 +675,7 @@ def test_execution_mode_with_a_truthy_non_bool_is_exclusive(answer: object) -> N
     registry.register(_tool("a", is_concurrency_safe=classify))
 
     expected = ToolExecutionMode.EXCLUSIVE
-    assert expected == registry.execution_mode(_call("a"))
+    assert expected == registry.execution_mode(execution_input("a"))
 
 
 def test_execution_mode_uses_the_tool_visible_to_the_call_agent() -> None:
@@ -705,8 +686,8 @@ def test_execution_mode_uses_the_tool_visible_to_the_call_agent() -> None:
 
     expected = (ToolExecutionMode.EXCLUSIVE, ToolExecutionMode.PARALLEL)
     assert expected == (
-        registry.execution_mode(_call("a")),
-        registry.execution_mode(_call("a", agent)),
+        registry.execution_mode(execution_input("a")),
+        registry.execution_mode(execution_input("a", agent=agent)),
     )
 
 

@@ -9,15 +9,14 @@ from collections.abc import Callable
 import pytest
 
 from dsh_tools import (
-    FrozenJsonObject,
     SchemaSpec,
     ToolCallRequest,
     ToolExecutionMode,
-    ToolRunContext,
     define_tool,
     schema_spec_to_json_schema,
     validate_args,
 )
+from support import ok_body
 
 
 @pytest.mark.parametrize(
@@ -52,10 +51,6 @@ def test_an_execution_mode_has_only_its_two_kinds(kind: object) -> None:
     assert ToolExecutionMode.EXCLUSIVE == ToolExecutionMode(kind="exclusive")
 
 
-async def _body(args: FrozenJsonObject, context: ToolRunContext) -> str:
-    return "x"
-
-
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -79,7 +74,7 @@ def test_every_spec_reader_refuses_an_unknown_type_alike(spec: object, message: 
     readers: list[Callable[[], object]] = [
         lambda: schema_spec_to_json_schema(typed),
         lambda: validate_args(typed, {}),
-        lambda: define_tool(name="t", description="d", parameters=typed, execute=_body),
+        lambda: define_tool(name="t", description="d", parameters=typed, execute=ok_body),
     ]
 
     messages: list[str] = []

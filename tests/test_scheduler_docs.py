@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from docs_examples import load_example
+from support import load_example
 
 
 def test_the_scheduling_example_prints_results_timing_and_events(

@@ -17,9 +17,9 @@ from dsh_tools import (
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
-    define_tool,
     run_tool_calls,
 )
+from support import registry_with, spec_tool
 
 
 def _registry(fatal: BaseException) -> ToolRegistry:
@@ -31,18 +31,9 @@ def _registry(fatal: BaseException) -> ToolRegistry:
         await trio.sleep(0.5)
         raise fatal
 
-    registry = ToolRegistry()
-    for name, body in (("fine", fine), ("fail", fail)):
-        registry.register(
-            define_tool(
-                name=name,
-                description="d",
-                parameters={},
-                execute=body,
-                is_concurrency_safe=lambda args: True,
-            )
-        )
-    return registry
+    return registry_with(
+        spec_tool("fine", fine, parallel=True), spec_tool("fail", fail, parallel=True)
+    )
 
 
 _CALLS = (

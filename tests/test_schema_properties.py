@@ -21,6 +21,7 @@ from jsonschema import Draft202012Validator
 
 from dsh_tools import SchemaProp, SchemaSpec, schema_spec_to_json_schema, validate_args
 from strategies import json_scalars, json_values
+from support import jsonschema_accepts
 
 _SCALAR_TYPES = ("string", "number", "integer", "boolean")
 _ALL_TYPES = (*_SCALAR_TYPES, "object", "array")
@@ -113,10 +114,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _jsonschema_accepts(schema: dict[str, Any], value: Any) -> bool:
-    return Draft202012Validator(schema).is_valid(value)  # pyright: ignore[reportUnknownMemberType]
-
-
 def _required_everywhere(spec: SchemaSpec, schema: dict[str, Any]) -> list[tuple[object, object]]:
     """Pairs (required keys of the spec, ``required`` of the schema) at every object level."""
     pairs: list[tuple[object, object]] = [
@@ -192,7 +189,7 @@ def test_validate_args_agrees_with_jsonschema_about_accept_and_reject(
     spec, arguments = case
     plain = _plain(arguments)
 
-    assert _jsonschema_accepts(schema_spec_to_json_schema(spec), plain) == (
+    assert jsonschema_accepts(schema_spec_to_json_schema(spec), plain) == (
         validate_args(spec, plain) == []
     )
 
@@ -203,6 +200,6 @@ def test_validate_args_agrees_with_jsonschema_on_arbitrary_json(
 ) -> None:
     plain = _plain(arguments)
 
-    assert _jsonschema_accepts(schema_spec_to_json_schema(spec), plain) == (
+    assert jsonschema_accepts(schema_spec_to_json_schema(spec), plain) == (
         validate_args(spec, plain) == []
     )

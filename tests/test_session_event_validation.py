@@ -13,7 +13,6 @@ import pytest
 from dsh_tools import (
     CancelSignal,
     ContextMessageEvent,
-    FrozenJsonObject,
     JsonlSessionLog,
     MemorySessionLog,
     PluginSource,
@@ -23,13 +22,12 @@ from dsh_tools import (
     ToolErrorInfo,
     ToolRegistry,
     ToolResultEvent,
-    ToolRunContext,
     UserSource,
-    define_tool,
     read_session_log,
     register_content_block,
     run_tool_calls,
 )
+from support import registry_with, spec_tool
 
 _TEXT = (TextBlock(text="ok"),)
 
@@ -173,12 +171,7 @@ def test_a_jsonl_log_refuses_a_non_event_and_stays_readable(tmp_path: Path) -> N
 
 
 def _registry() -> ToolRegistry:
-    async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
-        return "ok"
-
-    registry = ToolRegistry()
-    registry.register(define_tool(name="t", description="T.", parameters={}, execute=body))
-    return registry
+    return registry_with(spec_tool("t", description="T."))
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 
 from dsh_tools import assert_supported_output_schema, validate_structured_value
 from strategies import json_values
+from support import jsonschema_accepts
 
 _SCALAR_TYPES = ("string", "number", "integer", "boolean", "null")
 _ALL_TYPES = (*_SCALAR_TYPES, "object", "array")
@@ -100,10 +101,6 @@ def _shaped(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     return base[kind]
 
 
-def _jsonschema_accepts(schema: dict[str, Any], value: Any) -> bool:
-    return Draft202012Validator(schema).is_valid(value)  # pyright: ignore[reportUnknownMemberType]
-
-
 @given(subset_schemas())
 def test_every_generated_subset_schema_is_supported(schema: dict[str, Any]) -> None:
     assert_supported_output_schema(schema)
@@ -120,7 +117,7 @@ def test_every_generated_subset_schema_is_a_valid_draft_2020_12_schema(
 def test_validate_structured_value_agrees_with_jsonschema(case: tuple[dict[str, Any], Any]) -> None:
     schema, value = case
 
-    assert _jsonschema_accepts(schema, value) == (validate_structured_value(schema, value) == [])
+    assert jsonschema_accepts(schema, value) == (validate_structured_value(schema, value) == [])
 
 
 @given(subset_schemas().flatmap(lambda s: st.tuples(st.just(s), near_values(s))))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docs_examples import load_example
+from support import load_example
 
 
 async def test_the_sync_body_example_runs_in_a_thread_and_validates_first(

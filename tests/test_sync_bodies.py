@@ -35,6 +35,7 @@ from dsh_tools import (
 )
 from dsh_tools._registry import pipeline_host
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
+from support import execution_input, first_text, registry_with, string_tool, tool
 
 ABANDONED = ToolExecutionResult(
     content=(
@@ -50,18 +51,7 @@ ABANDONED = ToolExecutionResult(
 def _input(
     name: str, signal: CancelSignal | None = None, arguments: object = None
 ) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id=f"{name}-1",
-        name=name,
-        arguments={} if arguments is None else arguments,
-        signal=CancelSignal.never() if signal is None else signal,
-    )
-
-
-def _text(result: ToolExecutionResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextBlock)
-    return block.text
+    return execution_input(name, arguments, call_id=f"{name}-1", signal=signal)
 
 
 class Gate:
@@ -93,20 +83,16 @@ async def test_a_plain_def_body_runs_in_a_worker_thread_and_its_result_is_used()
 
     result = await registry.execute(_input("t", arguments={"who": "you"}))
 
-    assert ("hello you", 1, False) == (_text(result), len(seen), seen[0] == threading.get_ident())
+    assert ("hello you", 1, False) == (
+        first_text(result),
+        len(seen),
+        seen[0] == threading.get_ident(),
+    )
 
 
 async def test_a_lambda_body_runs_once_and_its_text_is_the_result() -> None:
     calls: list[object] = []
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(
-            name="t",
-            description="d",
-            parameters={},
-            execute=lambda args, context: calls.append(args) or "x",
-        )
-    )
+    registry = registry_with(tool("t", lambda args, context: calls.append(args) or "x"))
 
     result = await registry.execute(_input("t"))
 
@@ -146,7 +132,7 @@ async def test_an_object_with_an_async_call_and_a_partial_run_on_the_trio_thread
         )
     )
 
-    texts = [_text(await registry.execute(_input(name))) for name in ("a", "p")]
+    texts = [first_text(await registry.execute(_input(name))) for name in ("a", "p")]
 
     assert (["async", "a partial"], [threading.get_ident()]) == (texts, callable_body.threads)
 
@@ -159,17 +145,10 @@ async def test_define_tool_validates_before_a_sync_body_and_runs_it_in_a_thread(
         return "read"
 
     trio_thread = threading.get_ident()
-    tool = define_tool(
-        name="read",
-        description="d",
-        parameters={"path": {"type": "string", "required": True}},
-        execute=body,
-    )
-    registry = ToolRegistry()
-    registry.register(tool)
+    registry = registry_with(string_tool("read", body, field="path"))
 
     results = [
-        _text(await registry.execute(_input("read", arguments=arguments)))
+        first_text(await registry.execute(_input("read", arguments=arguments)))
         for arguments in ({"path": "a.txt"}, {"path": 3})
     ]
 
@@ -200,7 +179,7 @@ async def test_a_sync_body_returning_a_coroutine_is_told_to_be_async_def() -> No
         "(coroutine); declare it `async def`"
     )
     assert (expected, True, []) == (
-        _text(result),
+        first_text(result),
         result.is_error,
         [str(w.message) for w in caught],
     )
@@ -278,7 +257,7 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_slot_never_started() 
     assert (1, ABORTED_BEFORE_DISPATCH, "done", False) == (
         waiting,
         b_result,
-        _text(results["a"]),
+        first_text(results["a"]),
         second.entered.is_set(),
     )
 
@@ -321,7 +300,7 @@ async def test_the_registry_runs_at_most_thread_limit_sync_bodies_at_once() -> N
         stats.borrowed_tokens,
         stats.tasks_waiting,
         entered_while_full,
-        [_text(result) for result in results],
+        [first_text(result) for result in results],
     )
 
 
@@ -380,5 +359,5 @@ async def test_a_sync_body_over_its_timeout_on_virtual_time_is_reported_after_it
     assert ([], True, "Error: tool call timed out after 5000ms") == (
         pending_at_60,
         finished_at >= 60,
-        _text(result),
+        first_text(result),
     )

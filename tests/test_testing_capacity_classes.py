@@ -21,7 +21,6 @@ from dsh_tools import (
     PreToolDecision,
     TimelineRecorder,
     ToolBatch,
-    ToolCallRequest,
     ToolDefinition,
     ToolExecution,
     ToolRegistry,
@@ -31,10 +30,7 @@ from dsh_tools import (
 )
 from dsh_tools.testing import check_batch, scripted_tool, sleep
 from dsh_tools.testing.strategies import BatchPlan, tool_batches
-
-
-def call(call_id: str, name: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
+from support import request
 
 
 def spans(recorder: TimelineRecorder) -> dict[str, tuple[float, float | None]]:
@@ -48,7 +44,7 @@ async def test_three_network_calls_limited_to_one_run_one_after_another_in_model
     scripted_tool("read", sleep(1)).register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
-    calls = [call(f"c{i}", "fetch" if i % 2 else "read") for i in range(1, 7)]
+    calls = [request(f"c{i}", "fetch" if i % 2 else "read") for i in range(1, 7)]
     # c1 fetch, c2 read, c3 fetch, c4 read, c5 fetch, c6 read
 
     await run_tool_calls(registry, calls, signal=CancelSignal.never(), pool_limits={"network": 1})
@@ -70,7 +66,7 @@ async def test_without_limits_the_same_batch_runs_at_once(
 ) -> None:
     scripted_tool("fetch", sleep(1), pool="network").register(registry)
     scripted_tool("read", sleep(1)).register(registry)
-    calls = [call(f"c{i}", "fetch" if i % 2 else "read") for i in range(1, 7)]
+    calls = [request(f"c{i}", "fetch" if i % 2 else "read") for i in range(1, 7)]
 
     await run_tool_calls(registry, calls, signal=CancelSignal.never())
 
@@ -85,11 +81,11 @@ async def test_a_class_limit_works_with_the_overall_cap_and_unlisted_classes_are
     recorder = TimelineRecorder()
     recorder.install(registry)
     calls = [
-        call("s1", "shell"),
-        call("g1", "gpu"),
-        call("g2", "gpu"),
-        call("s2", "shell"),
-        call("g3", "gpu"),
+        request("s1", "shell"),
+        request("g1", "gpu"),
+        request("g2", "gpu"),
+        request("s2", "shell"),
+        request("g3", "gpu"),
     ]
 
     await run_tool_calls(
@@ -122,7 +118,7 @@ async def test_a_call_denied_before_dispatch_takes_no_class_slot(
     scripted_tool("fetch", sleep(1), pool="network").register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
-    calls = [call("c1", "fetch"), call("c2", "fetch"), call("c3", "fetch")]
+    calls = [request("c1", "fetch"), request("c2", "fetch"), request("c3", "fetch")]
 
     batch = await run_tool_calls(
         registry, calls, signal=CancelSignal.never(), pool_limits={"network": 2}
@@ -140,7 +136,7 @@ async def test_an_exclusive_call_of_a_class_is_still_a_barrier(
     scripted_tool("post", sleep(1), pool="network", parallel=False).register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
-    calls = [call("c1", "fetch"), call("c2", "post"), call("c3", "fetch")]
+    calls = [request("c1", "fetch"), request("c2", "post"), request("c3", "fetch")]
 
     await run_tool_calls(registry, calls, signal=CancelSignal.never(), pool_limits={"network": 5})
 
@@ -193,7 +189,7 @@ async def test_bad_pool_limits_are_refused_before_any_call_starts(
     with pytest.raises(error) as raised:
         await run_tool_calls(
             registry,
-            [call("c1", "fetch")],
+            [request("c1", "fetch")],
             signal=CancelSignal.never(),
             pool_limits=limits,  # type: ignore[arg-type]
         )

@@ -10,9 +10,9 @@ import sys
 import pytest
 import trio.testing
 
-from docs_examples import EXAMPLES, ROOT, load_example
 from dsh_tools import MemorySessionLog, ToolRegistry
 from dsh_tools.cli.bench import BenchConfig
+from support import EXAMPLES, ROOT, load_example
 
 
 async def test_the_fault_injection_example_passes(

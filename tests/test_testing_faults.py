@@ -43,16 +43,7 @@ from dsh_tools.testing import (
     shielded,
     sleep,
 )
-
-
-def code(result: ToolExecutionResult) -> str:
-    if not result.is_error:
-        return "ok"
-    return result.error.code if result.error is not None else "error"
-
-
-def call(call_id: str, name: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
+from support import outcome_code, request
 
 
 class AllowAfterAWhile:
@@ -75,13 +66,13 @@ class Mixed:
     failure, a final barrier."""
 
     calls: tuple[ToolCallRequest, ...] = (
-        call("c1", "read"),  # parallel, 1 s
-        call("c2", "confirm"),  # parallel, asks for approval, 2 s
-        call("c3", "write"),  # exclusive barrier, 1 s
-        call("c4", "careful"),  # parallel, shielded 1 s
-        call("c5", "broken"),  # parallel, fails after 0.5 s
-        call("c6", "write"),  # exclusive barrier
-        call("c7", "stamp"),  # a sync body, run in a worker thread
+        request("c1", "read"),  # parallel, 1 s
+        request("c2", "confirm"),  # parallel, asks for approval, 2 s
+        request("c3", "write"),  # exclusive barrier, 1 s
+        request("c4", "careful"),  # parallel, shielded 1 s
+        request("c5", "broken"),  # parallel, fails after 0.5 s
+        request("c6", "write"),  # exclusive barrier
+        request("c7", "stamp"),  # a sync body, run in a worker thread
     )
     # what each call gives when nothing is cancelled
     undisturbed: tuple[str, ...] = ("ok", "ok", "ok", "ok", "error", "ok", "ok")
@@ -173,7 +164,7 @@ def test_cancelling_at_any_stage_of_any_call_keeps_every_invariant(
     batch, session, tools = run_mixed(StageReached(call_id=call_id, stage=stage))
 
     check_batch(MIXED.calls, batch, session, tools=tools)
-    codes = [code(result) for result in batch.results]
+    codes = [outcome_code(result) for result in batch.results]
     if stage in MIXED.reaches[index]:
         assert expected_code_of_target(index, stage) == codes[index]
         # nothing after the cancelled call runs to success
@@ -186,7 +177,7 @@ def test_without_a_cancellation_the_mixed_batch_gives_its_undisturbed_outcomes()
     batch, session, tools = run_mixed(None)
 
     check_batch(MIXED.calls, batch, session, tools=tools)
-    assert list(MIXED.undisturbed) == [code(r) for r in batch.results]
+    assert list(MIXED.undisturbed) == [outcome_code(r) for r in batch.results]
 
 
 def test_cancelling_at_a_virtual_time_aborts_what_is_in_flight_at_that_moment() -> None:
@@ -195,7 +186,7 @@ def test_cancelling_at_a_virtual_time_aborts_what_is_in_flight_at_that_moment() 
     check_batch(MIXED.calls, batch, session, tools=tools)
     # c1 (0-1) and c2 (approval 0-0.5, body 0.5-2.5) in the pool; c3 waits for the pool
     expected = ["ok", "ABORTED", *["ABORTED_BEFORE_DISPATCH"] * 5]
-    assert expected == [code(r) for r in batch.results]
+    assert expected == [outcome_code(r) for r in batch.results]
     confirm = tools[1]
     assert [(0.5, 2.25, "cancelled")] == [(r.started, r.ended, r.ending) for r in confirm.runs]
 
@@ -240,10 +231,10 @@ async def test_the_kth_visit_of_a_stage_is_the_one_that_cancels(
         reason="second try",
     )
 
-    batch = await run_tool_calls(registry, [call("c1", "retry")], signal=controller.signal)
+    batch = await run_tool_calls(registry, [request("c1", "retry")], signal=controller.signal)
 
     assert ["returned", "cancelled"] == [r.ending for r in tool.runs]
-    assert ["ABORTED"] == [code(r) for r in batch.results]
+    assert ["ABORTED"] == [outcome_code(r) for r in batch.results]
     assert "second try" == controller.signal.reason
 
 
@@ -257,9 +248,12 @@ async def test_the_disposer_removes_the_observing_hook(
     )
     dispose()
 
-    batch = await run_tool_calls(registry, [call("c1", "read")], signal=controller.signal)
+    batch = await run_tool_calls(registry, [request("c1", "read")], signal=controller.signal)
 
-    assert (["ok"], False) == ([code(r) for r in batch.results], controller.signal.cancelled)
+    assert (["ok"], False) == (
+        [outcome_code(r) for r in batch.results],
+        controller.signal.cancelled,
+    )
 
 
 async def test_other_calls_do_not_count_as_visits(
@@ -270,10 +264,10 @@ async def test_other_calls_do_not_count_as_visits(
     cancel_at(controller, when=StageReached(call_id="zz", stage="execute"), registry=registry)
 
     batch = await run_tool_calls(
-        registry, [call("c1", "read"), call("c2", "read")], signal=controller.signal
+        registry, [request("c1", "read"), request("c2", "read")], signal=controller.signal
     )
 
-    assert ["ok", "ok"] == [code(r) for r in batch.results]
+    assert ["ok", "ok"] == [outcome_code(r) for r in batch.results]
 
 
 def test_a_stage_point_without_a_registry_is_refused() -> None:
@@ -309,5 +303,5 @@ async def test_allow_is_what_ask_for_confirm_passes_on_for_other_tools(
     registry.hooks.pre_execute.add(ask_for_confirm)
     registry.hooks.pre_execute.add(innermost)
     scripted_tool("read").register(registry)
-    await run_tool_calls(registry, [call("c1", "read")], signal=CancelController().signal)
+    await run_tool_calls(registry, [request("c1", "read")], signal=CancelController().signal)
     assert ["read"] == execution_names

@@ -18,7 +18,6 @@ from dsh_tools import (
     TextBlock,
     ToolBatch,
     ToolCallRequest,
-    ToolExecutionResult,
     ToolRegistry,
     run_tool_calls,
     snapshot_json,
@@ -45,15 +44,10 @@ from dsh_tools.testing.strategies import (
     json_values,
     tool_batches,
 )
+from support import outcome_code
 
 examples = settings(max_examples=50, deadline=None)
 interrupts = st.none() | st.sampled_from([0, 0.25, 0.5, 1, 1.5, 2, 3, 4.5, 6])
-
-
-def code(result: ToolExecutionResult) -> str:
-    if not result.is_error:
-        return "ok"
-    return result.error.code if result.error is not None else "error"
 
 
 def run_plan(
@@ -181,7 +175,7 @@ def test_cancelling_at_a_random_stage_of_a_random_call_keeps_the_invariants(
     check_batch(plan.requests, batch, session, tools=tools)
     index = plan.calls.index(target)
     if stage in ("pre_execute", "guard", "execute"):
-        assert "ABORTED_BEFORE_DISPATCH" == code(batch.results[index])
+        assert "ABORTED_BEFORE_DISPATCH" == outcome_code(batch.results[index])
 
 
 def run_chain(chain: HookChain) -> tuple[ToolBatch, ScriptedTool]:
@@ -235,8 +229,8 @@ def test_a_wrapper_cancelling_after_a_successful_body_makes_it_aborted(chain: Ho
     assert ["returned"] == [run.ending for run in tool.runs]
     deciders = [action for action in chain.post if action in ("accept", "block", "raise")]
     if deciders[:1] == ["block"]:
-        assert "error" == code(batch.results[0])  # a block is never overwritten
+        assert "error" == outcome_code(batch.results[0])  # a block is never overwritten
     elif deciders[:1] == ["raise"]:
-        assert "error" == code(batch.results[0])  # nor a post_execute failure
+        assert "error" == outcome_code(batch.results[0])  # nor a post_execute failure
     else:
-        assert "ABORTED" == code(batch.results[0])
+        assert "ABORTED" == outcome_code(batch.results[0])

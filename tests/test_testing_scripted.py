@@ -12,7 +12,6 @@ from dsh_tools import (
     HookContext,
     MemorySessionLog,
     TextBlock,
-    ToolCallRequest,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
@@ -31,10 +30,7 @@ from dsh_tools.testing import (
     shielded,
     sleep,
 )
-
-
-def call(call_id: str, name: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
+from support import request
 
 
 def text(result: ToolExecutionResult) -> str:
@@ -115,7 +111,12 @@ async def test_parallel_tools_overlap_and_exclusive_ones_run_alone(
     writer = scripted_tool("write", sleep(1), parallel=False)
     reader.register(registry)
     writer.register(registry)
-    calls = [call("a", "read"), call("b", "read"), call("c", "write"), call("d", "read")]
+    calls = [
+        request("a", "read"),
+        request("b", "read"),
+        request("c", "write"),
+        request("d", "read"),
+    ]
 
     await run_tool_calls(registry, calls, signal=CancelSignal.never(), session=session_log)
 
@@ -171,11 +172,11 @@ async def test_an_inject_step_puts_its_context_into_the_running_batch(
     scripted_tool("noting", sleep(1), inject(note)).register(registry)
 
     batch = await run_tool_calls(
-        registry, [call("a", "noting")], signal=CancelSignal.never(), session=session_log
+        registry, [request("a", "noting")], signal=CancelSignal.never(), session=session_log
     )
 
     assert (note,) == batch.contexts
-    check_batch([call("a", "noting")], batch, session_log)
+    check_batch([request("a", "noting")], batch, session_log)
 
 
 async def test_an_inject_step_outside_a_batch_fails_the_call(

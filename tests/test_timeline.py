@@ -16,7 +16,6 @@ from dsh_tools import (
     PreToolDecision,
     TimelineRecorder,
     TimelineSpan,
-    ToolCallRequest,
     ToolDefinition,
     ToolExecution,
     ToolRegistry,
@@ -24,10 +23,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.testing import fail, hang, scripted_tool, sleep
-
-
-def call(call_id: str, name: str) -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments="{}")
+from support import request, run_calls
 
 
 async def test_spans_follow_the_pool_and_the_barrier_on_virtual_time(
@@ -38,7 +34,12 @@ async def test_spans_follow_the_pool_and_the_barrier_on_virtual_time(
     scripted_tool("broken", sleep(0.25), fail("boom")).register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
-    calls = [call("a", "read"), call("b", "broken"), call("c", "write"), call("d", "read")]
+    calls = [
+        request("a", "read"),
+        request("b", "broken"),
+        request("c", "write"),
+        request("d", "read"),
+    ]
 
     await run_tool_calls(registry, calls, signal=CancelSignal.never())
 
@@ -69,7 +70,7 @@ async def test_a_span_covers_the_timeout_wrapper_and_records_its_code(
     recorder = TimelineRecorder()
     recorder.install(registry)
 
-    await run_tool_calls(registry, [call("a", "slow")], signal=CancelSignal.never())
+    await run_calls(registry, request("a", "slow"))
 
     assert (
         TimelineSpan(call_id="a", name="slow", started=0.0, finished=0.75, code="TOOL_TIMEOUT"),
@@ -86,7 +87,7 @@ async def test_an_interrupted_call_is_aborted_and_an_unstarted_one_has_no_span(
     controller = CancelController(deadline=0.5)
 
     await run_tool_calls(
-        registry, [call("a", "read"), call("b", "write")], signal=controller.signal
+        registry, [request("a", "read"), request("b", "write")], signal=controller.signal
     )
 
     assert (
@@ -106,7 +107,7 @@ async def test_a_denied_call_never_reaches_the_timeline(
     recorder = TimelineRecorder()
     recorder.install(registry)
 
-    await run_tool_calls(registry, [call("a", "read")], signal=CancelSignal.never())
+    await run_calls(registry, request("a", "read"))
 
     assert () == recorder.spans
 
@@ -119,7 +120,7 @@ async def test_on_change_sees_every_start_and_finish_in_order(
     recorder = TimelineRecorder(on_change=lambda s: seen.append((s.call_id, s.finished, s.code)))
     recorder.install(registry)
 
-    await run_tool_calls(registry, [call("a", "read")], signal=CancelSignal.never())
+    await run_calls(registry, request("a", "read"))
 
     assert [("a", None, None), ("a", 1.0, "ok")] == seen
 
@@ -132,7 +133,7 @@ async def test_a_cancelled_caller_scope_is_recorded_as_cancelled(
     recorder.install(registry)
 
     with trio.move_on_after(2):
-        await run_tool_calls(registry, [call("a", "stuck")], signal=CancelSignal.never())
+        await run_calls(registry, request("a", "stuck"))
 
     assert (
         TimelineSpan(call_id="a", name="stuck", started=0.0, finished=2.0, code="cancelled"),
@@ -146,7 +147,7 @@ async def test_a_wall_clock_records_real_time_under_a_virtual_clock(
     recorder = TimelineRecorder(clock=time.perf_counter)
     recorder.install(registry)
 
-    await run_tool_calls(registry, [call("a", "read")], signal=CancelSignal.never())
+    await run_calls(registry, request("a", "read"))
 
     (span,) = recorder.spans
     assert span.duration is not None
@@ -160,9 +161,7 @@ async def test_clear_forgets_finished_spans_and_refuses_while_a_call_runs(
     recorder = TimelineRecorder()
     recorder.install(registry)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(
-            lambda: run_tool_calls(registry, [call("a", "read")], signal=CancelSignal.never())
-        )
+        nursery.start_soon(lambda: run_calls(registry, request("a", "read")))
         await trio.sleep(0.5)
         assert ("a",) == tuple(s.call_id for s in recorder.running)
         with pytest.raises(RuntimeError, match="while calls are running"):
@@ -178,6 +177,6 @@ async def test_the_disposer_stops_the_recording(
     recorder = TimelineRecorder()
     recorder.install(registry)()
 
-    await run_tool_calls(registry, [call("a", "read")], signal=CancelSignal.never())
+    await run_calls(registry, request("a", "read"))
 
     assert () == recorder.spans

@@ -27,6 +27,7 @@ from dsh_tools import (
 )
 from dsh_tools._results import timeout_result
 from expected import ABORTED
+from support import execution_input, registry_with, tool
 
 OK = ToolExecutionResult(content=(TextBlock(text="done"),), is_error=False)
 
@@ -40,21 +41,13 @@ def _timed_out(ms: str) -> ToolExecutionResult:
 
 
 def _registry(body: Any, timeout: float | None = 0.1) -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(name="t", description="t", parameters={}, execute=body, timeout=timeout)
-    )
+    registry = registry_with(tool("t", body, description="t", timeout=timeout))
     install_timeout_policy(registry)
     return registry
 
 
 def _input(signal: CancelSignal | None = None) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="c",
-        name="t",
-        arguments={},
-        signal=CancelSignal.never() if signal is None else signal,
-    )
+    return execution_input("t", call_id="c", signal=signal)
 
 
 async def _sleepy(args: Any, context: ToolRunContext) -> ToolReturn:

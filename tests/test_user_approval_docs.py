@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docs_examples import load_example
+from support import load_example
 
 
 async def test_the_approval_example_prints_outcomes_and_the_audit_trail(

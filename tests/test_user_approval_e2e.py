@@ -34,14 +34,7 @@ from dsh_tools import (
     session_turn,
 )
 from expected import ABORTED_BEFORE_DISPATCH
-
-
-class Agent:
-    pass
-
-
-def _error(text: str) -> ToolExecutionResult:
-    return ToolExecutionResult(content=(TextBlock(text=text),), is_error=True)
+from support import Agent, error_result
 
 
 def _setup(
@@ -127,7 +120,7 @@ async def test_guards_still_run_after_allowed_once() -> None:
             registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
         )
 
-    assert (_error("Error: read-only session"),) == batch.results
+    assert (error_result("Error: read-only session"),) == batch.results
     assert [] == ran
 
 
@@ -151,7 +144,7 @@ async def test_a_denied_approval_gives_the_exact_denial_text(outcome: object, te
             registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
         )
 
-    assert (_error(text),) == batch.results
+    assert (error_result(text),) == batch.results
     assert [] == ran
 
 
@@ -163,7 +156,9 @@ async def test_no_answerer_is_unavailable() -> None:
             registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
         )
 
-    expected = _error('Error: tool "write" requires approval, but no approval channel is available')
+    expected = error_result(
+        'Error: tool "write" requires approval, but no approval channel is available'
+    )
     assert (expected,) == batch.results
 
 
@@ -176,7 +171,7 @@ async def test_policy_never_rejects_the_call_without_asking() -> None:
             registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
         )
 
-    assert (_error('Error: the user rejected tool "write"'),) == batch.results
+    assert (error_result('Error: the user rejected tool "write"'),) == batch.results
     assert [] == ran
 
 

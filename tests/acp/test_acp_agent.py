@@ -31,6 +31,24 @@ async def _start(nursery: trio.Nursery) -> tuple[Editor, trio.Event]:
     return editor, done
 
 
+def _prompt_in_background(
+    nursery: trio.Nursery, editor: Editor, session_id: str
+) -> tuple[list[Message], trio.Event]:
+    """Send an empty ``session/prompt`` from a task of ``nursery``; its reply lands in the list,
+    and the event is set then."""
+    replies: list[Message] = []
+    answered = trio.Event()
+
+    async def prompt() -> None:
+        replies.append(
+            await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
+        )
+        answered.set()
+
+    nursery.start_soon(prompt)
+    return replies, answered
+
+
 def _text(update: Message) -> str:
     return "".join(item["content"]["text"] for item in update.get("content", ()))
 
@@ -239,16 +257,7 @@ async def test_cancel_interrupts_the_batch_in_flight_calls_abort_and_the_prompt_
     async with trio.open_nursery() as nursery:
         editor, _done = await _start(nursery)
         session_id = await editor.new_session()
-        prompt_done: list[Message] = []
-        answered = trio.Event()
-
-        async def prompt() -> None:
-            prompt_done.append(
-                await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-            )
-            answered.set()
-
-        nursery.start_soon(prompt)
+        prompt_done, answered = _prompt_in_background(nursery, editor, session_id)
         await editor.wait_for(
             lambda m: m.get("params", {}).get("update", {}).get("toolCallId") == "t0-c4"
         )
@@ -285,16 +294,7 @@ async def test_cancel_while_the_permission_is_asked_settles_the_write_without_it
             return None  # the agent must not wait for it: the cancel decides
 
         editor.permission_answer = never_answer
-        prompt_done: list[Message] = []
-        answered = trio.Event()
-
-        async def prompt() -> None:
-            prompt_done.append(
-                await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-            )
-            answered.set()
-
-        nursery.start_soon(prompt)
+        prompt_done, answered = _prompt_in_background(nursery, editor, session_id)
         await asked.wait()
         await editor.send(
             {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
@@ -313,16 +313,7 @@ async def test_a_second_prompt_while_one_runs_is_refused_and_the_next_turn_gets_
     async with trio.open_nursery() as nursery:
         editor, _done = await _start(nursery)
         session_id = await editor.new_session()
-        first: list[Message] = []
-        answered = trio.Event()
-
-        async def prompt() -> None:
-            first.append(
-                await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-            )
-            answered.set()
-
-        nursery.start_soon(prompt)
+        _first, answered = _prompt_in_background(nursery, editor, session_id)
         await editor.wait_for(lambda m: m.get("method") == "session/update")
         refused = await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
         await answered.wait()

@@ -26,7 +26,6 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallKind,
     ToolCallView,
-    ToolDefinition,
     ToolPresenter,
     ToolRegistry,
     ToolResult,
@@ -35,12 +34,9 @@ from dsh_tools import (
     UserSource,
 )
 from dsh_tools.acp import AcpSessionBridge, relativize_title
+from support import call_event, registry_with, result_event, tool
 
 CWD = "/home/u/proj"
-
-
-async def _body(args: object, context: object) -> str:
-    return "ok"
 
 
 def _bridge(
@@ -50,13 +46,11 @@ def _bridge(
     session_cwd: str | None = CWD,
     terminal: bool = False,
 ) -> AcpSessionBridge:
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition(
-            name="tool",
+    registry = registry_with(
+        tool(
+            "tool",
             description="a tool",
             parameters={"type": "object"},
-            execute=_body,
             present_call=present_call,
             present_result=present_result,
         )
@@ -65,17 +59,11 @@ def _bridge(
 
 
 def _call(arguments: str = '{"a": 1}', *, name: str = "tool") -> ToolCallEvent:
-    return ToolCallEvent(turn=0, step=0, call_id="c1", name=name, arguments=arguments)
+    return call_event(name, arguments)
 
 
 def _result(*content: str, is_error: bool = False) -> ToolResultEvent:
-    return ToolResultEvent(
-        turn=0,
-        step=0,
-        call_id="c1",
-        content=[TextBlock(text=text) for text in content],
-        is_error=is_error,
-    )
+    return result_event(*content, is_error=is_error)
 
 
 def _update_for(bridge: AcpSessionBridge, event: object) -> dict[str, object]:

@@ -3,28 +3,11 @@ the page says: one shouted tool call, asked about first, streamed as ACP updates
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import trio
 import trio.testing
 from acp_editor import REJECT, Editor, Message
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "acp_own_agent.py"
-
-
-def _example() -> ModuleType:
-    name = "docs_example_acp_own_agent"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+from support import load_example
 
 
 async def _prompt(editor: Editor) -> tuple[str, Message]:
@@ -43,7 +26,7 @@ async def _run(editor_setup: object = None) -> tuple[Editor, str, Message]:
     if editor_setup is not None:
         editor.permission_answer = lambda _request: editor_setup
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_example().serve, agent_end, agent_end)
+        nursery.start_soon(load_example("acp_own_agent.py").serve, agent_end, agent_end)
         nursery.start_soon(editor.run)
         session_id, answer = await _prompt(editor)
         nursery.cancel_scope.cancel()

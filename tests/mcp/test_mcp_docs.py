@@ -3,30 +3,11 @@ in-process and over stdio (the example launches itself as the server)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import mcp
 import pytest
 import trio
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mcp_tools.py"
-
-
-def load_example() -> ModuleType:
-    name = "docs_example_mcp_tools"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
+from support import load_example
 
 PRINTED = [
     "['notes_read_note', 'notes_append_note']",
@@ -37,7 +18,7 @@ PRINTED = [
 
 
 async def test_the_example_agent_step_runs_against_the_server_in_process() -> None:
-    example = load_example()
+    example = load_example("mcp_tools.py")
     example.notes["todo"] = "buy milk, call Ada"
     async with mcp.Client(example.server) as client:
         lines = await example.agent_step(client)
@@ -48,5 +29,5 @@ async def test_the_example_launches_itself_over_stdio_and_prints_what_the_page_s
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with trio.fail_after(30):
-        await load_example().main()
+        await load_example("mcp_tools.py").main()
     assert PRINTED == capsys.readouterr().out.splitlines()

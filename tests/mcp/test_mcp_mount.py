@@ -25,6 +25,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.mcp import MCP_TOOL_ERROR, mount_mcp
+from support import run_calls
 
 SERVER_TOOLS = ("add", "configure", "picture", "broken", "hang", "die", "grow", "shrink")
 
@@ -41,7 +42,7 @@ def call(name: str, arguments: str, call_id: str = "c1") -> ToolCallRequest:
 
 
 async def run_one(registry: ToolRegistry, name: str, arguments: str) -> tuple[str, bool]:
-    batch = await run_tool_calls(registry, [call(name, arguments)], signal=CancelSignal.never())
+    batch = await run_calls(registry, call(name, arguments))
     (result,) = batch.results
     text = "".join(block.text for block in result.content if isinstance(block, TextBlock))
     return text, result.is_error
@@ -152,7 +153,7 @@ async def test_non_text_content_becomes_a_text_rendering_that_names_its_type(
 ) -> None:
     registry = ToolRegistry()
     async with mount_mcp(registry, client):
-        batch = await run_tool_calls(registry, [call("picture", "")], signal=CancelSignal.never())
+        batch = await run_calls(registry, call("picture", ""))
     assert (
         TextBlock(text="a red pixel"),
         TextBlock(text="[image content: image/png, 12 base64 characters]"),
@@ -162,7 +163,7 @@ async def test_non_text_content_becomes_a_text_rendering_that_names_its_type(
 async def test_a_result_the_server_marks_is_error_is_an_error_result(client: mcp.Client) -> None:
     registry = ToolRegistry()
     async with mount_mcp(registry, client):
-        batch = await run_tool_calls(registry, [call("broken", "")], signal=CancelSignal.never())
+        batch = await run_calls(registry, call("broken", ""))
     (result,) = batch.results
     assert (TextBlock(text="Error: Error executing tool broken: disk full"),) == result.content
     assert ToolErrorInfo(name="McpToolError", code=MCP_TOOL_ERROR) == result.error

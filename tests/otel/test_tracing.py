@@ -16,7 +16,6 @@ from dsh_tools import (
     CancelController,
     CancelSignal,
     ExecuteNext,
-    ToolCallRequest,
     ToolDefinition,
     ToolDispatchExecution,
     ToolExecutionResult,
@@ -27,6 +26,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.otel import BATCH_SPAN, OTHER_ERROR, install_tracing
+from support import request, run_calls, spec_tool, string_tool
 
 
 @pytest.fixture
@@ -43,10 +43,6 @@ def provider(exporter: InMemorySpanExporter) -> TracerProvider:
     return provider
 
 
-def call(name: str, call_id: str, arguments: str = "{}") -> ToolCallRequest:
-    return ToolCallRequest(call_id=call_id, name=name, arguments=arguments)
-
-
 def sleeper(
     name: str, seconds: float, *, parallel: bool = True, provider: TracerProvider | None = None
 ) -> ToolDefinition:
@@ -58,13 +54,7 @@ def sleeper(
             await trio.sleep(seconds)
         return f"{name} done"
 
-    return define_tool(
-        name=name,
-        description=name,
-        parameters={},
-        execute=body,
-        is_concurrency_safe=(lambda _args: True) if parallel else None,
-    )
+    return spec_tool(name, body, description=name, parallel=parallel)
 
 
 async def explode(_args: object, _context: ToolRunContext) -> str:
@@ -86,7 +76,7 @@ async def test_a_call_gets_one_span_with_the_gen_ai_attributes(
     registry = ToolRegistry()
     registry.register(sleeper("wait", 0))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [call("wait", "call-1")], signal=CancelSignal.never())
+    await run_calls(registry, request("call-1", "wait"))
     (span,) = tool_spans(exporter)
     assert "execute_tool wait" == span.name
     assert SpanKind.INTERNAL == span.kind
@@ -107,16 +97,9 @@ async def test_an_error_result_sets_error_status_and_its_code_as_error_type(
     async def body(_args: object, _context: ToolRunContext) -> str:
         return "unreachable"
 
-    registry.register(
-        define_tool(
-            name="echo",
-            description="echo",
-            parameters={"text": {"type": "string", "required": True}},
-            execute=body,
-        )
-    )
+    registry.register(string_tool("echo", body, description="echo"))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [call("echo", "e", '{"text": 1}')], signal=CancelSignal.never())
+    await run_calls(registry, request("e", "echo", '{"text": 1}'))
     (span,) = tool_spans(exporter)
     assert "INVALID_ARGS" == (span.attributes or {})["error.type"]
     assert StatusCode.ERROR == span.status.status_code
@@ -138,7 +121,7 @@ async def test_a_body_exception_without_a_code_is_recorded_as_other(
     registry = ToolRegistry()
     registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [call("bad", "b")], signal=CancelSignal.never())
+    await run_calls(registry, request("b", "bad"))
     (span,) = tool_spans(exporter)
     assert (OTHER_ERROR, "boom") == ((span.attributes or {})["error.type"], span.status.description)
     assert ["boom"] == [(event.attributes or {})["exception.message"] for event in span.events]
@@ -150,7 +133,7 @@ async def test_a_raising_body_records_its_own_exception_with_type_and_stack_trac
     registry = ToolRegistry()
     registry.register(define_tool(name="bad", description="bad", parameters={}, execute=explode))
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [call("bad", "b")], signal=CancelSignal.never())
+    await run_calls(registry, request("b", "bad"))
     (span,) = tool_spans(exporter)
     (event,) = span.events
     attributes = dict(event.attributes or {})
@@ -176,7 +159,7 @@ async def test_the_span_wraps_the_timeout_policy_and_sees_its_timeout_result(
     )
     install_timeout_policy(registry)
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [call("slow", "s")], signal=CancelSignal.never())
+    await run_calls(registry, request("s", "slow"))
     (span,) = tool_spans(exporter)
     assert "TOOL_TIMEOUT" == (span.attributes or {})["error.type"]
 
@@ -194,7 +177,7 @@ async def test_parallel_and_barrier_calls_nest_under_the_batch_span_under_the_ca
         started = trio.current_time()
         await run_tool_calls(
             registry,
-            [call("a", "1"), call("b", "2"), call("c", "3"), call("x", "4")],
+            [request("1", "a"), request("2", "b"), request("3", "c"), request("4", "x")],
             signal=CancelSignal.never(),
         )
         elapsed = trio.current_time() - started
@@ -226,7 +209,9 @@ async def test_an_interrupted_batch_ends_every_started_span_as_aborted(
 
     async def run() -> None:
         batch = await run_tool_calls(
-            registry, [call("a", "1"), call("b", "2"), call("x", "3")], signal=controller.signal
+            registry,
+            [request("1", "a"), request("2", "b"), request("3", "x")],
+            signal=controller.signal,
         )
         results.extend(batch.results)
 
@@ -251,7 +236,7 @@ async def test_cancelling_the_callers_scope_still_ends_the_span(
     registry.register(sleeper("a", 100))
     install_tracing(registry, tracer_provider=provider)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+        await run_calls(registry, request("1", "a"))
     (span,) = tool_spans(exporter)
     assert ("Cancelled", StatusCode.ERROR) == (
         (span.attributes or {})["error.type"],
@@ -265,9 +250,9 @@ async def test_disposing_the_tracing_stops_the_spans(
     registry = ToolRegistry()
     registry.register(sleeper("a", 0))
     dispose = install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+    await run_calls(registry, request("1", "a"))
     dispose()
-    await run_tool_calls(registry, [call("a", "2")], signal=CancelSignal.never())
+    await run_calls(registry, request("2", "a"))
     assert ["1"] == [
         (span.attributes or {})["gen_ai.tool.call.id"] for span in tool_spans(exporter)
     ]
@@ -284,7 +269,7 @@ async def test_a_raising_inner_wrapper_is_recorded_on_the_span_it_escapes(
         raise RuntimeError("wrapper bug")
 
     registry.hooks.execute.add(broken)
-    batch = await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+    batch = await run_calls(registry, request("1", "a"))
     assert batch.results[0].is_error
     (span,) = tool_spans(exporter)
     (event,) = span.events
@@ -313,7 +298,7 @@ async def test_a_batch_gets_one_span_with_its_call_count_and_error_count(
     install_tracing(registry, tracer_provider=provider)
     await run_tool_calls(
         registry,
-        [call("wait", "1"), call("bad", "2"), call("wait", "3")],
+        [request("1", "wait"), request("2", "bad"), request("3", "wait")],
         signal=CancelSignal.never(),
         agent="planner",
     )
@@ -333,7 +318,7 @@ async def test_a_batch_of_an_agent_that_is_not_a_str_names_no_agent(
 ) -> None:
     registry = ToolRegistry()
     install_tracing(registry, tracer_provider=provider)
-    await run_tool_calls(registry, [], signal=CancelSignal.never(), agent=object())
+    await run_calls(registry, agent=object())
     (span,) = exporter.get_finished_spans()
     assert {
         "gen_ai.operation.name": "execute_tool_batch",
@@ -353,11 +338,11 @@ async def test_every_call_of_two_batches_nests_under_its_own_batch_span(
     with tracer.start_as_current_span("agent turn"):
         with tracer.start_as_current_span("step 1"):
             await run_tool_calls(
-                registry, [call("a", "1"), call("b", "2")], signal=CancelSignal.never()
+                registry, [request("1", "a"), request("2", "b")], signal=CancelSignal.never()
             )
         with tracer.start_as_current_span("step 2"):
             await run_tool_calls(
-                registry, [call("c", "3"), call("d", "4")], signal=CancelSignal.never()
+                registry, [request("3", "c"), request("4", "d")], signal=CancelSignal.never()
             )
     spans = exporter.get_finished_spans()
     batches = [span for span in spans if span.name == BATCH_SPAN]
@@ -392,7 +377,7 @@ async def test_an_interrupted_batchs_call_spans_nest_under_its_batch_span(
         with provider.get_tracer("agent").start_as_current_span("agent turn"):
             await run_tool_calls(
                 registry,
-                [call("a", "1"), call("b", "2"), call("x", "3")],
+                [request("1", "a"), request("2", "b"), request("3", "x")],
                 signal=controller.signal,
             )
 
@@ -420,7 +405,7 @@ async def test_cancelling_the_callers_scope_ends_the_batch_span_as_cancelled(
     registry.register(sleeper("a", 100))
     install_tracing(registry, tracer_provider=provider)
     with trio.move_on_after(1):
-        await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+        await run_calls(registry, request("1", "a"))
     assert {BATCH_SPAN: None, "execute_tool a": BATCH_SPAN} == parent_map(exporter)
     (batch,) = [span for span in exporter.get_finished_spans() if span.name == BATCH_SPAN]
     assert ("Cancelled", StatusCode.ERROR) == (
@@ -435,8 +420,8 @@ async def test_a_scope_traces_only_its_own_agents_batches(
     registry = ToolRegistry()
     registry.register(sleeper("a", 0))
     install_tracing(registry.scope("traced"), tracer_provider=provider)
-    await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never(), agent="other")
-    await run_tool_calls(registry, [call("a", "2")], signal=CancelSignal.never(), agent="traced")
+    await run_calls(registry, request("1", "a"), agent="other")
+    await run_calls(registry, request("2", "a"), agent="traced")
     assert [("traced", "2")] == [
         (
             (batch.attributes or {})["gen_ai.agent.name"],
@@ -455,5 +440,5 @@ async def test_disposing_the_tracing_stops_the_batch_spans_too(
     registry.register(sleeper("a", 0))
     dispose = install_tracing(registry, tracer_provider=provider)
     dispose()
-    await run_tool_calls(registry, [call("a", "1")], signal=CancelSignal.never())
+    await run_calls(registry, request("1", "a"))
     assert () == exporter.get_finished_spans()

@@ -1,13 +1,11 @@
 """Shared pieces of the provider-adapter tests: a small registry, a scripted model endpoint
-behind each SDK's own mock HTTP transport, and a loader for the example scripts."""
+behind each SDK's own mock HTTP transport, a loader for the example scripts, and a round trip
+through an SDK's own type."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -15,10 +13,10 @@ import attrs
 import httpx2
 import sniffio
 import trio
+from pydantic import TypeAdapter
 
 from dsh_tools import ToolRegistry, ToolRunContext, define_tool
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from support import ROOT, load_module
 
 JsonDict = dict[str, Any]
 Turn = Callable[[JsonDict], JsonDict]
@@ -203,12 +201,11 @@ def responses_output(output: list[JsonDict]) -> JsonDict:
 def load_script(relative: str) -> ModuleType:
     """Import a script of the repository (``examples/...``, ``docs/examples/...``) as a module."""
     module_name = "provider_script_" + relative.replace("/", "_").removesuffix(".py")
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, ROOT / relative)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / relative, module_name)
+
+
+def round_trip(adapter_type: Any, value: object) -> object:
+    """Validate ``value`` with the SDK's type and dump it back: equal only when every key is
+    one the type knows, with a value of the right type (pydantic drops unknown keys)."""
+    type_adapter: TypeAdapter[Any] = TypeAdapter(adapter_type)
+    return type_adapter.dump_python(type_adapter.validate_python(value), mode="json")

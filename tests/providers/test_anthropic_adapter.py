@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from anthropic.types import Message, MessageParam, ToolParam, ToolResultBlockParam
-from pydantic import TypeAdapter
+from provider_tools import round_trip
 
 from dsh_tools import (
     HookContext,
@@ -31,13 +31,6 @@ SEARCH = ToolSchema(
         "required": ["query"],
     },
 )
-
-
-def round_trip(adapter_type: Any, value: object) -> object:
-    """Validate with the SDK's type and dump back: equal only when every key is known and
-    well-typed (pydantic drops unknown keys)."""
-    type_adapter: TypeAdapter[Any] = TypeAdapter(adapter_type)
-    return type_adapter.dump_python(type_adapter.validate_python(value), mode="json")
 
 
 def test_tool_params_have_the_messages_api_shape_and_validate_against_tool_param() -> None:

@@ -12,7 +12,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import FunctionToolParam, ResponseFunctionToolCall
 from openai.types.responses.response_input_param import FunctionCallOutput
-from pydantic import TypeAdapter
+from provider_tools import round_trip
 
 from dsh_tools import (
     HookContext,
@@ -39,13 +39,6 @@ SEARCH = ToolSchema(
         "required": ["query"],
     },
 )
-
-
-def round_trip(adapter_type: Any, value: object) -> object:
-    """Validate ``value`` with the SDK's type and dump it back: equal only when every key is
-    one the type knows, with a value of the right type (pydantic drops unknown keys)."""
-    type_adapter: TypeAdapter[Any] = TypeAdapter(adapter_type)
-    return type_adapter.dump_python(type_adapter.validate_python(value), mode="json")
 
 
 def test_tool_params_have_the_chat_completions_function_tool_shape() -> None:

@@ -1,0 +1,320 @@
+"""Shared builders for the test suite: the one place for what several test files need.
+
+- loading scripts: ``load_example`` (``docs/examples/``), ``load_module``, ``ROOT``, ``EXAMPLES``;
+- values to compare against: ``Agent``, ``NOTHING``, ``error_result``, ``first_text``,
+  ``outcome_code``, ``plugin_context``, ``plugin_label``, ``jsonschema_accepts``;
+- tools and registries: ``ok_body``, ``noting_body``, ``tool`` (a raw JSON Schema),
+  ``spec_tool`` and ``string_tool`` (``define_tool``), ``registry_with``, and the
+  ``post_execute`` listeners ``note_post_execute`` and ``record_post_execute``;
+- calls: ``request``, ``execution_input``, ``run_calls``; session events: ``call_event``,
+  ``result_event``.
+
+Import it by name (``from support import ...``) from any test, in ``tests/`` or a subfolder:
+pytest puts ``tests/`` on ``sys.path`` when it imports ``tests/conftest.py`` (the default
+``prepend`` import mode). It uses public names of ``dsh_tools`` only, so a rewrite of the
+package's internals leaves it alone. Helpers of one folder stay there
+(``providers/provider_tools.py``, ``acp/acp_editor.py``), as do ``expected.py`` (canonical
+results) and ``strategies.py`` (Hypothesis strategies).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from dsh_tools import (
+    ApprovalService,
+    CancelSignal,
+    HookContext,
+    PluginSource,
+    PostExecuteNext,
+    PostToolDecision,
+    SchemaSpec,
+    SessionLog,
+    TextBlock,
+    ToolBatch,
+    ToolBody,
+    ToolCallEvent,
+    ToolCallRequest,
+    ToolCallView,
+    ToolDefinition,
+    ToolErrorInfo,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolResult,
+    ToolResultEvent,
+    ToolResultView,
+    ToolRunContext,
+    define_tool,
+    run_tool_calls,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository's root folder."""
+
+EXAMPLES = ROOT / "docs" / "examples"
+"""The docs examples, each run by a test that checks its documented output."""
+
+
+def load_module(path: Path, module_name: str) -> ModuleType:
+    """Import the script at ``path`` as the real module ``module_name``, once (its classes'
+    annotations resolve in its own globals)."""
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_example(name: str) -> ModuleType:
+    """Import ``docs/examples/<name>`` as a real module, once."""
+    return load_module(EXAMPLES / name, f"docs_example_{name.removesuffix('.py')}")
+
+
+# --- values that tests compare against ----------------------------------------------------------
+
+
+class Agent:
+    """An agent object for a call: tests pass one down and check it arrives as is."""
+
+
+NOTHING: list[str] = []
+"""Nothing ran (compare a list of what ran against it; never append to it)."""
+
+
+def plugin_context(label: str, meta: object = None) -> HookContext:
+    """A context message of one text block, ``label``, from the plugin named ``label``."""
+    return HookContext(
+        content=(TextBlock(text=label),), source=PluginSource(plugin=label), meta=meta
+    )
+
+
+def plugin_label(context: HookContext) -> str:
+    """The name of the plugin ``context`` came from (it must come from a plugin)."""
+    assert isinstance(context.source, PluginSource)
+    return context.source.plugin
+
+
+def error_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
+    """The error result whose one text block is ``text``."""
+    return ToolExecutionResult(content=(TextBlock(text=text),), is_error=True, error=error)
+
+
+def first_text(result: ToolExecutionResult) -> str:
+    """The text of ``result``'s first block, which must be a text block."""
+    block = result.content[0]
+    assert isinstance(block, TextBlock)
+    return block.text
+
+
+def outcome_code(result: ToolExecutionResult) -> str:
+    """``"ok"`` for a success, else the error's code (``"error"`` when it carries none)."""
+    if not result.is_error:
+        return "ok"
+    return result.error.code if result.error is not None else "error"
+
+
+def jsonschema_accepts(schema: Mapping[str, Any], value: Any) -> bool:
+    """Whether the reference JSON Schema validator (draft 2020-12) accepts ``value``."""
+    return Draft202012Validator(schema).is_valid(value)  # pyright: ignore[reportUnknownMemberType]
+
+
+# --- tools and registries -----------------------------------------------------------------------
+
+
+async def ok_body(args: object, context: ToolRunContext) -> str:
+    """A tool body that returns ``"ok"``."""
+    return "ok"
+
+
+def noting_body(ran: list[str], reply: str = "ok") -> ToolBody:
+    """A tool body that appends ``"body"`` to ``ran`` and returns ``reply``."""
+
+    async def body(args: object, context: ToolRunContext) -> str:
+        ran.append("body")
+        return reply
+
+    return body
+
+
+def tool(
+    name: str = "t",
+    execute: ToolBody = ok_body,
+    *,
+    description: str = "d",
+    parameters: Mapping[str, object] | None = None,
+    parallel: bool = False,
+    timeout: float | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition:
+    """A tool whose JSON Schema is ``parameters`` (default ``{}``: any arguments); ``parallel``
+    makes it concurrency-safe for every call."""
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters={} if parameters is None else parameters,
+        execute=execute,
+        timeout=timeout,
+        is_concurrency_safe=(lambda _args: True) if parallel else None,
+        present_call=present_call,
+        present_result=present_result,
+    )
+
+
+def spec_tool(
+    name: str,
+    execute: ToolBody = ok_body,
+    *,
+    parameters: SchemaSpec | None = None,
+    description: str = "d",
+    parallel: bool = False,
+) -> ToolDefinition:
+    """A ``define_tool`` tool whose arguments are the schema-DSL ``parameters`` (default: none);
+    ``parallel`` makes it concurrency-safe for every call."""
+    return define_tool(
+        name=name,
+        description=description,
+        parameters={} if parameters is None else parameters,
+        execute=execute,
+        is_concurrency_safe=(lambda _args: True) if parallel else None,
+    )
+
+
+def string_tool(
+    name: str,
+    execute: ToolBody,
+    *,
+    field: str = "text",
+    description: str = "d",
+    parallel: bool = False,
+) -> ToolDefinition:
+    """A ``define_tool`` tool whose one argument, ``field``, is a required string."""
+    parameters: SchemaSpec = {field: {"type": "string", "required": True}}
+    return spec_tool(
+        name, execute, parameters=parameters, description=description, parallel=parallel
+    )
+
+
+def registry_with(
+    *definitions: ToolDefinition, approval: ApprovalService | None = None
+) -> ToolRegistry:
+    """A registry holding ``definitions``, in that order."""
+    registry = ToolRegistry(approval=approval)
+    for definition in definitions:
+        registry.register(definition)
+    return registry
+
+
+def note_post_execute(registry: ToolRegistry, notes: list[str], note: str = "post") -> None:
+    """Add a ``post_execute`` listener to ``registry`` that appends ``note`` to ``notes`` each
+    time it is heard, and passes on."""
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        notes.append(note)
+        return await next()
+
+    registry.hooks.post_execute.add(post)
+
+
+def record_post_execute(registry: ToolRegistry) -> list[ToolExecutionResult]:
+    """Add a ``post_execute`` listener to ``registry`` that notes each result it sees and passes
+    on; returns the list it notes them in."""
+    seen: list[ToolExecutionResult] = []
+
+    async def post(
+        execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
+    ) -> PostToolDecision:
+        seen.append(result)
+        return await next()
+
+    registry.hooks.post_execute.add(post)
+    return seen
+
+
+# --- calls ----------------------------------------------------------------------------------------
+
+
+def request(call_id: str, name: str, arguments: str = "{}") -> ToolCallRequest:
+    """The model's request to call ``name`` (with no arguments unless given)."""
+    return ToolCallRequest(call_id=call_id, name=name, arguments=arguments)
+
+
+def execution_input(
+    name: str = "t",
+    arguments: object = None,
+    *,
+    call_id: str = "c1",
+    signal: CancelSignal | None = None,
+    agent: object = None,
+) -> ToolExecutionInput:
+    """One call for ``ToolRegistry.execute``: no arguments (``{}``) and a signal that never
+    fires unless given."""
+    return ToolExecutionInput(
+        call_id=call_id,
+        name=name,
+        arguments={} if arguments is None else arguments,
+        signal=CancelSignal.never() if signal is None else signal,
+        agent=agent,
+    )
+
+
+async def run_calls(
+    registry: ToolRegistry,
+    *calls: ToolCallRequest,
+    signal: CancelSignal | None = None,
+    agent: object = None,
+    session: SessionLog | None = None,
+) -> ToolBatch:
+    """``run_tool_calls`` on ``calls``, as one batch, with a signal that never fires unless
+    given."""
+    return await run_tool_calls(
+        registry,
+        calls,
+        signal=CancelSignal.never() if signal is None else signal,
+        agent=agent,
+        session=session,
+    )
+
+
+# --- session events -------------------------------------------------------------------------------
+
+
+def call_event(
+    name: str = "t", arguments: str = "{}", *, call_id: str = "c1", turn: int = 0, step: int = 0
+) -> ToolCallEvent:
+    """The session's record of a call."""
+    return ToolCallEvent(turn=turn, step=step, call_id=call_id, name=name, arguments=arguments)
+
+
+def result_event(
+    *texts: str,
+    call_id: str = "c1",
+    is_error: bool = False,
+    meta: object = None,
+    turn: int = 0,
+    step: int = 0,
+) -> ToolResultEvent:
+    """The session's record of a result whose content is one text block per ``texts``."""
+    return ToolResultEvent(
+        turn=turn,
+        step=step,
+        call_id=call_id,
+        content=[TextBlock(text=text) for text in texts],
+        is_error=is_error,
+        meta=meta,
+    )
