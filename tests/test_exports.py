@@ -58,6 +58,7 @@ INTERNAL: Final = frozenset(
         ("_json", "mark_checked"),
         # the pipeline's constructors for a token and a fast success result
         ("_execution", "new_execution_token"),
+        ("_execution", "run_context"),
         ("_execution", "success_result"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "CallEnv"),
@@ -65,7 +66,7 @@ INTERNAL: Final = frozenset(
         ("_pipeline", "PipelineHost"),
         ("_pipeline", "PreparedCall"),
         ("_pipeline", "prepare"),
-        ("_pipeline", "prepare_call"),
+        ("_pipeline", "open_call"),
         # the canonical results and the final check (stage 9), shared by the pipeline, the
         # scheduler and the timeout policy
         ("_results", "ABANDONED"),

@@ -40,6 +40,7 @@ __all__ = [
     "ToolResult",
     "ToolRunContext",
     "new_execution_token",
+    "run_context",
     "success_result",
 ]
 
@@ -114,6 +115,15 @@ class ToolExecution:
     parent: ToolExecutionToken | None = None
 
 
+_view_token: Final = ToolExecution.__dict__["token"].__set__
+_view_call_id: Final = ToolExecution.__dict__["call_id"].__set__
+_view_name: Final = ToolExecution.__dict__["name"].__set__
+_view_arguments: Final = ToolExecution.__dict__["arguments"].__set__
+_view_signal: Final = ToolExecution.__dict__["signal"].__set__
+_view_agent: Final = ToolExecution.__dict__["agent"].__set__
+_view_parent: Final = ToolExecution.__dict__["parent"].__set__
+
+
 @attrs.frozen(kw_only=True)
 class ToolRunContext(ToolExecution):
     """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
@@ -131,6 +141,34 @@ class ToolRunContext(ToolExecution):
         if not isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
         self._deferred.append(context)
+
+
+_context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
+
+
+def run_context(
+    token: ToolExecutionToken,
+    call_id: str,
+    name: str,
+    arguments: JsonValue,
+    signal: CancelSignal,
+    agent: object | None,
+    parent: ToolExecutionToken | None,
+    deferred: list[HookContext],
+) -> ToolRunContext:
+    """A body's context built without attrs' ``__init__``, for the pipeline's hot path
+    (internal): the same object ``ToolRunContext(...)`` gives, with no check.
+    """
+    context = object.__new__(ToolRunContext)
+    _view_token(context, token)
+    _view_call_id(context, call_id)
+    _view_name(context, name)
+    _view_arguments(context, arguments)
+    _view_signal(context, signal)
+    _view_agent(context, agent)
+    _view_parent(context, parent)
+    _context_deferred(context, deferred)
+    return context
 
 
 def _frozen_unless_signal(
@@ -181,9 +219,6 @@ ToolExecutionMode.PARALLEL = ToolExecutionMode(kind="parallel")
 ToolExecutionMode.EXCLUSIVE = ToolExecutionMode(kind="exclusive")
 
 
-_setattr: Final = object.__setattr__
-
-
 @attrs.frozen(kw_only=True)
 class ToolExecutionResult:
     """The final outcome of one call: what the model receives.
@@ -204,6 +239,15 @@ class ToolExecutionResult:
     meta: JsonValue = attrs.field(default=None, converter=unchecked_meta)
 
 
+# The pipeline builds a run context and a success per call: its fast constructors fill the slots
+# through their descriptors (what attrs' frozen __init__ does through object.__setattr__).
+_result_content: Final = ToolExecutionResult.__dict__["content"].__set__
+_result_is_error: Final = ToolExecutionResult.__dict__["is_error"].__set__
+_result_error: Final = ToolExecutionResult.__dict__["error"].__set__
+_result_contexts: Final = ToolExecutionResult.__dict__["additional_contexts"].__set__
+_result_meta: Final = ToolExecutionResult.__dict__["meta"].__set__
+
+
 def success_result(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolExecutionResult:
     """A success built without attrs' converters, for the pipeline's hot path (internal).
 
@@ -211,11 +255,11 @@ def success_result(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolEx
     ``meta`` is checked and frozen at final materialization like any result's.
     """
     result = object.__new__(ToolExecutionResult)
-    _setattr(result, "content", content)
-    _setattr(result, "is_error", False)
-    _setattr(result, "error", None)
-    _setattr(result, "additional_contexts", ())
-    _setattr(result, "meta", meta)
+    _result_content(result, content)
+    _result_is_error(result, False)
+    _result_error(result, None)
+    _result_contexts(result, ())
+    _result_meta(result, meta)
     return result
 
 

@@ -208,8 +208,12 @@ def snapshot_json(value: object) -> JsonValue:
     """
     if type(value) is FrozenJsonObject:
         return value  # valid, immutable, and no deeper than MAX_DEPTH by construction
+    if type(value) is dict:
+        flat = _flat_object(cast("dict[object, object]", value))
+        if flat is not None:
+            return flat
     try:
-        return _snap(value, 0, _Walk())
+        return _snap(cast(object, value), 0, _Walk())
     except _Invalid as invalid:
         raise invalid.kind(_format_path(invalid.keys), invalid.reason) from None
 
@@ -267,6 +271,32 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
     if isinstance(value, list):
         return _snap_array(cast("list[object]", value), depth, walk)
     raise _Invalid(JsonTypeError, f"{_describe(value)} is not JSON data")
+
+
+def _flat_object(value: dict[object, object]) -> FrozenJsonObject | None:
+    """The fast path for the most common arguments: the frozen copy of an object whose keys are
+    ASCII ``str`` and whose values are ASCII strings, ``None``, ``bool`` or numbers the walk
+    accepts as they are; ``None`` for anything else (the full walk then decides).
+    """
+    for key, item in value.items():
+        if type(key) is not str or not key.isascii():
+            return None
+        cls = type(item)
+        if cls is str:
+            if not item.isascii():  # type: ignore[union-attr]
+                return None
+        elif cls is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+                return None
+        elif cls is float:
+            if not _is_plain_float(item):  # type: ignore[arg-type]
+                return None
+        elif item is not None and cls is not bool:
+            return None
+    frozen = _new_object(FrozenJsonObject)
+    _fill(frozen, value)  # type: ignore[arg-type]
+    _set_depth(frozen, 1)
+    return frozen
 
 
 def _enter(value: object, depth: int, walk: _Walk) -> int:

@@ -64,6 +64,7 @@ from ._execution import (
     ToolExecutionToken,
     ToolRunContext,
     new_execution_token,
+    run_context,
 )
 from ._json import JsonSnapshotError, JsonValue, snapshot_json
 from ._results import (
@@ -90,7 +91,7 @@ if TYPE_CHECKING:
     from ._execution import ApprovalService
     from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook
 
-__all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "prepare", "prepare_call"]
+__all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "open_call", "prepare"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -228,6 +229,7 @@ _DISPATCHED: Final = 2
 _INVOKED: Final = 4  # the body started (a sync body: its thread started it)
 _FINAL: Final = 8  # _result is a final-result: it skips post_execute
 _TRUSTED: Final = 16  # _aux is the success the library built from a valid str
+_PENDING: Final = 32  # stages 2-6 are left to apply_policies()
 
 _NEVER: Final = CancelSignal.never()
 
@@ -275,6 +277,32 @@ class PreparedCall:
         """Settle on dispatch: the call was allowed."""
         self._flags |= _NEEDS_DISPATCH
         return self
+
+    def pending(self) -> PreparedCall:
+        """Leave stages 2-6 to :meth:`apply_policies` (``pre_execute`` listeners hear the call)."""
+        self._flags |= _PENDING
+        return self
+
+    @property
+    def policy_pending(self) -> bool:
+        """Whether :meth:`apply_policies` must run before the call is settled."""
+        return bool(self._flags & _PENDING)
+
+    async def apply_policies(self) -> None:
+        """Stages 2-6 for a call :attr:`policy_pending`: the ``pre_execute`` waterfall, the
+        approval service, guards. Never raises for a tool or policy failure; raises
+        ``trio.Cancelled`` when the caller's trio scope is cancelled while a listener or the
+        approval service awaits.
+        """
+        if not self._flags & _PENDING:
+            raise RuntimeError("apply_policies() runs once, for a call whose policies are pending")
+        self._flags &= ~_PENDING
+        await _apply_policies(self)
+
+    @property
+    def env(self) -> CallEnv:
+        """What the call shares with the other calls of its batch."""
+        return self._env
 
     @property
     def call_id(self) -> str:
@@ -437,15 +465,8 @@ class PreparedCall:
         if deferred is None:
             deferred = self._deferred = []
         arguments = self.arguments
-        context = ToolRunContext(
-            token=self.token,
-            call_id=request.call_id,
-            name=name,
-            arguments=arguments,
-            signal=signal,
-            agent=env.agent,
-            parent=env.parent,
-            _deferred=deferred,
+        context = run_context(
+            self.token, request.call_id, name, arguments, signal, env.agent, env.parent, deferred
         )
         body = cast("Callable[..., object]", tool.execute)
         if not is_async_body(body):
@@ -703,7 +724,8 @@ def _post_chain(
 
 
 async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall:
-    """Stages 0-6 of one call: a cancel point at entry, then :func:`prepare_call`.
+    """Stages 0-6 of one call: a cancel point at entry, :func:`open_call`, then (when
+    ``pre_execute`` listeners hear the call) :meth:`PreparedCall.apply_policies`.
 
     Raises:
         TypeError: ``input`` is not a :class:`ToolExecutionInput`.
@@ -713,21 +735,20 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     await trio.lowlevel.checkpoint_if_cancelled()
     if type(input) is not ToolExecutionInput and not isinstance(input, ToolExecutionInput):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"execute() takes a ToolExecutionInput, not {type(input).__name__}")
-    env = CallEnv(host, input.signal, input.agent, input.parent)
-    return await prepare_call(env, input, input.arguments)
+    prepared = open_call(
+        CallEnv(host, input.signal, input.agent, input.parent), input, input.arguments
+    )
+    if prepared.policy_pending:
+        await prepared.apply_policies()
+    return prepared
 
 
-async def prepare_call(env: CallEnv, request: CallRequest, arguments: object) -> PreparedCall:
-    """Stages 0-6 of one call (no cancel point of its own, unless a listener awaits).
+def open_call(env: CallEnv, request: CallRequest, arguments: object) -> PreparedCall:
+    """Stages 0-1 of one call, and stages 5-6 too when no ``pre_execute`` listener hears it
+    (then the decision is ``Allow`` and nothing awaits). Otherwise the call is left with
+    :attr:`PreparedCall.policy_pending`: await :meth:`PreparedCall.apply_policies` next.
 
-    Never raises for a tool or policy failure; raises ``trio.Cancelled`` when the caller's trio
-    scope is cancelled while a ``pre_execute`` listener or the approval service awaits.
-
-    Fails closed: a decision the pipeline cannot read (not an ``Allow`` / ``Deny`` / ``Ask``,
-    a ``Deny`` whose ``reason`` is not a ``str``, an ``Ask`` whose ``reason`` is neither
-    ``str`` nor ``None``) becomes an error result, as a raising listener does, and the body
-    never runs. A value that is an instance of several decision classes reads as the most
-    restrictive one (``Deny``, then ``Ask``, then ``Allow``).
+    Never raises for a tool or policy failure.
     """
     # stage 0: wins over a cancelled signal
     try:
@@ -739,18 +760,31 @@ async def prepare_call(env: CallEnv, request: CallRequest, arguments: object) ->
             request.call_id,
             exc,
         )
-        return PreparedCall(env, request, None).final_result(INVALID_ARGUMENTS)  # noqa: ASYNC910
+        return PreparedCall(env, request, None).final_result(INVALID_ARGUMENTS)
     except Exception as exc:
         prepared = PreparedCall(env, request, None)
         _log_raised(prepared, "reading the arguments", exc)
-        return prepared.final_result(error_result(exc))  # noqa: ASYNC910
+        return prepared.final_result(error_result(exc))
     prepared = PreparedCall(env, request, frozen)
-    signal = env.signal
-    if signal.cancelled:  # stage 1
-        return prepared.final_result(ABORTED_BEFORE_DISPATCH)  # noqa: ASYNC910
-    host = env.host
+    if env.signal.cancelled:  # stage 1
+        return prepared.final_result(ABORTED_BEFORE_DISPATCH)
+    if env.host.hooks.pre_execute.for_agent(env.agent):
+        return prepared.pending()
+    return _decided(prepared, _ALLOW, approval_cancelled=False)
 
-    # stage 2
+
+async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
+    """Stages 2-6 of a call that ``pre_execute`` listeners hear.
+
+    Fails closed: a decision the pipeline cannot read (not an ``Allow`` / ``Deny`` / ``Ask``,
+    a ``Deny`` whose ``reason`` is not a ``str``, an ``Ask`` whose ``reason`` is neither
+    ``str`` nor ``None``) becomes an error result, as a raising listener does, and the body
+    never runs. A value that is an instance of several decision classes reads as the most
+    restrictive one (``Deny``, then ``Ask``, then ``Allow``).
+    """
+    env = prepared.env
+    host = env.host
+    # stage 2 (the listeners are read again: one may have been removed since open_call)
     decision: object = _ALLOW
     listeners = host.hooks.pre_execute.for_agent(env.agent)
     if listeners:
@@ -758,7 +792,8 @@ async def prepare_call(env: CallEnv, request: CallRequest, arguments: object) ->
             decision = await _pre_chain(listeners, prepared.execution())()
         except Exception as exc:  # more specific than a concurrent cancellation
             _log_raised(prepared, "a pre_execute listener", exc)
-            return prepared.final_result(error_result(exc))  # noqa: ASYNC910
+            prepared.final_result(error_result(exc))
+            return  # noqa: ASYNC910
 
     # stage 3
     approval_cancelled = False
@@ -767,17 +802,23 @@ async def prepare_call(env: CallEnv, request: CallRequest, arguments: object) ->
             decision, approval_cancelled = await _resolve_ask(host, prepared.execution(), decision)
         except Exception as exc:
             _log_raised(prepared, "the approval service", exc)
-            return prepared.final_result(error_result(exc))  # noqa: ASYNC910
+            prepared.final_result(error_result(exc))
+            return  # noqa: ASYNC910
+    _decided(prepared, decision, approval_cancelled=approval_cancelled)
 
+
+def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bool) -> PreparedCall:
+    """Stages 4-6: settle the call on the decision (guards run after an ``Allow``)."""
+    signal = prepared.env.signal
     # stage 4
     if approval_cancelled and signal.cancelled:
-        return prepared.post_result(ABORTED_BEFORE_DISPATCH)  # noqa: ASYNC910
+        return prepared.post_result(ABORTED_BEFORE_DISPATCH)
 
     # stage 5: Deny is read first, so a value that is somehow Deny and Allow denies
     if isinstance(decision, Deny):
         reason = _deny_reason(prepared, decision)
         if reason is None:
-            return prepared.final_result(  # noqa: ASYNC910
+            return prepared.final_result(
                 text_error(
                     f"tools/pre-execute returned a Deny whose reason is not a str "
                     f"({describe(_read_reason(decision))}); the call is denied"
@@ -785,22 +826,22 @@ async def prepare_call(env: CallEnv, request: CallRequest, arguments: object) ->
             )
     elif isinstance(decision, Allow):
         try:
-            reason = host.evaluate_guards(env.agent, prepared.execution)
+            reason = prepared.env.host.evaluate_guards(prepared.env.agent, prepared.execution)
         except Exception as exc:
             _log_raised(prepared, "a guard", exc)
-            return prepared.final_result(error_result(exc))  # noqa: ASYNC910
+            return prepared.final_result(error_result(exc))
     else:
-        return prepared.final_result(  # noqa: ASYNC910
+        return prepared.final_result(
             text_error(f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask")
         )
     # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
-        return prepared.post_result(text_error(reason_text(reason)))  # noqa: ASYNC910
+        return prepared.post_result(text_error(reason_text(reason)))
 
     # stage 6
     if signal.cancelled:
-        return prepared.post_result(ABORTED_BEFORE_DISPATCH)  # noqa: ASYNC910
-    return prepared.allow()  # noqa: ASYNC910
+        return prepared.post_result(ABORTED_BEFORE_DISPATCH)
+    return prepared.allow()
 
 
 def _read_reason(decision: Deny | Ask) -> object:

@@ -41,7 +41,7 @@ from ._content import HookContext
 from ._definition import runs_in_parallel
 from ._execution import ToolExecutionInput, ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
-from ._pipeline import CallEnv, PipelineHost, PreparedCall, prepare_call
+from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
 from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
@@ -456,45 +456,50 @@ class _Batch:
         return runs_in_parallel(self.host.lookup(call.name, self.agent), arguments)
 
     async def _start(self, index: int) -> PreparedCall:
-        """Append the call's ``tool/call`` and run its prepare stages (on the lane)."""
+        """Append the call's ``tool/call`` and run its prepare stages (on the lane).
+
+        A cancel point after the append (so a cancelled start is balanced); no further
+        schedule point unless a ``pre_execute`` listener or the approval service awaits.
+        """
         if self.session is not None:
             self._append_call(index)
         self.started = index + 1
         arguments = self._arguments(index)
         self.next_index = -1
         self.next_arguments = None
-        # the pipeline's cancel point at entry
         await trio.lowlevel.checkpoint_if_cancelled()
-        prepared = await prepare_call(self.env, self.calls[index], arguments)
-        self.prepared[index] = prepared
+        prepared = self.prepared[index] = open_call(self.env, self.calls[index], arguments)
+        if prepared.policy_pending:
+            await prepared.apply_policies()
         return prepared
 
     def _may_commit(self) -> bool:
         return self.committed < self.started and self.ready[self.committed] == _READY
 
-    async def _commit_next(self) -> None:  # noqa: ASYNC910 (the lane yields per group)
-        """Commit the call at the cursor: its complete stages, its ``tool/result``, its
-        contexts into the batch FIFO (on the lane).
+    async def _commit_ready(self) -> None:  # noqa: ASYNC910 (the lane yields per group)
+        """Commit every call at the cursor that is ready, in model order: its complete stages,
+        its ``tool/result``, its contexts into the batch FIFO (on the lane).
         """
-        index = self.committed
-        prepared = self.prepared[index]
-        assert prepared is not None
-        if prepared.completes_at_once:
-            result = prepared.complete_now()
-        else:
-            result = await prepared.complete()
-        self.results[index] = result
-        if self.session is not None:
-            self._append_result(index, result)
-        self.prepared[index] = None
-        self.contexts.extend(result.additional_contexts)
-        self.committed = index + 1
-        # the lane yields once per commit group, not per commit: a group is whatever committed
-        # since the lane last waited, capped so it never runs unboundedly
-        self.since_checkpoint += 1
-        if self.since_checkpoint >= _COMMITS_PER_CHECKPOINT:
-            self.since_checkpoint = 0
-            await trio.lowlevel.cancel_shielded_checkpoint()
+        while self._may_commit():
+            index = self.committed
+            prepared = self.prepared[index]
+            assert prepared is not None
+            if prepared.completes_at_once:
+                result = prepared.complete_now()
+            else:
+                result = await prepared.complete()
+            self.results[index] = result
+            if self.session is not None:
+                self._append_result(index, result)
+            self.prepared[index] = None
+            self.contexts.extend(result.additional_contexts)
+            self.committed = index + 1
+            # the lane yields once per commit group, not per commit: a group is whatever
+            # committed since the lane last waited, capped so it never runs unboundedly
+            self.since_checkpoint += 1
+            if self.since_checkpoint >= _COMMITS_PER_CHECKPOINT:
+                self.since_checkpoint = 0
+                await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _run_barrier(self) -> None:
         index = self.started
@@ -502,8 +507,7 @@ class _Batch:
         if prepared.needs_dispatch:
             await prepared.dispatch()
         self.ready[index] = _READY
-        while self._may_commit():
-            await self._commit_next()
+        await self._commit_ready()
 
     async def _run_pool(self) -> None:
         # bodies append their index to ``settled`` and unpark the lane, which parks only when
@@ -536,8 +540,7 @@ class _Batch:
                         if self.class_of:
                             self._release_class(index)
                         self.ready[index] = _READY
-                    while self._may_commit():
-                        await self._commit_next()
+                    await self._commit_ready()
             except Exception as exc:
                 # the scheduler itself failed: cancel and await every started body before
                 # the error leaves, and raise it as itself rather than in an ExceptionGroup
@@ -598,8 +601,7 @@ class _Batch:
                 nursery.start_soon(_dispatch, prepared, index, self.settled, self.lot)
         else:
             self.ready[index] = _READY
-        while self._may_commit():
-            await self._commit_next()
+            await self._commit_ready()
 
     def _skip_unstarted(self) -> None:
         """Give every call that never started a balanced synthetic ``tool/call`` +
