@@ -59,6 +59,7 @@ INTERNAL: Final = frozenset(
         # the pipeline's constructors for a token and a fast success result
         ("_execution", "new_execution_token"),
         ("_execution", "run_context"),
+        ("_content", "text_block"),
         ("_execution", "success_result"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "CallEnv"),

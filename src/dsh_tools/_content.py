@@ -7,7 +7,7 @@ tag, absent optionals omitted) is owned by :data:`dsh_tools.converter`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 import attrs
 
@@ -45,6 +45,7 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "UserSource",
+    "text_block",
 ]
 
 
@@ -53,6 +54,18 @@ class TextBlock:
     """Plain text (wire: ``{"type": "text", "text": ...}``)."""
 
     text: str
+
+
+_set_text: Final = TextBlock.__dict__["text"].__set__
+
+
+def text_block(text: str) -> TextBlock:
+    """``TextBlock(text=text)`` without attrs' ``__init__``, for the pipeline's hot path
+    (internal; ``TextBlock`` checks nothing, so the result is the same).
+    """
+    block = object.__new__(TextBlock)
+    _set_text(block, text)
+    return block
 
 
 @attrs.frozen(kw_only=True)

@@ -468,10 +468,11 @@ class PreparedCall:
         context = run_context(
             self.token, request.call_id, name, arguments, signal, env.agent, env.parent, deferred
         )
-        body = cast("Callable[..., object]", tool.execute)
+        body: Callable[..., object] = tool.execute
         if not is_async_body(body):
             return await self._invoke_sync(tool, body, context, signal, linked)
-        run = cast("Callable[[JsonValue, ToolRunContext], Awaitable[object]]", body)
+        # no runtime cast on the hot path: is_async_body said the body returns an awaitable
+        run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = body  # pyright: ignore[reportAssignmentType]
         self._flags |= _INVOKED
         returned: object = _MISSING
         failure: Exception | None = None

@@ -23,6 +23,7 @@ from ._content import (
     ToolCallBlock,
     ToolResultBlock,
     UserSource,
+    text_block,
 )
 from ._converter import converter
 from ._definition import ToolOutput
@@ -273,7 +274,7 @@ def normalize(returned: object) -> ToolExecutionResult:
     """
     meta: JsonValue = None
     if isinstance(returned, str):
-        content: tuple[object, ...] = (TextBlock(text=returned),)
+        content: tuple[object, ...] = (text_block(returned),)
     elif isinstance(returned, ToolOutput):
         content, meta = returned.content, returned.meta
     elif isinstance(returned, list | tuple):
@@ -281,7 +282,7 @@ def normalize(returned: object) -> ToolExecutionResult:
     else:
         # not content at all (None, a dict, a number): carried as is, rejected at stage 9
         content = (returned,)
-    return success_result(cast("tuple[ContentBlock, ...]", content), meta)
+    return success_result(content, meta)  # pyright: ignore[reportArgumentType] (checked at stage 9; no runtime cast on the hot path)
 
 
 # --- the timeout policy's result -------------------------------------------------------------

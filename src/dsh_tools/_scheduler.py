@@ -319,6 +319,7 @@ class _Batch:
     # the pool's settled calls (appended by body tasks) and where the lane waits for them
     settled: deque[int] = attrs.field(init=False, factory=lambda: deque[int]())
     lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
+    parked: bool = False
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
@@ -531,7 +532,11 @@ class _Batch:
                     if not self.in_flight:
                         break
                     if not settled:
-                        await self.lot.park()
+                        self.parked = True
+                        try:
+                            await self.lot.park()
+                        finally:
+                            self.parked = False
                         self.since_checkpoint = 0
                     # every result that is ready, then one commit group
                     while settled:
@@ -594,11 +599,15 @@ class _Batch:
             if pool is not None:
                 self.class_of[index] = pool
                 self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
-            if bodies is not None and not self.host.hooks.execute.for_agent(self.agent):
-                bodies.start_soon(_dispatch_linked, prepared, index, self.settled, self.lot)
+            if not self.host.hooks.execute.for_agent(self.agent):
+                # inside the pool's scope linked to the batch signal (none for a signal that
+                # never fires): the body needs no scope of its own
+                (nursery if bodies is None else bodies).start_soon(
+                    _dispatch_linked, prepared, index, self
+                )
             else:
                 # a wrapper may replace the call's signal: the body gets a scope of its own
-                nursery.start_soon(_dispatch, prepared, index, self.settled, self.lot)
+                nursery.start_soon(_dispatch, prepared, index, self)
         else:
             self.ready[index] = _READY
             await self._commit_ready()
@@ -619,23 +628,21 @@ class _Batch:
         self.started = self.committed = len(self.calls)
 
 
-async def _dispatch(
-    prepared: PreparedCall, index: int, settled: deque[int], lot: trio.lowlevel.ParkingLot
-) -> None:
+async def _dispatch(prepared: PreparedCall, index: int, batch: _Batch) -> None:
     await prepared.dispatch()
-    settled.append(index)
-    lot.unpark()
+    batch.settled.append(index)
+    if batch.parked:
+        batch.lot.unpark()
 
 
-async def _dispatch_linked(
-    prepared: PreparedCall, index: int, settled: deque[int], lot: trio.lowlevel.ParkingLot
-) -> None:
+async def _dispatch_linked(prepared: PreparedCall, index: int, batch: _Batch) -> None:
     # the outcome is recorded even when the pool's linked scope cancels the body
     try:
         await prepared.dispatch(linked=True)
     finally:
-        settled.append(index)
-        lot.unpark()
+        batch.settled.append(index)
+        if batch.parked:
+            batch.lot.unpark()
 
 
 async def _linked_bodies(
