@@ -33,7 +33,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 import attrs
 import trio
@@ -221,6 +221,13 @@ class CallEnv:
     signal: CancelSignal
     agent: object | None = None
     parent: ToolExecutionToken | None = None
+
+
+class _Entered(NamedTuple):
+    """The tool a call's body belongs to, and the context it runs with."""
+
+    tool: ToolDefinition
+    context: ToolRunContext
 
 
 # PreparedCall._flags
@@ -446,6 +453,44 @@ class PreparedCall:
             chain = _bind2(wrapper, dispatch_execution, chain)
         return await chain()
 
+    def _enter(self, signal: CancelSignal) -> ToolExecutionResult | _Entered:
+        """The innermost ``next()``'s start: the outcome when the body cannot run (the signal
+        fired, the tool is gone), else the tool and the body's context.
+        """
+        if signal.cancelled:
+            return ABORTED_BEFORE_DISPATCH
+        env = self._env
+        request = self._request
+        name = request.name
+        tool = env.host.lookup(name, env.agent)
+        if tool is None:
+            return error_result(ToolNotFoundError(name))
+        deferred = self._deferred
+        if deferred is None:
+            deferred = self._deferred = []
+        context = run_context(
+            self.token,
+            request.call_id,
+            name,
+            self.arguments,
+            signal,
+            env.agent,
+            env.parent,
+            deferred,
+        )
+        return _Entered(tool, context)
+
+    def _returned(
+        self, signal: CancelSignal, returned: object, failure: Exception | None
+    ) -> ToolExecutionResult:
+        """The outcome of an async body that has unwound."""
+        if failure is not None:
+            _log_raised(self, "the tool body", failure)
+            return error_result(failure)
+        if returned is _MISSING or signal.cancelled:
+            return ABORTED
+        return self._normalize(returned)
+
     async def _invoke(self, signal: CancelSignal, *, linked: bool = False) -> ToolExecutionResult:
         """The innermost ``next()``: look the tool up, run the body under ``signal``.
 
@@ -453,21 +498,10 @@ class PreparedCall:
         :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
         checkpoints after it.
         """
-        if signal.cancelled:
-            return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
-        env = self._env
-        request = self._request
-        name = request.name
-        tool = env.host.lookup(name, env.agent)
-        if tool is None:
-            return error_result(ToolNotFoundError(name))  # noqa: ASYNC910
-        deferred = self._deferred
-        if deferred is None:
-            deferred = self._deferred = []
-        arguments = self.arguments
-        context = run_context(
-            self.token, request.call_id, name, arguments, signal, env.agent, env.parent, deferred
-        )
+        entered = self._enter(signal)
+        if not isinstance(entered, _Entered):
+            return entered  # noqa: ASYNC910
+        tool, context = entered
         body: Callable[..., object] = tool.execute
         if not is_async_body(body):
             return await self._invoke_sync(tool, body, context, signal, linked)
@@ -478,10 +512,10 @@ class PreparedCall:
         failure: Exception | None = None
         try:
             if linked or signal is _NEVER:
-                returned = await run(arguments, context)
+                returned = await run(self.arguments, context)
             else:
                 with linked_cancel_scope(signal):
-                    returned = await run(arguments, context)
+                    returned = await run(self.arguments, context)
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
@@ -491,12 +525,39 @@ class PreparedCall:
         # outcome is recorded first, and the caller's next checkpoint raises.)
         if not linked:
             await trio.lowlevel.checkpoint_if_cancelled()
-        if failure is not None:
-            _log_raised(self, "the tool body", failure)
-            return error_result(failure)  # noqa: ASYNC910
-        if returned is _MISSING or signal.cancelled:
-            return ABORTED  # noqa: ASYNC910
-        return self._normalize(returned)  # noqa: ASYNC910
+        return self._returned(signal, returned, failure)  # noqa: ASYNC910
+
+    async def run_linked(self, report: Callable[[int], None], index: int) -> None:  # noqa: ASYNC910
+        """Stage 7 as a pool's body task: :meth:`dispatch` with ``linked=True``, one coroutine
+        shorter for an async body without ``execute`` wrappers (the common case). Calls
+        ``report(index)`` once the outcome is recorded, also when the pool's linked scope
+        cancels the body.
+        """
+        try:
+            env = self._env
+            flags = self._flags
+            entered = None
+            if flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH and not (
+                env.host.hooks.execute.for_agent(env.agent)
+            ):
+                entered = self._enter(env.signal)
+            if type(entered) is not _Entered or not is_async_body(entered.tool.execute):
+                # a wrapper, a sync body, a body that cannot run: the general path
+                await self.dispatch(linked=True)
+                return
+            self._flags = flags | _DISPATCHED | _INVOKED
+            run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = entered.tool.execute  # pyright: ignore[reportAssignmentType]
+            try:
+                returned = await run(self.arguments, entered.context)
+            except Exception as exc:
+                self._settle(self._returned(env.signal, _MISSING, exc))
+            except trio.Cancelled:
+                self._settle(ABORTED)  # the pool's scope stopped the body: record, unwind
+                raise
+            else:
+                self._settle(self._returned(env.signal, returned, None))
+        finally:
+            report(index)
 
     async def _invoke_sync(
         self,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import deque
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final, cast
 
 import attrs
@@ -320,6 +320,7 @@ class _Batch:
     settled: deque[int] = attrs.field(init=False, factory=lambda: deque[int]())
     lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
     parked: bool = False
+    reporter: Callable[[int], None] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
@@ -330,6 +331,7 @@ class _Batch:
         self.ready = bytearray(n)
         self.call_seqs = [0] * n if self.session is not None else []
         self.results = [None] * n
+        self.reporter = _reporter(self)
 
     async def run(self) -> ToolBatch:
         token = _ACTIVE_BATCH.set(self)
@@ -456,11 +458,11 @@ class _Batch:
             return mode.kind == "parallel"
         return runs_in_parallel(self.host.lookup(call.name, self.agent), arguments)
 
-    async def _start(self, index: int) -> PreparedCall:
-        """Append the call's ``tool/call`` and run its prepare stages (on the lane).
+    def _announce(self, index: int) -> object:
+        """Start the call: append its ``tool/call``; return its parsed arguments (on the lane).
 
-        A cancel point after the append (so a cancelled start is balanced); no further
-        schedule point unless a ``pre_execute`` listener or the approval service awaits.
+        The caller then passes a cancel point (so a start cancelled there is balanced), then
+        :meth:`_open`, then awaits the policies a ``pre_execute`` listener makes pending.
         """
         if self.session is not None:
             self._append_call(index)
@@ -468,10 +470,10 @@ class _Batch:
         arguments = self._arguments(index)
         self.next_index = -1
         self.next_arguments = None
-        await trio.lowlevel.checkpoint_if_cancelled()
+        return arguments
+
+    def _open(self, index: int, arguments: object) -> PreparedCall:
         prepared = self.prepared[index] = open_call(self.env, self.calls[index], arguments)
-        if prepared.policy_pending:
-            await prepared.apply_policies()
         return prepared
 
     def _may_commit(self) -> bool:
@@ -504,7 +506,11 @@ class _Batch:
 
     async def _run_barrier(self) -> None:
         index = self.started
-        prepared = await self._start(index)
+        arguments = self._announce(index)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        prepared = self._open(index, arguments)
+        if prepared.policy_pending:
+            await prepared.apply_policies()
         if prepared.needs_dispatch:
             await prepared.dispatch()
         self.ready[index] = _READY
@@ -525,10 +531,9 @@ class _Batch:
                 if self.signal is not _NEVER:
                     bodies = await nursery.start(_linked_bodies, self.signal, pool_done)
                 # the group's first call starts without re-classification
-                await self._start_in_pool(nursery, bodies)
+                await self._fill_pool(nursery, bodies, first=True)
                 while True:
-                    while self._may_refill():
-                        await self._start_in_pool(nursery, bodies)
+                    await self._fill_pool(nursery, bodies, first=False)
                     if not self.in_flight:
                         break
                     if not settled:
@@ -590,27 +595,38 @@ class _Batch:
         if pool is not None:
             self.class_in_flight[pool] -= 1
 
-    async def _start_in_pool(self, nursery: trio.Nursery, bodies: trio.Nursery | None) -> None:
-        index = self.started
-        pool = self._pool_of(index) if self.limits else None
-        prepared = await self._start(index)
-        if prepared.needs_dispatch:
-            self.in_flight += 1
-            if pool is not None:
-                self.class_of[index] = pool
-                self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
-            if not self.host.hooks.execute.for_agent(self.agent):
-                # inside the pool's scope linked to the batch signal (none for a signal that
-                # never fires): the body needs no scope of its own
-                (nursery if bodies is None else bodies).start_soon(
-                    _dispatch_linked, prepared, index, self
-                )
+    async def _fill_pool(  # noqa: ASYNC910 (each start is a cancel point; none may start)
+        self, nursery: trio.Nursery, bodies: trio.Nursery | None, *, first: bool
+    ) -> None:
+        """Start calls while the pool may take them (``first``: the group's first call, which
+        starts without re-classification), in this one coroutine.
+        """
+        while first or self._may_refill():
+            first = False
+            index = self.started
+            pool = self._pool_of(index) if self.limits else None
+            arguments = self._announce(index)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            prepared = self._open(index, arguments)
+            if prepared.policy_pending:
+                await prepared.apply_policies()
+            if prepared.needs_dispatch:
+                self.in_flight += 1
+                if pool is not None:
+                    self.class_of[index] = pool
+                    self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
+                if not self.host.hooks.execute.for_agent(self.agent):
+                    # inside the pool's scope linked to the batch signal (none for a signal that
+                    # never fires): the body needs no scope of its own
+                    (nursery if bodies is None else bodies).start_soon(
+                        prepared.run_linked, self.reporter, index
+                    )
+                else:
+                    # a wrapper may replace the call's signal: the body gets a scope of its own
+                    nursery.start_soon(_dispatch, prepared, index, self)
             else:
-                # a wrapper may replace the call's signal: the body gets a scope of its own
-                nursery.start_soon(_dispatch, prepared, index, self)
-        else:
-            self.ready[index] = _READY
-            await self._commit_ready()
+                self.ready[index] = _READY
+                await self._commit_ready()
 
     def _skip_unstarted(self) -> None:
         """Give every call that never started a balanced synthetic ``tool/call`` +
@@ -635,14 +651,16 @@ async def _dispatch(prepared: PreparedCall, index: int, batch: _Batch) -> None:
         batch.lot.unpark()
 
 
-async def _dispatch_linked(prepared: PreparedCall, index: int, batch: _Batch) -> None:
-    # the outcome is recorded even when the pool's linked scope cancels the body
-    try:
-        await prepared.dispatch(linked=True)
-    finally:
-        batch.settled.append(index)
+def _reporter(batch: _Batch) -> Callable[[int], None]:
+    """What a pool's body task calls once its call's outcome is recorded."""
+    settled = batch.settled
+
+    def report(index: int) -> None:
+        settled.append(index)
         if batch.parked:
             batch.lot.unpark()
+
+    return report
 
 
 async def _linked_bodies(
