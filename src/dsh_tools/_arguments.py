@@ -10,6 +10,7 @@ rejects it with its own error and logs why.
 from __future__ import annotations
 
 import json
+import json.scanner
 from typing import Final
 
 from ._json import FrozenJsonObject, JsonSnapshotError, JsonValue, snapshot_json
@@ -25,6 +26,10 @@ def _reject_constant(name: str) -> object:
 
 # one decoder for every call: ``json.loads`` with a keyword argument builds a new one each time
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+# its scanner: what ``decode`` runs between two whitespace regexes, for text without whitespace
+# around the value (what models send); anything else goes through ``decode`` itself
+# (typeshed types make_scanner's argument as a scanner; at run time it reads a decoder's settings)
+_SCAN: Final = json.scanner.make_scanner(_DECODER)  # pyright: ignore[reportArgumentType]
 
 
 def parse_call_arguments(text: str) -> JsonValue | object:
@@ -52,10 +57,16 @@ def parse_call_arguments(text: str) -> JsonValue | object:
         raise TypeError(f"tool call arguments must be JSON text (str), not {type(text).__name__}")
     if text == "":
         return _EMPTY
+    parsed: object
     try:
-        parsed = _DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return text
+        parsed, end = _SCAN(text, 0)
+        if end != len(text):
+            raise ValueError("text after the value")  # whitespace, or not JSON: decode decides
+    except (StopIteration, ValueError, RecursionError):
+        try:
+            parsed = _DECODER.decode(text)
+        except (ValueError, RecursionError):
+            return text
     try:
         return snapshot_json(parsed)
     except JsonSnapshotError:

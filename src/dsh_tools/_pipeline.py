@@ -38,9 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 import attrs
 import trio
 
-from ._content import (
-    HookContext,
-)
+from ._content import HookContext, text_block
 from ._definition import is_async_body
 from ._errors import (
     HarnessError,
@@ -65,6 +63,7 @@ from ._execution import (
     ToolRunContext,
     new_execution_token,
     run_context,
+    success_result,
 )
 from ._json import JsonSnapshotError, JsonValue, snapshot_json
 from ._results import (
@@ -89,7 +88,7 @@ from ._signal import CancelSignal, fuse, linked_cancel_scope
 if TYPE_CHECKING:
     from ._definition import ToolDefinition
     from ._execution import ApprovalService
-    from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook
+    from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook, ResultObserver
 
 __all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "open_call", "prepare"]
 
@@ -457,7 +456,7 @@ class PreparedCall:
         """The innermost ``next()``'s start: the outcome when the body cannot run (the signal
         fired, the tool is gone), else the tool and the body's context.
         """
-        if signal.cancelled:
+        if signal is not _NEVER and signal.cancelled:
             return ABORTED_BEFORE_DISPATCH
         env = self._env
         request = self._request
@@ -487,7 +486,7 @@ class PreparedCall:
         if failure is not None:
             _log_raised(self, "the tool body", failure)
             return error_result(failure)
-        if returned is _MISSING or signal.cancelled:
+        if returned is _MISSING or (signal is not _NEVER and signal.cancelled):
             return ABORTED
         return self._normalize(returned)
 
@@ -631,6 +630,12 @@ class PreparedCall:
         """Stage 7.6, remembering what stage 9 needs: a success built from a valid ``str`` is
         final as it is; a value that is not content is named in the stage-9 log.
         """
+        if type(returned) is str and returned.isascii():
+            # the common case, without normalize's dispatch: a success stage 9 need not check
+            result = success_result((text_block(returned),), None)
+            self._aux = result
+            self._flags |= _TRUSTED
+            return result
         result = normalize(returned)
         if type(returned) is str and valid_str(returned):
             self._aux = result
@@ -643,7 +648,8 @@ class PreparedCall:
     # --- stages 8-10 ---------------------------------------------------------------------
 
     def _replace_if_cancelled(self, result: ToolExecutionResult) -> ToolExecutionResult:
-        if result.is_error or not self._env.signal.cancelled:
+        signal = self._env.signal
+        if result.is_error or signal is _NEVER or not signal.cancelled:
             return result
         replacement = ABORTED if self._flags & _INVOKED else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
@@ -658,20 +664,17 @@ class PreparedCall:
             return self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
         return outcome
 
-    @property
-    def completes_at_once(self) -> bool:
-        """Whether :meth:`complete` would not await: no ``post_execute`` listener hears the call
-        (or its result is final already). Then :meth:`complete_now` does the same work.
+    def complete_at_once(self) -> ToolExecutionResult | None:
+        """What :meth:`complete` returns, computed without awaiting, or ``None`` when a
+        ``post_execute`` listener hears the call (then await :meth:`complete`).
         """
-        env = self._env
-        return bool(self._flags & _FINAL) or not env.host.hooks.post_execute.for_agent(env.agent)
-
-    def complete_now(self) -> ToolExecutionResult:
-        """Stages 9-10 for a call that :attr:`completes_at_once` (synchronously)."""
         result = self._result
         if self._flags & _FINAL:
             assert result is not None
             return self._materialize(result)
+        env = self._env
+        if env.host.hooks.post_execute.for_agent(env.agent):
+            return None
         return self._materialize(self._replace_if_cancelled(self._outcome()))
 
     async def complete(self) -> ToolExecutionResult:
@@ -684,8 +687,9 @@ class PreparedCall:
         ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
         never ran, the outcome is ``ABORTED_BEFORE_DISPATCH``.
         """
-        if self.completes_at_once:
-            return self.complete_now()  # noqa: ASYNC910
+        result = self.complete_at_once()
+        if result is not None:
+            return result  # noqa: ASYNC910
         return self._materialize(await self._post_execute(self._outcome()))
 
     def _materialize(self, final: ToolExecutionResult) -> ToolExecutionResult:
@@ -706,7 +710,10 @@ class PreparedCall:
                     )
                 _log_invalid(self, detail)
                 final = INVALID_RESULT
-        self._notify(final)
+        env = self._env
+        observers = env.host.hooks.result.for_agent(env.agent)
+        if observers:
+            self._notify(final, observers)
         return final
 
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
@@ -748,11 +755,7 @@ class PreparedCall:
             )
         return self._replace_if_cancelled(result)
 
-    def _notify(self, result: ToolExecutionResult) -> None:
-        env = self._env
-        observers = env.host.hooks.result.for_agent(env.agent)
-        if not observers:
-            return
+    def _notify(self, result: ToolExecutionResult, observers: tuple[ResultObserver, ...]) -> None:
         execution = self.execution()
         for observer in observers:
             try:
@@ -828,11 +831,13 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
         _log_raised(prepared, "reading the arguments", exc)
         return prepared.final_result(error_result(exc))
     prepared = PreparedCall(env, request, frozen)
-    if env.signal.cancelled:  # stage 1
+    signal = env.signal
+    if signal is not _NEVER and signal.cancelled:  # stage 1
         return prepared.final_result(ABORTED_BEFORE_DISPATCH)
-    if env.host.hooks.pre_execute.for_agent(env.agent):
+    host = env.host
+    if host.hooks.pre_execute.for_agent(env.agent):
         return prepared.pending()
-    return _decided(prepared, _ALLOW, approval_cancelled=False)
+    return _allowed(prepared)
 
 
 async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
@@ -887,21 +892,28 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
                 )
             )
     elif isinstance(decision, Allow):
-        try:
-            reason = prepared.env.host.evaluate_guards(prepared.env.agent, prepared.execution)
-        except Exception as exc:
-            _log_raised(prepared, "a guard", exc)
-            return prepared.final_result(error_result(exc))
+        return _allowed(prepared)
     else:
         return prepared.final_result(
             text_error(f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask")
         )
+    return prepared.post_result(text_error(reason_text(reason)))
+
+
+def _allowed(prepared: PreparedCall) -> PreparedCall:
+    """Stages 5-6 after an ``Allow``: the guards, then the signal."""
+    env = prepared.env
+    try:
+        reason = env.host.evaluate_guards(env.agent, prepared.execution)
+    except Exception as exc:
+        _log_raised(prepared, "a guard", exc)
+        return prepared.final_result(error_result(exc))
     # any non-None guard return denies (``False`` and ``""`` too): guards fail closed
     if reason is not None:
         return prepared.post_result(text_error(reason_text(reason)))
-
     # stage 6
-    if signal.cancelled:
+    signal = env.signal
+    if signal is not _NEVER and signal.cancelled:
         return prepared.post_result(ABORTED_BEFORE_DISPATCH)
     return prepared.allow()
 

@@ -476,20 +476,16 @@ class _Batch:
         prepared = self.prepared[index] = open_call(self.env, self.calls[index], arguments)
         return prepared
 
-    def _may_commit(self) -> bool:
-        return self.committed < self.started and self.ready[self.committed] == _READY
-
     async def _commit_ready(self) -> None:  # noqa: ASYNC910 (the lane yields per group)
         """Commit every call at the cursor that is ready, in model order: its complete stages,
         its ``tool/result``, its contexts into the batch FIFO (on the lane).
         """
-        while self._may_commit():
+        while self.committed < self.started and self.ready[self.committed] == _READY:
             index = self.committed
             prepared = self.prepared[index]
             assert prepared is not None
-            if prepared.completes_at_once:
-                result = prepared.complete_now()
-            else:
+            result = prepared.complete_at_once()
+            if result is None:
                 result = await prepared.complete()
             self.results[index] = result
             if self.session is not None:
@@ -570,7 +566,7 @@ class _Batch:
             self.pool_closed
             or self.in_flight >= self.cap
             or self.started >= len(self.calls)
-            or self.signal.cancelled
+            or (self.signal is not _NEVER and self.signal.cancelled)
         ):
             return False
         if not self._is_parallel(self.started):
