@@ -374,8 +374,9 @@ class PreparedCall:
 
         ``linked=True`` (the scheduler's pools, for calls without ``execute`` wrappers): the
         caller runs this inside a cancel scope linked to the call's signal already, so an
-        async body gets no scope of its own; when that scope cancels the body, the outcome is
-        recorded (``ABORTED``) and the ``trio.Cancelled`` propagates to the caller's scope.
+        async body gets no scope of its own; when that scope cancels the body (or the body
+        raises what no result holds, such as ``SystemExit``), the outcome is recorded
+        (``ABORTED``) and the exception propagates to the caller.
         """
         flags = self._flags
         if flags & (_NEEDS_DISPATCH | _DISPATCHED) != _NEEDS_DISPATCH:
@@ -389,8 +390,9 @@ class PreparedCall:
             elif linked:
                 try:
                     result = await self._invoke(env.signal, linked=True)
-                except trio.Cancelled:
-                    # the caller's linked scope stopped the body: record, then let it unwind
+                except BaseException:
+                    # the caller's linked scope stopped the body (or it raised what no result
+                    # holds, such as SystemExit): record, then let it propagate
                     self._settle(ABORTED if self._flags & _INVOKED else ABORTED_BEFORE_DISPATCH)
                     raise
             else:
@@ -550,8 +552,10 @@ class PreparedCall:
                 returned = await run(self.arguments, entered.context)
             except Exception as exc:
                 self._settle(self._returned(env.signal, _MISSING, exc))
-            except trio.Cancelled:
-                self._settle(ABORTED)  # the pool's scope stopped the body: record, unwind
+            except BaseException:
+                # the pool's scope stopped the body (or it raised what no result holds, such
+                # as SystemExit): record, then let it propagate
+                self._settle(ABORTED)
                 raise
             else:
                 self._settle(self._returned(env.signal, returned, None))

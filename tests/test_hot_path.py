@@ -1,0 +1,264 @@
+"""The per-call fast paths (issue 10) give exactly what the general paths give.
+
+The pipeline builds a call's run context, its text block and its success without attrs'
+``__init__``, copies flat arguments without the full snapshot walk, parses argument text with the
+decoder's scanner, validates a call's arguments once for its classifier and its body, and builds a
+call's ``ToolExecution`` only when a hook, guard or observer needs it. Each test below holds one
+of these to the behaviour of the path it shortcuts.
+"""
+
+from __future__ import annotations
+
+import json
+from unittest import mock
+
+import attrs
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dsh_tools._schema
+from dsh_tools import (
+    CancelSignal,
+    FrozenJsonObject,
+    HookContext,
+    JsonValueError,
+    SchemaSpec,
+    TextBlock,
+    ToolCallRequest,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolRunContext,
+    UserSource,
+    define_tool,
+    parse_call_arguments,
+    run_tool_calls,
+    snapshot_json,
+    validate_args,
+)
+from dsh_tools._content import text_block
+from dsh_tools._execution import new_execution_token, run_context, success_result
+from dsh_tools._json import MAX_SAFE_INTEGER
+
+NEVER = CancelSignal.never()
+SPEC: SchemaSpec = {
+    "a": {"type": "integer", "required": True},
+    "b": {"type": "string", "required": True},
+}
+
+
+def test_run_context_builds_what_the_attrs_constructor_builds() -> None:
+    token = new_execution_token()
+    deferred: list[HookContext] = []
+    arguments = snapshot_json({"a": 1})
+
+    fast = run_context(token, "c1", "echo", arguments, NEVER, "agent", None, deferred)
+    slow = ToolRunContext(
+        token=token,
+        call_id="c1",
+        name="echo",
+        arguments=arguments,
+        signal=NEVER,
+        agent="agent",
+        parent=None,
+        _deferred=deferred,
+    )
+
+    assert slow == fast
+    assert repr(slow) == repr(fast)
+    assert attrs.asdict(slow, recurse=False) == attrs.asdict(fast, recurse=False)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        fast.name = "other"  # type: ignore[misc]
+    context = HookContext(content=(TextBlock(text="note"),), source=UserSource())
+    fast.defer_context(context)
+    assert [context] == deferred
+
+
+def test_text_block_and_success_result_build_what_the_constructors_build() -> None:
+    block = text_block("hello")
+    result = success_result((block,), None)
+
+    assert TextBlock(text="hello") == block
+    assert ToolExecutionResult(content=(TextBlock(text="hello"),), is_error=False) == result
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        block.text = "other"  # type: ignore[misc]
+
+
+_ascii_keys = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=5)
+_flat_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER),
+    st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x != 0.0 or str(x) == "0.0"),
+    st.text(max_size=5),
+)
+
+
+@given(st.dictionaries(_ascii_keys, _flat_values, max_size=6))
+def test_a_flat_object_snapshots_like_its_json_round_trip(data: dict[str, object]) -> None:
+    frozen = snapshot_json(data)
+
+    assert type(frozen) is FrozenJsonObject
+    assert json.loads(json.dumps(data)) == frozen
+    assert list(data) == list(frozen)
+    data["new key"] = 1  # the copy is detached from the caller's dict
+    assert "new key" not in frozen
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"n": MAX_SAFE_INTEGER + 1}, "$.n: integer"),
+        ({"x": -0.0}, "$.x: -0.0 cannot be represented"),
+        ({"x": float("nan")}, "$.x: nan is not a finite number"),
+        ({"s": "\udc80"}, "$.s: string contains a lone surrogate"),
+        ({"k\udc80": 1}, "object key"),
+    ],
+)
+def test_a_flat_object_the_fast_path_declines_is_judged_by_the_full_walk(
+    data: dict[str, object], message: str
+) -> None:
+    with pytest.raises(JsonValueError) as caught:
+        snapshot_json(data)
+
+    assert message in str(caught.value)
+
+
+def test_a_flat_frozen_object_counts_one_level_when_nested() -> None:
+    flat = snapshot_json({"a": 1})
+    nested: object = flat
+    for _ in range(199):  # 200 levels in all: the most MAX_DEPTH allows
+        nested = [nested]
+
+    assert snapshot_json(nested) is not None
+    with pytest.raises(JsonValueError, match="nesting deeper than 200 levels"):
+        snapshot_json([nested])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        (' {"a": 1}', {"a": 1}),
+        ('{"a": 1}\n', {"a": 1}),
+        ('\t{"a": 1} ', {"a": 1}),
+        ("[1, 2]", (1, 2)),
+        ("3", 3),
+    ],
+)
+def test_argument_text_parses_with_or_without_surrounding_whitespace(
+    text: str, expected: object
+) -> None:
+    assert expected == parse_call_arguments(text)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1} x', '{"a": 1}{}', "NaN", '{"a": NaN}', "{", " "])
+def test_argument_text_with_anything_but_whitespace_around_the_value_stays_text(text: str) -> None:
+    assert text == parse_call_arguments(text)
+
+
+def test_a_value_one_spec_accepted_is_still_checked_by_another() -> None:
+    arguments = snapshot_json({"a": 1, "b": "x"})
+
+    assert [] == validate_args(SPEC, arguments)
+    assert ['missing required property "c"'] == validate_args(
+        {**SPEC, "c": {"type": "string", "required": True}}, arguments
+    )
+
+
+def test_a_rejected_value_is_rejected_every_time() -> None:
+    tool = define_tool(name="t", description="t", parameters=SPEC, execute=_echo)
+    registry = ToolRegistry()
+    registry.register(tool)
+    bad = ToolCallRequest(call_id="c1", name="t", arguments='{"a": "x", "b": "y"}')
+
+    async def main() -> list[bool]:
+        first = await run_tool_calls(registry, [bad], signal=NEVER)
+        second = await run_tool_calls(registry, [bad, bad], signal=NEVER)
+        return [r.is_error for r in (*first.results, *second.results)]
+
+    assert [True, True, True] == trio.run(main)
+
+
+async def _echo(args: FrozenJsonObject, context: ToolRunContext) -> str:
+    return f"{args['a']}:{args['b']}"
+
+
+async def test_a_calls_arguments_are_validated_once_for_its_classifier_and_body() -> None:
+    registry = ToolRegistry()
+    registry.register(
+        define_tool(
+            name="t",
+            description="t",
+            parameters=SPEC,
+            execute=_echo,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    calls = [
+        ToolCallRequest(call_id=f"c{i}", name="t", arguments=json.dumps({"a": i, "b": "x"}))
+        for i in range(3)
+    ]
+
+    with mock.patch.object(
+        dsh_tools._schema,
+        "_check_fields",
+        wraps=getattr(dsh_tools._schema, "_check_fields"),  # noqa: B009 (a private name)
+    ) as checks:
+        batch = await run_tool_calls(registry, calls, signal=NEVER)
+
+    assert ["0:x", "1:x", "2:x"] == [r.content[0].text for r in batch.results]  # type: ignore[union-attr]
+    assert 3 == checks.call_count
+
+
+async def test_every_view_of_a_call_shares_one_execution_and_token() -> None:
+    registry = ToolRegistry()
+    seen: dict[str, object] = {}
+
+    async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        seen["context"] = context
+        return "ok"
+
+    def guard(execution: ToolExecution) -> None:
+        seen["guard"] = execution
+
+    registry.register(define_tool(name="t", description="t", parameters={}, execute=body))
+    registry.guard(guard)
+    registry.hooks.result.add(lambda execution, _result: seen.setdefault("result", execution))
+
+    await run_tool_calls(
+        registry, [ToolCallRequest(call_id="c1", name="t", arguments="{}")], signal=NEVER
+    )
+
+    guard_view, result_view, context = seen["guard"], seen["result"], seen["context"]
+    assert isinstance(guard_view, ToolExecution)
+    assert isinstance(context, ToolRunContext)
+    assert guard_view is result_view
+    assert guard_view.token is context.token
+    assert ("c1", "t", {}) == (context.call_id, context.name, context.arguments)
+
+
+async def test_a_call_no_hook_looks_at_still_gives_its_body_a_token_of_its_own() -> None:
+    registry = ToolRegistry()
+    tokens: list[object] = []
+
+    async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        tokens.append(context.token)
+        return "ok"
+
+    registry.register(
+        define_tool(
+            name="t",
+            description="t",
+            parameters={},
+            execute=body,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    calls = [ToolCallRequest(call_id=f"c{i}", name="t", arguments="{}") for i in range(3)]
+
+    await run_tool_calls(registry, calls, signal=NEVER)
+
+    assert 3 == len({id(token) for token in tokens})
