@@ -528,39 +528,47 @@ class PreparedCall:
             await trio.lowlevel.checkpoint_if_cancelled()
         return self._returned(signal, returned, failure)  # noqa: ASYNC910
 
-    async def run_linked(self, report: Callable[[int], None], index: int) -> None:  # noqa: ASYNC910
-        """Stage 7 as a pool's body task: :meth:`dispatch` with ``linked=True``, one coroutine
-        shorter for an async body without ``execute`` wrappers (the common case). Calls
+    async def run_linked(self, report: Callable[[int], None], index: int) -> None:
+        """Stage 7 as a pool's body task: :meth:`dispatch` with ``linked=True``. Calls
         ``report(index)`` once the outcome is recorded, also when the pool's linked scope
         cancels the body.
+
+        Deliberately small: a pool holds this coroutine for every call that has not started
+        yet, and a coroutine's frame is sized for all of its function's locals.
         """
         try:
-            env = self._env
-            flags = self._flags
-            entered = None
-            if flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH and not (
-                env.host.hooks.execute.for_agent(env.agent)
-            ):
-                entered = self._enter(env.signal)
-            if type(entered) is not _Entered or not is_async_body(entered.tool.execute):
-                # a wrapper, a sync body, a body that cannot run: the general path
-                await self.dispatch(linked=True)
-                return
-            self._flags = flags | _DISPATCHED | _INVOKED
-            run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = entered.tool.execute  # pyright: ignore[reportAssignmentType]
-            try:
-                returned = await run(self.arguments, entered.context)
-            except Exception as exc:
-                self._settle(self._returned(env.signal, _MISSING, exc))
-            except BaseException:
-                # the pool's scope stopped the body (or it raised what no result holds, such
-                # as SystemExit): record, then let it propagate
-                self._settle(ABORTED)
-                raise
-            else:
-                self._settle(self._returned(env.signal, returned, None))
+            await self._dispatch_linked()
         finally:
             report(index)
+
+    async def _dispatch_linked(self) -> None:  # noqa: ASYNC910
+        """:meth:`dispatch` with ``linked=True``, one coroutine shorter for an async body
+        without ``execute`` wrappers (the common case).
+        """
+        env = self._env
+        flags = self._flags
+        entered = None
+        if flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH and not (
+            env.host.hooks.execute.for_agent(env.agent)
+        ):
+            entered = self._enter(env.signal)
+        if type(entered) is not _Entered or not is_async_body(entered.tool.execute):
+            # a wrapper, a sync body, a body that cannot run: the general path
+            await self.dispatch(linked=True)
+            return
+        self._flags = flags | _DISPATCHED | _INVOKED
+        run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = entered.tool.execute  # pyright: ignore[reportAssignmentType]
+        try:
+            returned = await run(self.arguments, entered.context)
+        except Exception as exc:
+            self._settle(self._returned(env.signal, _MISSING, exc))
+        except BaseException:
+            # the pool's scope stopped the body (or it raised what no result holds, such
+            # as SystemExit): record, then let it propagate
+            self._settle(ABORTED)
+            raise
+        else:
+            self._settle(self._returned(env.signal, returned, None))
 
     async def _invoke_sync(
         self,
