@@ -642,9 +642,7 @@ class _Batch:
 
 async def _dispatch(prepared: PreparedCall, index: int, batch: _Batch) -> None:
     await prepared.dispatch()
-    batch.settled.append(index)
-    if batch.parked:
-        batch.lot.unpark()
+    batch.reporter(index)
 
 
 def _reporter(batch: _Batch) -> Callable[[int], None]:
