@@ -54,7 +54,7 @@ INTERNAL: Final = frozenset(
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
         # the validate-once memo: compile_spec records which validator accepted a frozen value
-        ("_json", "checked_by"),
+        ("_json", "CHECKED_BY"),
         ("_json", "mark_checked"),
         # the pipeline's constructors for a token and a fast success result
         ("_execution", "new_execution_token"),

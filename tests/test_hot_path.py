@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 import dsh_tools._schema
 from dsh_tools import (
+    TOOL_ABORTED,
+    CancelController,
     CancelSignal,
     FrozenJsonObject,
     HookContext,
@@ -262,3 +264,86 @@ async def test_a_call_no_hook_looks_at_still_gives_its_body_a_token_of_its_own()
     await run_tool_calls(registry, calls, signal=NEVER)
 
     assert 3 == len({id(token) for token in tokens})
+
+
+@pytest.mark.parametrize(
+    ("prop", "value", "expected"),
+    [
+        ({"type": "integer"}, 1, []),
+        ({"type": "integer"}, 2.0, []),
+        ({"type": "integer"}, 2.5, ['"p" must be an integer']),
+        ({"type": "integer"}, True, ['"p" must be an integer']),
+        ({"type": "number"}, 1, []),
+        ({"type": "number"}, 1.5, []),
+        ({"type": "number"}, False, ['"p" must be a number']),
+        ({"type": "string"}, "x", []),
+        ({"type": "string"}, 1, ['"p" must be a string']),
+        ({"type": "boolean"}, True, []),
+        ({"type": "boolean"}, 1, ['"p" must be a boolean']),
+        ({"type": "string", "enum": ["a"]}, "a", []),
+        ({"type": "string", "enum": ["a"]}, "z", ['"p" must be one of ["a"]']),
+        ({"type": "integer", "enum": [1]}, 2, ['"p" must be one of [1]']),
+    ],
+)
+def test_a_scalar_of_a_passing_type_is_judged_as_its_check_judges_it(
+    prop: dict[str, object], value: object, expected: list[str]
+) -> None:
+    # a value whose exact type passes the property skips the per-field check; any other value,
+    # and every value of a property with an enum, goes through it
+    spec: SchemaSpec = {"p": prop}  # type: ignore[dict-item]
+
+    assert expected == validate_args(spec, {"p": value})
+    assert expected == validate_args(spec, snapshot_json({"p": value}))
+
+
+async def test_a_pooled_body_returning_a_str_gets_what_the_general_path_gives() -> None:
+    controller = CancelController()
+    context = HookContext(content=[TextBlock(text="note")], source=UserSource())
+
+    async def body(args: FrozenJsonObject, run: ToolRunContext) -> str:
+        kind = args["kind"]
+        if kind == "defer":
+            run.defer_context(context)
+        elif kind == "cancel":
+            controller.cancel()
+        elif kind == "surrogate":
+            return "\udcff"
+        return "é" if kind == "non-ascii" else "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        define_tool(
+            name="t",
+            description="t",
+            parameters={"kind": {"type": "string", "required": True}},
+            execute=body,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    kinds = ["plain", "non-ascii", "defer", "surrogate"]
+    calls = [
+        ToolCallRequest(call_id=kind, name="t", arguments=json.dumps({"kind": kind}))
+        for kind in kinds
+    ]
+    cancel = ToolCallRequest(call_id="cancel", name="t", arguments='{"kind": "cancel"}')
+
+    batch = await run_tool_calls(registry, calls, signal=controller.signal)
+    # a body that fires the batch's signal and then returns a str is aborted
+    aborted = await run_tool_calls(registry, [cancel], signal=controller.signal)
+
+    plain, non_ascii, deferred, surrogate = batch.results
+    assert ToolExecutionResult(content=(TextBlock(text="ok"),), is_error=False) == plain
+    assert ToolExecutionResult(content=(TextBlock(text="é"),), is_error=False) == non_ascii
+    assert (
+        ToolExecutionResult(
+            content=(TextBlock(text="ok"),), is_error=False, additional_contexts=(context,)
+        )
+        == deferred
+    )
+    # a str that cannot cross the JSON boundary still fails stage 9
+    assert surrogate.is_error
+    assert "losslessly" in surrogate.content[0].text  # type: ignore[union-attr]
+    (cancelled,) = aborted.results
+    assert cancelled.is_error
+    assert cancelled.error is not None
+    assert TOOL_ABORTED == cancelled.error.code

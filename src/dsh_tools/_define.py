@@ -31,7 +31,7 @@ from ._definition import (
 )
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
-from ._json import FrozenJsonObject, snapshot_json
+from ._json import CHECKED_BY, FrozenJsonObject, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
 from ._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 
@@ -184,11 +184,21 @@ def define_tool(
     if is_async_body(execute):
         body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
 
+        # the spec form hands a frozen value to the body as it is
+        as_is = convert is _freeze
+
         async def validated_execute_async(args: object, context: ToolRunContext) -> ToolReturn:
-            violations = validate(args)
-            if violations:
-                await trio.lowlevel.checkpoint()
-                raise ToolArgsError(violations)
+            # the pipeline's arguments were validated by this tool's classifier, usually
+            if (
+                type(args) is not FrozenJsonObject
+                or getattr(args, CHECKED_BY, None) is not validate
+            ):
+                violations = validate(args)
+                if violations:
+                    await trio.lowlevel.checkpoint()
+                    raise ToolArgsError(violations)
+            elif as_is:
+                return await body(args, context)
             return await body(convert(args), context)
 
         validated_execute = validated_execute_async
@@ -235,10 +245,12 @@ _Convert = Callable[[object], object]
 def _soft_classifier(
     validate: _Validate, convert: _Convert, author: Callable[[typing.Any], bool]
 ) -> Callable[[object], bool]:
+    as_is = convert is _freeze
+
     def is_concurrency_safe(args: object) -> bool:
         if validate(args):
             return False
-        return author(convert(args))
+        return author(args if as_is and type(args) is FrozenJsonObject else convert(args))
 
     return is_concurrency_safe
 

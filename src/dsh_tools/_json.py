@@ -36,7 +36,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "FrozenJsonObject",
     "JsonValue",
-    "checked_by",
+    "CHECKED_BY",
     "dumps_json",
     "mark_checked",
     "snapshot_json",
@@ -140,22 +140,19 @@ _fill: Final = cast(
 )
 _set_depth: Final = FrozenJsonObject.__dict__["_depth"].__set__
 _set_hash: Final = FrozenJsonObject.__dict__["_hash"].__set__
-_set_checked_by: Final = FrozenJsonObject.__dict__["_checked_by"].__set__
+CHECKED_BY: Final = "_checked_by"
+"""The slot where :func:`mark_checked` records the last argument validator that accepted a
+frozen object (internal). Read it as ``getattr(value, CHECKED_BY, None)``: unset means none.
 
+A frozen value cannot change, so a validator that accepted it once accepts it again: the
+classifier and the body of a ``define_tool`` tool validate a call's arguments once between them
+this way.
+"""
 
-def checked_by(value: FrozenJsonObject) -> object:
-    """The validator :func:`mark_checked` last recorded for ``value``, or ``None`` (internal).
-
-    A frozen value cannot change, so a validator that accepted it once accepts it again: the
-    classifier and the body of a ``define_tool`` tool validate a call's arguments once between
-    them this way.
-    """
-    return getattr(value, "_checked_by", None)
-
-
-def mark_checked(value: FrozenJsonObject, validator: object) -> None:
-    """Record that ``validator`` accepted ``value`` (internal; see :func:`checked_by`)."""
-    _set_checked_by(value, validator)
+mark_checked: Final[Callable[[FrozenJsonObject, object], None]] = FrozenJsonObject.__dict__[
+    CHECKED_BY
+].__set__
+"""Record that a validator accepted a frozen object (internal; see :data:`CHECKED_BY`)."""
 
 
 def _unpickle_frozen(data: object) -> FrozenJsonObject:
@@ -209,7 +206,7 @@ def snapshot_json(value: object) -> JsonValue:
     if type(value) is FrozenJsonObject:
         return value  # valid, immutable, and no deeper than MAX_DEPTH by construction
     if type(value) is dict:
-        flat = _flat_object(cast("dict[object, object]", value))
+        flat = _flat_object(value)  # pyright: ignore[reportUnknownArgumentType]
         if flat is not None:
             return flat
     try:

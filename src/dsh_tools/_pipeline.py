@@ -65,7 +65,7 @@ from ._execution import (
     run_context,
     success_result,
 )
-from ._json import JsonSnapshotError, JsonValue, snapshot_json
+from ._json import FrozenJsonObject, JsonSnapshotError, JsonValue, snapshot_json
 from ._results import (
     ABANDONED,
     ABORTED,
@@ -542,33 +542,59 @@ class PreparedCall:
             report(index)
 
     async def _dispatch_linked(self) -> None:  # noqa: ASYNC910
-        """:meth:`dispatch` with ``linked=True``, one coroutine shorter for an async body
-        without ``execute`` wrappers (the common case).
+        """:meth:`dispatch` with ``linked=True``, without the general path's calls for an async
+        body that no ``execute`` wrapper hears (the common case): :meth:`_enter` and the
+        outcome's stages inline, and a success from an ASCII ``str`` built directly.
         """
         env = self._env
         flags = self._flags
-        entered = None
-        if flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH and not (
-            env.host.hooks.execute.for_agent(env.agent)
+        signal = env.signal
+        tool = None
+        if (
+            flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH
+            and (signal is _NEVER or not signal.cancelled)
+            and not env.host.hooks.execute.for_agent(env.agent)
         ):
-            entered = self._enter(env.signal)
-        if type(entered) is not _Entered or not is_async_body(entered.tool.execute):
+            tool = env.host.lookup(self._request.name, env.agent)
+        if tool is None or not is_async_body(tool.execute):
             # a wrapper, a sync body, a body that cannot run: the general path
             await self.dispatch(linked=True)
             return
         self._flags = flags | _DISPATCHED | _INVOKED
-        run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = entered.tool.execute  # pyright: ignore[reportAssignmentType]
+        if self._view is None:
+            token = self._view = new_execution_token()
+        else:
+            token = self.token  # a hook, guard or observer saw the call: its view holds it
+        deferred = self._deferred
+        if deferred is None:
+            deferred = self._deferred = []
+        request = self._request
+        arguments = self.arguments
+        context = run_context(
+            token, request.call_id, request.name, arguments, signal, env.agent, env.parent, deferred
+        )
+        run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = tool.execute  # pyright: ignore[reportAssignmentType]
         try:
-            returned = await run(self.arguments, entered.context)
+            returned = await run(arguments, context)
         except Exception as exc:
-            self._settle(self._returned(env.signal, _MISSING, exc))
+            self._settle(self._returned(signal, _MISSING, exc))
         except BaseException:
             # the pool's scope stopped the body (or it raised what no result holds, such
             # as SystemExit): record, then let it propagate
             self._settle(ABORTED)
             raise
         else:
-            self._settle(self._returned(env.signal, returned, None))
+            if (
+                type(returned) is str
+                and returned.isascii()
+                and not deferred
+                and (signal is _NEVER or not signal.cancelled)
+            ):
+                # what _returned, _normalize and _settle give for it, built directly
+                self._result = self._aux = success_result((text_block(returned),), None)
+                self._flags |= _TRUSTED
+                return
+            self._settle(self._returned(signal, returned, None))
 
     async def _invoke_sync(
         self,
@@ -687,7 +713,13 @@ class PreparedCall:
         env = self._env
         if env.host.hooks.post_execute.for_agent(env.agent):
             return None
-        return self._materialize(self._replace_if_cancelled(self._outcome()))
+        if result is None:
+            result = ABORTED_BEFORE_DISPATCH  # what _outcome gives (an error: never replaced)
+        else:
+            signal = env.signal
+            if signal is not _NEVER and signal.cancelled:
+                result = self._replace_if_cancelled(result)
+        return self._materialize(result)
 
     async def complete(self) -> ToolExecutionResult:
         """Stages 8-10: the ``post_execute`` waterfall (for outcomes that reach it), the
@@ -829,7 +861,8 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     """
     # stage 0: wins over a cancelled signal
     try:
-        frozen = snapshot_json(arguments)
+        # (the scheduler's arguments are frozen already)
+        frozen = arguments if type(arguments) is FrozenJsonObject else snapshot_json(arguments)
     except JsonSnapshotError as exc:
         logger.warning(
             'tool "%s" (%s): arguments rejected at the JSON boundary: %s',
@@ -849,7 +882,7 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     host = env.host
     if host.hooks.pre_execute.for_agent(env.agent):
         return prepared.pending()
-    return _allowed(prepared)
+    return _allowed(prepared, env)
 
 
 async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
@@ -904,7 +937,7 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
                 )
             )
     elif isinstance(decision, Allow):
-        return _allowed(prepared)
+        return _allowed(prepared, prepared.env)
     else:
         return prepared.final_result(
             text_error(f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask")
@@ -912,9 +945,8 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
     return prepared.post_result(text_error(reason_text(reason)))
 
 
-def _allowed(prepared: PreparedCall) -> PreparedCall:
+def _allowed(prepared: PreparedCall, env: CallEnv) -> PreparedCall:
     """Stages 5-6 after an ``Allow``: the guards, then the signal."""
-    env = prepared.env
     try:
         reason = env.host.evaluate_guards(env.agent, prepared.execution)
     except Exception as exc:

@@ -365,9 +365,10 @@ class ToolRegistry(_HostHolder):
     # --- execution -----------------------------------------------------------------------
 
     def _evaluate_guards(self, agent: object, execution: Callable[[], ToolExecution]) -> str | None:
-        layer = self._state.layer_of(agent)
-        if not self._global.guards.live and (layer is None or not layer.guards.live):
-            return None  # no guard applies: the view is never built
+        if not self._global.guards.live:
+            layer = None if agent is None else self._state.layer_of(agent)
+            if layer is None or not layer.guards.live:
+                return None  # no guard applies: the view is never built
         view = execution()
         reason = _evaluate_guards(self._global, view)
         if reason is not None:

@@ -428,7 +428,7 @@ class _Batch:
                     )
                 )
         results = tuple(self.results)
-        assert all(result is not None for result in results)
+        assert self.committed == n  # every call has its result
         return ToolBatch(
             results=results,  # pyright: ignore[reportArgumentType]
             contexts=tuple(self.contexts),
@@ -652,6 +652,8 @@ def _reporter(batch: _Batch) -> Callable[[int], None]:
     def report(index: int) -> None:
         settled.append(index)
         if batch.parked:
+            # once: the bodies that report before the lane runs again need not wake it
+            batch.parked = False
             batch.lot.unpark()
 
     return report

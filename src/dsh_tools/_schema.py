@@ -21,9 +21,9 @@ from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedD
 
 from ._errors import format_js_json
 from ._json import (
+    CHECKED_BY,
     MAX_DEPTH,
     FrozenJsonObject,
-    checked_by,
     json_kind,
     mark_checked,
     snapshot_json,
@@ -228,7 +228,8 @@ def _read_prop(prop: object, path: str, depth: int, stack: set[int]) -> SchemaPr
 _Check: TypeAlias = Callable[[object, str, list[str]], None]
 """Checks one present value at ``path`` and appends its violations to the list."""
 
-_Fields: TypeAlias = tuple[tuple[str, bool, _Check], ...]
+# (key, required, the exact types that pass without a check, the check)
+_Fields: TypeAlias = tuple[tuple[str, bool, tuple[type, ...], _Check], ...]
 """A compiled spec: ``(key, required, check)`` in declaration order."""
 
 _MISSING: Final = object()
@@ -276,7 +277,7 @@ def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
         out: list[str] = []
         if type(args) is FrozenJsonObject:
             # frozen arguments are checked once per validator (the classifier, then the body)
-            if checked_by(args) is validate:
+            if getattr(args, CHECKED_BY, None) is validate:
                 return out
             _check_fields(args, "", fields, out)
             if not out:
@@ -293,15 +294,16 @@ def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
 def _compile_fields(spec: SchemaSpec) -> _Fields:
     if not isinstance(spec, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"a schema spec must be a mapping, not {type(spec).__name__}")
-    fields: list[tuple[str, bool, _Check]] = []
+    fields: list[tuple[str, bool, tuple[type, ...], _Check]] = []
     for key, prop in spec.items():
         check = _compile_prop(prop)
-        fields.append((key, prop.get("required") is True, check))
+        fast = _PASSING_TYPES.get(prop.get("type"), ()) if prop.get("enum") is None else ()
+        fields.append((key, prop.get("required") is True, fast, check))
     return tuple(fields)
 
 
 def _check_fields(data: Mapping[str, object], prefix: str, fields: _Fields, out: list[str]) -> None:
-    for key, required, check in fields:
+    for key, required, fast, check in fields:
         try:
             value = data.get(key, _MISSING)
         except Exception as exc:
@@ -311,7 +313,7 @@ def _check_fields(data: Mapping[str, object], prefix: str, fields: _Fields, out:
         if value is _MISSING:
             if required:
                 out.append(f'missing required property "{prefix}{key}"')
-        else:
+        elif type(value) not in fast:
             check(value, prefix + key, out)
 
 
@@ -343,6 +345,16 @@ _SCALAR_TESTS: Final[Mapping[str, tuple[Callable[[object], bool], str]]] = {
     "number": (_is_number, "must be a number"),
     "integer": (_is_integer, "must be an integer"),
     "boolean": (_is_boolean, "must be a boolean"),
+}
+
+
+# a value of one of these exact types passes its scalar check (without an enum) as it is: the
+# per-field check is called only for the other values, which it may accept or reject
+_PASSING_TYPES: Final[Mapping[object, tuple[type, ...]]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
 }
 
 
