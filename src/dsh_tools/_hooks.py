@@ -104,8 +104,11 @@ class _Entry(Generic[F]):
 class HookList(Generic[F]):
     """Every listener of one hook, global and scoped, in dispatch order."""
 
-    __slots__ = ("_entries", "_global_fns", "_per_agent")
+    __slots__ = ("_entries", "_global_fns", "_per_agent", "active")
 
+    # whether any listener is registered (for anyone): the pipeline reads it before asking
+    # for_agent, so a hook nobody uses costs an attribute read per call
+    active: bool
     _entries: tuple[_Entry[F], ...]
     _global_fns: tuple[F, ...]
     # id(agent) -> the listeners a call of that agent hears, for every agent that has scoped
@@ -113,6 +116,7 @@ class HookList(Generic[F]):
     _per_agent: dict[int, tuple[F, ...]]
 
     def __init__(self) -> None:
+        self.active = False
         self._entries = ()
         self._global_fns = ()
         self._per_agent = {}
@@ -134,6 +138,7 @@ class HookList(Generic[F]):
     def _refresh(self) -> None:
         # rebuilt on every change (rare) so that a call's lookup is one dict probe
         entries = self._entries
+        self.active = bool(entries)
         self._global_fns = tuple(e.fn for e in entries if e.scope is None)
         agents = {id(e.scope): e.scope for e in entries if e.scope is not None}
         self._per_agent = {

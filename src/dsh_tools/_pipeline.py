@@ -553,7 +553,7 @@ class PreparedCall:
         if (
             flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH
             and (signal is _NEVER or not signal.cancelled)
-            and not env.host.hooks.execute.for_agent(env.agent)
+            and not ((wrappers := env.host.hooks.execute).active and wrappers.for_agent(env.agent))
         ):
             tool = env.host.lookup(self._request.name, env.agent)
         if tool is None or not is_async_body(tool.execute):
@@ -711,7 +711,8 @@ class PreparedCall:
             assert result is not None
             return self._materialize(result)
         env = self._env
-        if env.host.hooks.post_execute.for_agent(env.agent):
+        listeners = env.host.hooks.post_execute
+        if listeners.active and listeners.for_agent(env.agent):
             return None
         if result is None:
             result = ABORTED_BEFORE_DISPATCH  # what _outcome gives (an error: never replaced)
@@ -719,6 +720,10 @@ class PreparedCall:
             signal = env.signal
             if signal is not _NEVER and signal.cancelled:
                 result = self._replace_if_cancelled(result)
+            elif (
+                result is self._aux and self._flags & _TRUSTED and not env.host.hooks.result.active
+            ):
+                return result  # what _materialize gives: nothing to check, no observer
         return self._materialize(result)
 
     async def complete(self) -> ToolExecutionResult:
@@ -755,9 +760,11 @@ class PreparedCall:
                 _log_invalid(self, detail)
                 final = INVALID_RESULT
         env = self._env
-        observers = env.host.hooks.result.for_agent(env.agent)
-        if observers:
-            self._notify(final, observers)
+        observers = env.host.hooks.result
+        if observers.active:
+            heard = observers.for_agent(env.agent)
+            if heard:
+                self._notify(final, heard)
         return final
 
     async def _post_execute(self, outcome: ToolExecutionResult) -> ToolExecutionResult:
@@ -880,7 +887,8 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     if signal is not _NEVER and signal.cancelled:  # stage 1
         return prepared.final_result(ABORTED_BEFORE_DISPATCH)
     host = env.host
-    if host.hooks.pre_execute.for_agent(env.agent):
+    listeners = host.hooks.pre_execute
+    if listeners.active and listeners.for_agent(env.agent):
         return prepared.pending()
     return _allowed(prepared, env)
 

@@ -434,16 +434,13 @@ class _Batch:
             contexts=tuple(self.contexts),
         )
 
-    def _arguments(self, index: int) -> object:
-        """The call's arguments, parsed and frozen once (by its classification or its start)."""
-        if self.next_index != index:
-            self.next_arguments = parse_call_arguments(self.calls[index].arguments)
-            self.next_index = index
-        return self.next_arguments
-
     def _is_parallel(self, index: int) -> bool:
+        """Classify the call; its arguments, parsed and frozen here, wait for its start."""
         call = self.calls[index]
-        arguments = self._arguments(index)
+        if self.next_index != index:
+            self.next_arguments = parse_call_arguments(call.arguments)
+            self.next_index = index
+        arguments = self.next_arguments
         if self.own_mode:
             # a registry that overrides execution_mode classifies through it
             mode = self.registry.execution_mode(
@@ -458,22 +455,23 @@ class _Batch:
             return mode.kind == "parallel"
         return runs_in_parallel(self.host.lookup(call.name, self.agent), arguments)
 
-    def _announce(self, index: int) -> object:
-        """Start the call: append its ``tool/call``; return its parsed arguments (on the lane).
-
-        The caller then passes a cancel point (so a start cancelled there is balanced), then
-        :meth:`_open`, then awaits the policies a ``pre_execute`` listener makes pending.
+    def _start(self, index: int) -> PreparedCall:
+        """Start the call at ``index`` (on the lane, after a cancel point): append its
+        ``tool/call``, then run its stages 0-1 (and 5-6 when no ``pre_execute`` listener hears
+        it) on the arguments its classification parsed. Await the policies a ``pre_execute``
+        listener makes pending next.
         """
+        call = self.calls[index]
         if self.session is not None:
             self._append_call(index)
         self.started = index + 1
-        arguments = self._arguments(index)
-        self.next_index = -1
-        self.next_arguments = None
-        return arguments
-
-    def _open(self, index: int, arguments: object) -> PreparedCall:
-        prepared = self.prepared[index] = open_call(self.env, self.calls[index], arguments)
+        if self.next_index == index:
+            arguments = self.next_arguments
+            self.next_index = -1
+            self.next_arguments = None
+        else:
+            arguments = parse_call_arguments(call.arguments)
+        prepared = self.prepared[index] = open_call(self.env, call, arguments)
         return prepared
 
     async def _commit_ready(self) -> None:  # noqa: ASYNC910 (the lane yields per group)
@@ -501,10 +499,9 @@ class _Batch:
                 await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _run_barrier(self) -> None:
-        index = self.started
-        arguments = self._announce(index)
         await trio.lowlevel.checkpoint_if_cancelled()
-        prepared = self._open(index, arguments)
+        index = self.started
+        prepared = self._start(index)
         if prepared.policy_pending:
             await prepared.apply_policies()
         if prepared.needs_dispatch:
@@ -558,27 +555,6 @@ class _Batch:
         if failure is not None:
             raise failure
 
-    def _may_refill(self) -> bool:
-        """Whether the pool starts the next call now. Re-classifies it first: a call that is
-        no longer parallel closes the pool (it becomes the next barrier).
-        """
-        if (
-            self.pool_closed
-            or self.in_flight >= self.cap
-            or self.started >= len(self.calls)
-            or (self.signal is not _NEVER and self.signal.cancelled)
-        ):
-            return False
-        if not self._is_parallel(self.started):
-            self.pool_closed = True
-            return False
-        if self.limits:
-            # the model-order start rule: a call waiting for its class holds back the rest
-            pool = self._pool_of(self.started)
-            if pool is not None and self.class_in_flight.get(pool, 0) >= self.limits[pool]:
-                return False
-        return True
-
     def _pool_of(self, index: int) -> str | None:
         """The limited capacity class of the call's visible tool, if any."""
         call = self.calls[index]
@@ -597,13 +573,30 @@ class _Batch:
         """Start calls while the pool may take them (``first``: the group's first call, which
         starts without re-classification), in this one coroutine.
         """
-        while first or self._may_refill():
-            first = False
+        n = len(self.calls)
+        signal = self.signal
+        while True:
             index = self.started
+            if first:
+                first = False
+            elif (
+                self.pool_closed
+                or self.in_flight >= self.cap
+                or index >= n
+                or (signal is not _NEVER and signal.cancelled)
+            ):
+                return
+            elif not self._is_parallel(index):
+                # re-classified: a call that is no longer parallel closes the pool (it becomes
+                # the next barrier)
+                self.pool_closed = True
+                return
             pool = self._pool_of(index) if self.limits else None
-            arguments = self._announce(index)
+            # the model-order start rule: a call waiting for its class holds back the rest
+            if pool is not None and self.class_in_flight.get(pool, 0) >= self.limits[pool]:
+                return
             await trio.lowlevel.checkpoint_if_cancelled()
-            prepared = self._open(index, arguments)
+            prepared = self._start(index)
             if prepared.policy_pending:
                 await prepared.apply_policies()
             if prepared.needs_dispatch:
@@ -611,7 +604,8 @@ class _Batch:
                 if pool is not None:
                     self.class_of[index] = pool
                     self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
-                if not self.host.hooks.execute.for_agent(self.agent):
+                wrappers = self.host.hooks.execute
+                if not (wrappers.active and wrappers.for_agent(self.agent)):
                     # inside the pool's scope linked to the batch signal (none for a signal that
                     # never fires): the body needs no scope of its own
                     (nursery if bodies is None else bodies).start_soon(
