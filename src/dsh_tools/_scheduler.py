@@ -609,11 +609,11 @@ class _Batch:
                     # inside the pool's scope linked to the batch signal (none for a signal that
                     # never fires): the body needs no scope of its own
                     (nursery if bodies is None else bodies).start_soon(
-                        prepared.run_linked, self.reporter, index
+                        prepared.run_linked, self.reporter, index, name=_BODY_TASK
                     )
                 else:
                     # a wrapper may replace the call's signal: the body gets a scope of its own
-                    nursery.start_soon(_dispatch, prepared, index, self)
+                    nursery.start_soon(_dispatch, prepared, index, self, name=_BODY_TASK)
             else:
                 self.ready[index] = _READY
                 await self._commit_ready()
@@ -632,6 +632,11 @@ class _Batch:
                 self._append_result(index, aborted)
             self.results[index] = aborted
         self.started = self.committed = len(self.calls)
+
+
+# the name of every pool's body tasks in trio's task tree: one shared string (trio would format
+# one per task from the function's module and qualname)
+_BODY_TASK: Final = "dsh_tools.run_tool_calls: tool body"
 
 
 async def _dispatch(prepared: PreparedCall, index: int, batch: _Batch) -> None:
