@@ -10,6 +10,7 @@ of these to the behaviour of the path it shortcuts.
 from __future__ import annotations
 
 import json
+import typing
 from unittest import mock
 
 import attrs
@@ -26,12 +27,15 @@ from dsh_tools import (
     FrozenJsonObject,
     HookContext,
     JsonValueError,
+    MemorySessionLog,
     SchemaSpec,
     TextBlock,
+    ToolCallEvent,
     ToolCallRequest,
     ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
+    ToolResultEvent,
     ToolRunContext,
     UserSource,
     define_tool,
@@ -347,3 +351,45 @@ async def test_a_pooled_body_returning_a_str_gets_what_the_general_path_gives() 
     assert cancelled.is_error
     assert cancelled.error is not None
     assert TOOL_ABORTED == cancelled.error.code
+
+
+async def test_a_classifier_that_cancels_the_caller_stops_its_call_before_it_starts() -> None:
+    # each call start is a cancel point before its tool/call: a call whose classification
+    # cancelled the caller's scope never starts, and the log stays balanced
+    ran: list[int] = []
+    scope = trio.CancelScope()
+
+    def classify(args: FrozenJsonObject) -> bool:
+        if args["n"] == 2:
+            scope.cancel()
+        return True
+
+    async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        ran.append(typing.cast(int, args["n"]))
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        define_tool(
+            name="t",
+            description="t",
+            parameters={"n": {"type": "integer", "required": True}},
+            execute=body,
+            is_concurrency_safe=classify,
+        )
+    )
+    log = MemorySessionLog()
+    calls = [
+        ToolCallRequest(call_id=f"c{n}", name="t", arguments=json.dumps({"n": n}))
+        for n in (1, 2, 3)
+    ]
+
+    with scope:
+        await run_tool_calls(registry, calls, signal=NEVER, session=log)
+
+    assert scope.cancelled_caught
+    assert [1] == ran
+    assert [(ToolCallEvent, "c1"), (ToolResultEvent, "c1")] == [
+        (type(event), event.call_id)  # type: ignore[union-attr]
+        for event in log.events()
+    ]

@@ -585,16 +585,16 @@ class _Batch:
                 or index >= n
                 or (signal is not _NEVER and signal.cancelled)
             ):
-                return
+                break
             elif not self._is_parallel(index):
                 # re-classified: a call that is no longer parallel closes the pool (it becomes
                 # the next barrier)
                 self.pool_closed = True
-                return
+                break
             pool = self._pool_of(index) if self.limits else None
             # the model-order start rule: a call waiting for its class holds back the rest
             if pool is not None and self.class_in_flight.get(pool, 0) >= self.limits[pool]:
-                return
+                break
             await trio.lowlevel.checkpoint_if_cancelled()
             prepared = self._start(index)
             if prepared.policy_pending:
