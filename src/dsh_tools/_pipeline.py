@@ -593,6 +593,7 @@ class PreparedCall:
                 # what _returned, _normalize and _settle give for it, built directly
                 self._result = self._aux = success_result((text_block(returned),), None)
                 self._flags |= _TRUSTED
+                self._deferred = None  # empty, and read only at settling: not kept to the commit
                 return
             self._settle(self._returned(signal, returned, None))
 

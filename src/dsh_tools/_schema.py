@@ -228,9 +228,9 @@ def _read_prop(prop: object, path: str, depth: int, stack: set[int]) -> SchemaPr
 _Check: TypeAlias = Callable[[object, str, list[str]], None]
 """Checks one present value at ``path`` and appends its violations to the list."""
 
-# (key, required, the exact types that pass without a check, the check)
 _Fields: TypeAlias = tuple[tuple[str, bool, tuple[type, ...], _Check], ...]
-"""A compiled spec: ``(key, required, check)`` in declaration order."""
+"""A compiled spec: ``(key, required, passing types, check)`` in declaration order, where a
+present value whose exact type is one of the passing types needs no check."""
 
 _MISSING: Final = object()
 
