@@ -22,7 +22,7 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
 )
-from support import execution_input, registry_with, tool
+from support import execution_input, registry_with, request, run_calls, tool
 
 
 def _call() -> ToolExecutionInput:
@@ -139,3 +139,25 @@ def test_a_scope_s_hooks_are_a_tool_hooks_whose_registrations_the_scope_owns() -
     registry.register(tool("t", description="t"))
 
     assert (True, True, []) == (isinstance(scope.hooks, ToolHooks), registration.disposed, heard)
+
+
+async def test_a_hook_is_heard_only_by_the_calls_it_applies_to_in_a_pool() -> None:
+    # a listener of one agent makes the hook active but is not heard by another agent's calls
+    # (nor by global calls); once every listener is removed, nothing is heard
+    heard: list[str] = []
+
+    def observe(execution: ToolExecution, result: ToolExecutionResult) -> None:
+        heard.append(f"{execution.agent}:{execution.call_id}")
+
+    registry = registry_with(tool("t", parallel=True))
+    calls = [request("c1", "t"), request("c2", "t")]
+    scope = registry.scope("alice")
+    scope.hooks.result.add(observe)
+
+    await run_calls(registry, *calls, agent="bob")
+    await run_calls(registry, *calls)
+    await run_calls(registry, *calls, agent="alice")
+    scope.close()
+    await run_calls(registry, *calls, agent="alice")
+
+    assert ["alice:c1", "alice:c2"] == heard

@@ -466,20 +466,28 @@ class PreparedCall:
         tool = env.host.lookup(name, env.agent)
         if tool is None:
             return error_result(ToolNotFoundError(name))
+        context = self._context(signal)
+        return _Entered(tool, context)
+
+    def _context(self, signal: CancelSignal) -> ToolRunContext:
+        """The body's context: the call's token (minted now unless a view of the call holds
+        it), its identity and arguments, ``signal``, and the list its deferred contexts join.
+        """
+        env = self._env
+        request = self._request
         deferred = self._deferred
         if deferred is None:
             deferred = self._deferred = []
-        context = run_context(
+        return run_context(
             self.token,
             request.call_id,
-            name,
+            request.name,
             self.arguments,
             signal,
             env.agent,
             env.parent,
             deferred,
         )
-        return _Entered(tool, context)
 
     def _returned(
         self, signal: CancelSignal, returned: object, failure: Exception | None
@@ -561,21 +569,10 @@ class PreparedCall:
             await self.dispatch(linked=True)
             return
         self._flags = flags | _DISPATCHED | _INVOKED
-        if self._view is None:
-            token = self._view = new_execution_token()
-        else:
-            token = self.token  # a hook, guard or observer saw the call: its view holds it
-        deferred = self._deferred
-        if deferred is None:
-            deferred = self._deferred = []
-        request = self._request
-        arguments = self.arguments
-        context = run_context(
-            token, request.call_id, request.name, arguments, signal, env.agent, env.parent, deferred
-        )
+        context = self._context(signal)
         run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = tool.execute  # pyright: ignore[reportAssignmentType]
         try:
-            returned = await run(arguments, context)
+            returned = await run(self.arguments, context)
         except Exception as exc:
             self._settle(self._returned(signal, _MISSING, exc))
         except BaseException:
@@ -587,12 +584,11 @@ class PreparedCall:
             if (
                 type(returned) is str
                 and returned.isascii()
-                and not deferred
+                and not self._deferred
                 and (signal is _NEVER or not signal.cancelled)
             ):
-                # what _returned, _normalize and _settle give for it, built directly
-                self._result = self._aux = success_result((text_block(returned),), None)
-                self._flags |= _TRUSTED
+                # what _returned, _normalize and _settle give for it, without their calls
+                self._result = self._trusted_success(returned)
                 self._deferred = None  # empty, and read only at settling: not kept to the commit
                 return
             self._settle(self._returned(signal, returned, None))
@@ -670,11 +666,8 @@ class PreparedCall:
         final as it is; a value that is not content is named in the stage-9 log.
         """
         if type(returned) is str and returned.isascii():
-            # the common case, without normalize's dispatch: a success stage 9 need not check
-            result = success_result((text_block(returned),), None)
-            self._aux = result
-            self._flags |= _TRUSTED
-            return result
+            # the common case, without normalize's dispatch
+            return self._trusted_success(returned)
         result = normalize(returned)
         if type(returned) is str and valid_str(returned):
             self._aux = result
@@ -682,6 +675,14 @@ class PreparedCall:
         else:
             self._flags &= ~_TRUSTED
             self._aux = _MISSING if is_return_value(returned) else returned
+        return result
+
+    def _trusted_success(self, text: str) -> ToolExecutionResult:
+        """The success for a ``str`` that is valid JSON text: final as it is (remembered, so
+        stage 9 need not check it).
+        """
+        result = self._aux = success_result((text_block(text),), None)
+        self._flags |= _TRUSTED
         return result
 
     # --- stages 8-10 ---------------------------------------------------------------------
