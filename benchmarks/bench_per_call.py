@@ -1,6 +1,6 @@
 """Per-call cost of ``run_tool_calls`` against plain trio, judged against issue 10's targets.
 
-The workload is the peers' benchmark's (``../shared/bench/peers``): one batch of N calls of a
+The workload is the peers' benchmark's: one batch of N calls of a
 trivial ``tool(a: int, b: str)`` in the spec form, all in one parallel pool, against two floors:
 
 - ``trio_raw``: a nursery with one task per call awaiting the body with the arguments parsed;

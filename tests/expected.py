@@ -1,4 +1,4 @@
-"""The canonical cancellation results, written out from upstream §2.6 (not taken from the
+"""The canonical cancellation results, written out from the original's rules (not taken from the
 implementation), for the tests that expect them."""
 
 from __future__ import annotations

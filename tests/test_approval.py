@@ -1,4 +1,4 @@
-"""``Ask`` decisions and the approval service (upstream §2.8)."""
+"""``Ask`` decisions and the approval service."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Guards (upstream §2.9): global then scoped, registration order, live iteration, deny only."""
+"""Guards: global then scoped, registration order, live iteration, deny only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hook lists: each dispatch snapshots its listeners when it starts (upstream §2.2), so a
+"""Hook lists: each dispatch snapshots its listeners when it starts, so a
 listener added while a call runs is heard by that call's later hooks, never by a dispatch
 already running. Also the attrs-built registration faces (``HookPoint``, ``ToolHooks``)."""
 

@@ -1,4 +1,4 @@
-"""``inject_context``: a context put into the running batch's FIFO at call time (upstream §2.11)."""
+"""``inject_context``: a context put into the running batch's FIFO at call time."""
 
 from __future__ import annotations
 

@@ -1142,7 +1142,7 @@ def test_the_canonical_aborted_before_dispatch_result() -> None:
     assert expected == CANONICAL_ABORTED_BEFORE_DISPATCH
 
 
-# --- signal fusion (upstream §2.7) -------------------------------------------------------------
+# --- signal fusion -------------------------------------------------------------
 
 
 async def test_cancelling_the_caller_cancels_the_fused_body_signal_but_not_the_replacement() -> (

@@ -135,7 +135,7 @@ ABORTED = Expected(True, "Error: tool call aborted", TOOL_ABORTED)
 
 
 def expected_result(chain: Chain) -> Expected:
-    """The exact final result of the chain (upstream §2.6), derived without the pipeline:
+    """The exact final result of the chain, derived without the pipeline:
     which stage decides, whether it is a final-result (skips ``post_execute``) or a
     post-result, and how a cancelled signal replaces a success."""
     if chain.pre_cancelled:

@@ -1,4 +1,4 @@
-"""ToolPresenter: a tool's render intents for session events, and every fallback (upstream §2.15)."""
+"""ToolPresenter: a tool's render intents for session events, and every fallback."""
 
 from __future__ import annotations
 

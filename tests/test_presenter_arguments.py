@@ -1,4 +1,4 @@
-"""parse_call_arguments: the one parser of a call's raw argument text (upstream §2.10, §2.16)."""
+"""parse_call_arguments: the one parser of a call's raw argument text."""
 
 from __future__ import annotations
 

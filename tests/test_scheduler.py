@@ -1,4 +1,4 @@
-"""The scheduler (upstream §2.10): barriers, rolling pools, the lane, events, interruption,
+"""The scheduler: barriers, rolling pools, the lane, events, interruption,
 structured concurrency. Every timeline runs on trio's virtual clock."""
 
 from __future__ import annotations

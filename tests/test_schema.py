@@ -1,6 +1,6 @@
 """The schema DSL: ``validate_args`` and ``schema_spec_to_json_schema`` rule by rule.
 
-The messages are the original's, byte for byte (upstream §2.5).
+The messages are the original's, byte for byte.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The structured-output subset: ``assert_supported_output_schema`` and
-``validate_structured_value`` rule by rule, with the original's messages (upstream §2.14)."""
+``validate_structured_value`` rule by rule, with the original's messages."""
 
 from __future__ import annotations
 

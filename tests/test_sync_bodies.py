@@ -1,4 +1,4 @@
-"""Sync tool bodies (DESIGN §7): a plain ``def`` body runs in a worker thread through the
+"""Sync tool bodies: a plain ``def`` body runs in a worker thread through the
 registry's one ``trio.CapacityLimiter``; cancellation reports ``ABORTED`` only once the thread
 has returned, unless the definition abandons it; a call still waiting for a thread slot never
 started.

@@ -1,4 +1,4 @@
-"""The timeout policy (upstream §2.17), on trio's virtual clock."""
+"""The timeout policy, on trio's virtual clock."""
 
 from __future__ import annotations
 

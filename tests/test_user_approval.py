@@ -1,4 +1,4 @@
-"""UserApproval: the approval service with its audit trail (upstream §2.8, ``approval.spec.ts``)."""
+"""UserApproval: the approval service with its audit trail."""
 
 from __future__ import annotations
 

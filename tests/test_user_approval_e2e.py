@@ -1,5 +1,5 @@
 """UserApproval behind a real registry and scheduler: ``Ask`` → answerers → the call's result
-(upstream §2.8), with the audit trail and the turn in one session log."""
+(as in the original), with the audit trail and the turn in one session log."""
 
 from __future__ import annotations
 

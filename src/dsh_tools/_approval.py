@@ -1,5 +1,5 @@
 """User approval: an :class:`~dsh_tools.ApprovalService` that asks answerers and keeps an audit
-trail in the session log (the original's ``dsh-user-approval`` service, upstream §2.8).
+trail in the session log (the original's ``dsh-user-approval`` service).
 
 One request, in order::
 

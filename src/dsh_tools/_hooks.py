@@ -6,7 +6,7 @@ through ``registry.scope(agent).hooks`` carries that agent as its scope and hear
 whose ``agent`` is that very object; a global listener hears every call.
 
 The list is an immutable tuple replaced on every change, so each dispatch snapshots it for
-free when it starts (upstream §2.2: "the listener list is snapshotted at dispatch time"). A
+free when it starts (as in the original: "the listener list is snapshotted at dispatch time"). A
 call dispatches its hooks one after another (``pre_execute``, ``execute``, ``post_execute``,
 ``result``), each reading the list afresh: a listener added or removed while a call runs
 changes the hooks of that call that have not started yet (a ``post_execute`` or ``result``

@@ -1,4 +1,4 @@
-"""The stages of one tool call (upstream §2.6), split so the scheduler can interleave them.
+"""The stages of one tool call, split so the scheduler can interleave them.
 
 ::
 
@@ -241,7 +241,7 @@ _NEVER: Final = CancelSignal.never()
 
 
 class PreparedCall:
-    """One call after stages 0-6 of upstream §2.6: arguments snapshotted, policy decided.
+    """One call after stages 0-6 of the pipeline: arguments snapshotted, policy decided.
 
     A pool holds one per call in flight, so it stays small: the call's views (its
     :class:`ToolExecution` and token) are built on first use, and a call that no hook, guard or
@@ -440,7 +440,7 @@ class PreparedCall:
             upstream = dispatch_execution.signal
             if upstream is caller:
                 return await self._invoke(caller)
-            # wrapper first: its reason wins when both are already cancelled (upstream §2.7)
+            # wrapper first: its reason wins when both are already cancelled
             fused, detach = fuse((upstream, caller))
             dispatch_execution.signal = fused
             try:

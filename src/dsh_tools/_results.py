@@ -1,4 +1,4 @@
-"""The canonical results and the final check every result passes (stage 9 of upstream §2.6).
+"""The canonical results and the final check every result passes (stage 9 of the pipeline).
 
 The pipeline, the scheduler and the timeout policy build their model-facing error results here,
 so each text has one home; :func:`freeze_result` / :func:`materialize` check a result as

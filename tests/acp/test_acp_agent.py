@@ -303,7 +303,7 @@ async def test_cancel_while_the_permission_is_asked_settles_the_write_without_it
             await answered.wait()
         nursery.cancel_scope.cancel()
     assert {"stopReason": "cancelled"} == prompt_done[0]["result"]
-    # upstream §2.8: a cancelled approval of an aborted caller is ABORTED_BEFORE_DISPATCH
+    # as in the original: a cancelled approval of an aborted caller is ABORTED_BEFORE_DISPATCH
     assert "Error: tool call aborted before dispatch" == _text(editor.final_updates()["t0-c5"])
 
 

@@ -1,4 +1,4 @@
-"""AcpSessionBridge: session events → ACP ``session/update`` payloads (upstream §2.16).
+"""AcpSessionBridge: session events → ACP ``session/update`` payloads.
 
 Every payload is also checked against the ``agent-client-protocol`` package's own models.
 """
@@ -466,7 +466,7 @@ def test_without_a_session_cwd_titles_stay_as_given() -> None:
     assert "Read /home/u/proj/a" == _update_for(bridge, _call())["title"]
 
 
-# --- surface ops (DESIGN §5: ``surface_op`` absent means ``append``) ------------------------
+# --- surface ops (``surface_op`` absent means ``append``) ------------------------
 
 
 def _surfaced(surface_op: str | None) -> ToolResultEvent:

@@ -1,4 +1,4 @@
-"""AcpPermissionAnswerer: approval requests as ACP ``session/request_permission`` (upstream §2.16)."""
+"""AcpPermissionAnswerer: approval requests as ACP ``session/request_permission``."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ async def _ask(
         agent=agent, tool_name="write_file", call_id="c7", signal=CancelController().signal
     )
     if call_id is None:
-        request = attrs.evolve(request, call_id=None)  # DESIGN §5: other callers may omit it
+        request = attrs.evolve(request, call_id=None)  # other callers may omit it
     async with session_turn(log, 0):
         outcome = await approval.request(request)
     return outcome, heard

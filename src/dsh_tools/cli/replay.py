@@ -159,7 +159,7 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
     if isinstance(event, ToolCallEvent):
         return _call_card(event, presenter.present_call(event))
     if isinstance(event, ToolResultEvent):
-        # ``surface_op`` (DESIGN §5): a replacement such as pruning is not a new result
+        # ``surface_op``: a replacement such as pruning is not a new result
         surface_op: object = getattr(event, "surface_op", None)
         if surface_op not in (None, "append"):
             return Text(f"  {event.call_id}: result replaced ({surface_op})", "dim")
