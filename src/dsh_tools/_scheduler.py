@@ -522,7 +522,7 @@ class _Batch:
                 # call): bodies without execute wrappers run in a nursery inside it
                 bodies: trio.Nursery | None = None
                 if self.signal is not _NEVER:
-                    bodies = await nursery.start(_linked_bodies, self.signal, pool_done)
+                    bodies = await nursery.start(_linked_bodies, self.signal, pool_done, nursery)
                 # the group's first call starts without re-classification
                 await self._fill_pool(nursery, bodies, first=True)
                 while True:
@@ -661,16 +661,23 @@ def _reporter(batch: _Batch) -> Callable[[int], None]:
 async def _linked_bodies(
     signal: CancelSignal,
     pool_done: trio.Event,
+    pool: trio.Nursery,
     task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Host a pool's bodies in one cancel scope linked to ``signal`` until the pool is done.
 
     The wait is shielded so that the nursery stays open for the lane after the signal fires
-    (the lane sets ``pool_done`` on every path, so a cancelled batch still ends).
+    (the lane sets ``pool_done`` on every path, so a cancelled batch still ends). It happens
+    only once ``pool.start`` has adopted this task: when the caller's scope is cancelled while
+    ``start`` waits, trio leaves the task under ``start`` (``started()`` does not move it), and
+    ``start`` waits for it to exit, so it must not wait for the lane, which is still inside
+    ``start``.
     """
     with linked_cancel_scope(signal):
         async with trio.open_nursery() as bodies:
             task_status.started(bodies)
+            if trio.lowlevel.current_task().parent_nursery is not pool:
+                return  # nothing was started in ``bodies``: the lane never received it
             with trio.CancelScope(shield=True):
                 await pool_done.wait()
 
