@@ -19,8 +19,11 @@ from dsh_tools import (
     CancelSignal,
     CancelSignalStatistics,
     DeadlineReached,
+    ToolRunContext,
     linked_cancel_scope,
+    run_tool_calls,
 )
+from support import registry_with, request, spec_tool
 
 _IDLE: Final = CancelSignalStatistics(cancel_callbacks=0, deadline_listeners=0)
 
@@ -61,6 +64,59 @@ def test_the_first_reason_sticks() -> None:
 def test_a_signal_has_no_public_constructor() -> None:
     with pytest.raises(TypeError, match="no public constructor"):
         CancelSignal()
+
+
+_READ_ONLY: Final = {
+    "any",
+    "cancelled",
+    "deadline",
+    "never",
+    "on_cancel",
+    "reason",
+    "statistics",
+    "wait",
+}
+
+
+def test_a_signal_shows_only_read_operations() -> None:
+    public = {name for name in dir(CancelController().signal) if not name.startswith("_")}
+
+    assert _READ_ONLY == public
+
+
+def test_never_cannot_be_fired_or_given_a_deadline_through_the_signal() -> None:
+    never = CancelSignal.never()
+
+    for name in ("fire", "set_deadline", "cancel", "add_callback", "on_deadline_change"):
+        assert not hasattr(never, name)
+    with pytest.raises(AttributeError, match="read-only"):
+        setattr(never, "_state", None)  # noqa: B010 (a plain assignment would not type-check)
+    assert (never.cancelled, never.deadline) == (False, math.inf)
+
+
+async def test_a_tool_body_cannot_cancel_its_siblings_through_its_signal() -> None:
+
+    async def meddle(_args: object, context: ToolRunContext) -> str:
+        signal = context.signal
+        for name in ("fire", "set_deadline", "cancel"):
+            operation = getattr(signal, name, None)
+            if operation is not None:
+                operation(0)
+        await trio.lowlevel.checkpoint()
+        return "meddled"
+
+    controller = CancelController()
+    registry = registry_with(
+        spec_tool("meddle", meddle, parallel=True), spec_tool("ok", parallel=True)
+    )
+
+    batch = await run_tool_calls(
+        registry, [request("c1", "meddle"), request("c2", "ok")], signal=controller.signal
+    )
+
+    assert [False, False] == [result.is_error for result in batch.results]
+    assert not controller.signal.cancelled
+    assert not CancelSignal.never().cancelled
 
 
 @pytest.mark.parametrize("deadline", ["soon", math.nan, True])

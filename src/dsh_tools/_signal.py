@@ -77,63 +77,64 @@ def _now() -> float:
         return -math.inf
 
 
-class _SignalCore:
-    """The state of a :class:`CancelSignal` and the operations the package performs on it
-    (internal).
+class _SignalState:
+    """The mutable state behind one :class:`CancelSignal`, and the operations on it.
 
-    The public class shows the read-only face; :class:`CancelController`, :func:`fuse` and
-    :func:`linked_cancel_scope` use these methods, which are not part of the public API.
+    Only this module touches it: a :class:`CancelController` fires and moves its own signal's
+    state, :func:`fuse` and :func:`linked_cancel_scope` attach to a signal's state through
+    :func:`_state_of`. The signal itself is a read-only view: no public name on it changes
+    anything, so a tool body that holds ``context.signal`` cannot cancel its batch, and
+    nothing can fire :meth:`CancelSignal.never`, whose state no controller owns.
     """
 
     __slots__ = (
-        "__weakref__",
-        "_callbacks",
-        "_cancelled",
-        "_deadline",
-        "_deadline_callbacks",
-        "_event",
-        "_next_key",
-        "_reason",
+        "callbacks",
+        "cancelled",
+        "deadline",
+        "deadline_callbacks",
+        "event",
+        "next_key",
+        "reason",
     )
 
-    _cancelled: bool
-    _reason: object
-    _deadline: float
-    _callbacks: dict[int, CancelCallback] | None
-    _deadline_callbacks: dict[int, Callable[[float], object]] | None
-    _event: trio.Event | None
-    _next_key: int
-
     def __init__(self, deadline: float, cancelled: bool, reason: object) -> None:
-        # only through _new_signal (CancelSignal's own __init__ refuses construction)
-        self._cancelled = cancelled
-        self._reason = reason
-        self._deadline = deadline
-        self._callbacks = None
-        self._deadline_callbacks = None
-        self._event = None
-        self._next_key = 0
+        self.cancelled = cancelled
+        self.reason = reason
+        self.deadline = deadline
+        self.callbacks: dict[int, CancelCallback] | None = None
+        self.deadline_callbacks: dict[int, Callable[[float], object]] | None = None
+        self.event: trio.Event | None = None
+        self.next_key = 0
+
+    def observe(self) -> bool:
+        """Whether the signal is cancelled, firing it first if its deadline has passed."""
+        if self.cancelled:
+            return True
+        if self.deadline != math.inf and _now() >= self.deadline:
+            self.fire(DeadlineReached(deadline=self.deadline))
+            return True
+        return False
 
     def add_callback(self, callback: CancelCallback) -> int:
-        callbacks = self._callbacks
+        callbacks = self.callbacks
         if callbacks is None:
-            callbacks = self._callbacks = {}
-        key = self._next_key
-        self._next_key = key + 1
+            callbacks = self.callbacks = {}
+        key = self.next_key
+        self.next_key = key + 1
         callbacks[key] = callback
         return key
 
     def remove_callback(self, key: int) -> None:
-        callbacks = self._callbacks
+        callbacks = self.callbacks
         if callbacks is not None:
             callbacks.pop(key, None)
 
     def on_deadline_change(self, callback: Callable[[float], object]) -> Callable[[], None]:
-        callbacks = self._deadline_callbacks
+        callbacks = self.deadline_callbacks
         if callbacks is None:
-            callbacks = self._deadline_callbacks = {}
-        key = self._next_key
-        self._next_key = key + 1
+            callbacks = self.deadline_callbacks = {}
+        key = self.next_key
+        self.next_key = key + 1
         callbacks[key] = callback
 
         def undo() -> None:
@@ -144,38 +145,38 @@ class _SignalCore:
     def set_deadline(self, when: float) -> None:
         # a deadline that has already passed (unobserved) has cancelled the signal, and moving
         # it later must not undo that
-        if self._cancelled:
+        if self.cancelled:
             return
-        if self._deadline != math.inf and _now() >= self._deadline:
-            self.fire(DeadlineReached(deadline=self._deadline))
+        if self.deadline != math.inf and _now() >= self.deadline:
+            self.fire(DeadlineReached(deadline=self.deadline))
             return
-        if when == self._deadline:
+        if when == self.deadline:
             return
-        self._deadline = when
-        if self._deadline_callbacks:
-            for callback in tuple(self._deadline_callbacks.values()):
+        self.deadline = when
+        if self.deadline_callbacks:
+            for callback in tuple(self.deadline_callbacks.values()):
                 callback(when)
         # a deadline already in the past fires now
-        if not self._cancelled and self._deadline != math.inf and _now() >= self._deadline:
-            self.fire(DeadlineReached(deadline=self._deadline))
+        if not self.cancelled and self.deadline != math.inf and _now() >= self.deadline:
+            self.fire(DeadlineReached(deadline=self.deadline))
 
     def fire(self, reason: object) -> None:
-        if self._cancelled:
+        if self.cancelled:
             return
         if (
-            self._deadline != math.inf
-            and _now() >= self._deadline
+            self.deadline != math.inf
+            and _now() >= self.deadline
             # a source's deadline that passed before this signal's own does not win over it
-            and not (isinstance(reason, DeadlineReached) and reason.deadline <= self._deadline)
+            and not (isinstance(reason, DeadlineReached) and reason.deadline <= self.deadline)
         ):
-            reason = DeadlineReached(deadline=self._deadline)
-        self._cancelled = True
-        self._reason = reason
-        self._deadline_callbacks = None
-        if self._event is not None:
-            self._event.set()
-        callbacks = self._callbacks
-        self._callbacks = None
+            reason = DeadlineReached(deadline=self.deadline)
+        self.cancelled = True
+        self.reason = reason
+        self.deadline_callbacks = None
+        if self.event is not None:
+            self.event.set()
+        callbacks = self.callbacks
+        self.callbacks = None
         if callbacks:
             for callback in callbacks.values():
                 try:
@@ -186,21 +187,30 @@ class _SignalCore:
 
 def _new_signal(
     deadline: float = math.inf, *, cancelled: bool = False, reason: object = None
-) -> CancelSignal:
-    """A fresh signal; ``cancelled=True`` gives one born cancelled with ``reason``."""
+) -> tuple[CancelSignal, _SignalState]:
+    """A fresh signal and its state; ``cancelled=True`` gives one born cancelled with ``reason``."""
+    state = _SignalState(deadline, cancelled, reason)
     signal = object.__new__(CancelSignal)
-    _SignalCore.__init__(signal, deadline, cancelled, reason)
-    return signal
+    object.__setattr__(signal, "_state", state)
+    return signal, state
+
+
+def _state_of(signal: CancelSignal) -> _SignalState:
+    """The state behind ``signal``: the one door to it from outside the class."""
+    return signal._state  # pyright: ignore[reportPrivateUsage]
 
 
 @final
-class CancelSignal(_SignalCore):
+class CancelSignal:
     """A read-only view of cancellation state. Obtain one from :class:`CancelController`,
     :meth:`CancelSignal.any` or :meth:`CancelSignal.never`; it has no public constructor.
+
+    Only reading is public: firing it and moving its deadline belong to its controller.
     """
 
-    __slots__ = ()
+    __slots__ = ("__weakref__", "_state")
 
+    _state: _SignalState
     _never_instance: ClassVar[CancelSignal | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -213,24 +223,20 @@ class CancelSignal(_SignalCore):
         """Whether the signal is cancelled (explicitly, through a fused source, or because its
         deadline has passed).
         """
-        if self._cancelled:
-            return True
-        if self._deadline != math.inf and _now() >= self._deadline:
-            self.fire(DeadlineReached(deadline=self._deadline))
-            return True
-        return False
+        return self._state.observe()
 
     @property
     def reason(self) -> object:
         """Why the signal was cancelled: the first reason given, a :class:`DeadlineReached`,
         or ``None`` while it is not cancelled (or when cancelled without a reason).
         """
-        return self._reason if self.cancelled else None
+        state = self._state
+        return state.reason if state.observe() else None
 
     @property
     def deadline(self) -> float:
         """When the signal cancels itself, in trio clock time; ``math.inf`` for never."""
-        return self._deadline
+        return self._state.deadline
 
     async def wait(self) -> None:
         """Return once the signal is cancelled.
@@ -238,20 +244,21 @@ class CancelSignal(_SignalCore):
         A checkpoint on every path: it yields even when the signal is already cancelled.
         Cancelling the waiting task's own scope raises ``trio.Cancelled`` as usual.
         """
-        if self.cancelled:
+        state = self._state
+        if state.observe():
             await trio.lowlevel.checkpoint()
             return
-        event = self._event
+        event = state.event
         if event is None:
-            event = self._event = trio.Event()
-        with trio.CancelScope(deadline=self._deadline) as scope:
-            undo = self.on_deadline_change(lambda when: setattr(scope, "deadline", when))
+            event = state.event = trio.Event()
+        with trio.CancelScope(deadline=state.deadline) as scope:
+            undo = state.on_deadline_change(lambda when: setattr(scope, "deadline", when))
             try:
                 await event.wait()
             finally:
                 undo()
         if not event.is_set():
-            self.cancelled  # noqa: B018 - observing the passed deadline fires the signal
+            state.observe()  # observing the passed deadline fires the signal
 
     def on_cancel(self, callback: CancelCallback) -> Disposer:
         """Call ``callback(reason)`` once when the signal is cancelled.
@@ -264,14 +271,15 @@ class CancelSignal(_SignalCore):
         """
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        if self.cancelled:
-            callback(self._reason)
+        state = self._state
+        if state.observe():
+            callback(state.reason)
             return Disposer.noop()
         if self is CancelSignal._never_instance:
             # it can never fire: keeping the callback would only leak it
             return Disposer.noop()
-        key = self.add_callback(callback)
-        return Disposer(lambda: self.remove_callback(key))
+        key = state.add_callback(callback)
+        return Disposer(lambda: state.remove_callback(key))
 
     def statistics(self) -> CancelSignalStatistics:
         """How many callbacks and deadline watchers the signal holds right now.
@@ -279,19 +287,23 @@ class CancelSignal(_SignalCore):
         Not a checkpoint; does not observe the deadline (a signal whose deadline has passed
         unobserved still reports its watchers).
         """
+        state = self._state
         return CancelSignalStatistics(
-            cancel_callbacks=len(self._callbacks or ()),
-            deadline_listeners=len(self._deadline_callbacks or ()),
+            cancel_callbacks=len(state.callbacks or ()),
+            deadline_listeners=len(state.deadline_callbacks or ()),
         )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CancelSignal is read-only: cannot set {name!r}")
 
     # --- construction helpers ------------------------------------------------------------
 
     @classmethod
     def never(cls) -> CancelSignal:
-        """The signal that is never cancelled (one shared instance)."""
+        """The signal that is never cancelled (one shared instance, which nothing can fire)."""
         never = cls._never_instance
         if never is None:
-            never = cls._never_instance = _new_signal()
+            never = cls._never_instance = _new_signal()[0]
         return never
 
     @classmethod
@@ -313,9 +325,10 @@ class CancelSignal(_SignalCore):
         return fuse(signals)[0]
 
     def __repr__(self) -> str:
-        state = f"cancelled reason={self._reason!r}" if self._cancelled else "active"
-        deadline = "" if self._deadline == math.inf else f" deadline={self._deadline}"
-        return f"<CancelSignal {state}{deadline}>"
+        state = self._state
+        status = f"cancelled reason={state.reason!r}" if state.cancelled else "active"
+        deadline = "" if state.deadline == math.inf else f" deadline={state.deadline}"
+        return f"<CancelSignal {status}{deadline}>"
 
 
 def fuse(
@@ -332,8 +345,8 @@ def fuse(
         if source.cancelled:
             # fired before taking the deadline: a cancelled source's stale deadline must not
             # replace the reason it was cancelled with
-            return _new_signal(deadline, cancelled=True, reason=source.reason), _nothing
-    fused = _new_signal(deadline)
+            return _new_signal(deadline, cancelled=True, reason=source.reason)[0], _nothing
+    fused, state = _new_signal(deadline)
     undos: list[Callable[[], None]] = []
 
     def detach() -> None:
@@ -343,17 +356,18 @@ def fuse(
 
     def on_source_cancel(reason: object) -> None:
         detach()
-        fused.fire(reason)
+        state.fire(reason)
 
     def on_source_deadline(_when: float) -> None:
-        fused.set_deadline(min(own_deadline, min(s.deadline for s in signals)))
+        state.set_deadline(min(own_deadline, min(s.deadline for s in signals)))
 
     for source in signals:
         if source is CancelSignal.never():
             continue
-        key = source.add_callback(on_source_cancel)
-        undos.append(lambda source=source, key=key: source.remove_callback(key))
-        undos.append(source.on_deadline_change(on_source_deadline))
+        source_state = _state_of(source)
+        key = source_state.add_callback(on_source_cancel)
+        undos.append(lambda source_state=source_state, key=key: source_state.remove_callback(key))
+        undos.append(source_state.on_deadline_change(on_source_deadline))
     return fused, detach
 
 
@@ -371,10 +385,13 @@ class CancelController:
     """
 
     _signal: CancelSignal
+    _state: _SignalState
 
     def __init__(self, *, deadline: float | None = None) -> None:
         # the deadline is the signal's, not the controller's: it is not a field
-        self._signal = _new_signal(math.inf if deadline is None else _check_deadline(deadline))
+        self._signal, self._state = _new_signal(
+            math.inf if deadline is None else _check_deadline(deadline)
+        )
 
     @property
     def signal(self) -> CancelSignal:
@@ -383,14 +400,14 @@ class CancelController:
 
     def cancel(self, reason: object = None) -> None:
         """Cancel the signal. Idempotent: the first reason sticks. Callbacks run now."""
-        self._signal.fire(reason)
+        self._state.fire(reason)
 
     def set_deadline(self, when: float | None) -> None:
         """Move the deadline (trio clock time; ``None`` removes it). No effect once cancelled.
 
         Linked cancel scopes and fused signals follow the new deadline.
         """
-        self._signal.set_deadline(math.inf if when is None else _check_deadline(when))
+        self._state.set_deadline(math.inf if when is None else _check_deadline(when))
 
     def __repr__(self) -> str:
         return f"<CancelController {self._signal!r}>"
@@ -407,22 +424,22 @@ class _LinkedCancelScope:
     sits on the per-call hot path).
     """
 
-    __slots__ = ("_key", "_scope", "_signal", "_undo_deadline")
+    __slots__ = ("_key", "_scope", "_state", "_undo_deadline")
 
     def __init__(self, signal: CancelSignal) -> None:
-        self._signal = signal
-        self._scope = trio.CancelScope(deadline=signal.deadline)
+        state = self._state = _state_of(signal)
+        self._scope = trio.CancelScope(deadline=state.deadline)
         self._key: int | None = None
         self._undo_deadline: Callable[[], None] | None = None
 
     def __enter__(self) -> trio.CancelScope:
-        signal = self._signal
+        state = self._state
         scope = self._scope
-        if signal.cancelled:
+        if state.observe():
             scope.cancel()
         else:
-            self._key = signal.add_callback(lambda _reason: scope.cancel())
-            self._undo_deadline = signal.on_deadline_change(
+            self._key = state.add_callback(lambda _reason: scope.cancel())
+            self._undo_deadline = state.on_deadline_change(
                 lambda when: setattr(scope, "deadline", when)
             )
         return scope.__enter__()
@@ -434,7 +451,7 @@ class _LinkedCancelScope:
         tb: TracebackType | None,
     ) -> bool:
         if self._key is not None:
-            self._signal.remove_callback(self._key)
+            self._state.remove_callback(self._key)
         if self._undo_deadline is not None:
             self._undo_deadline()
         return self._scope.__exit__(exc_type, exc, tb)
