@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dsh_tools import (
     Allow,
     Ask,
@@ -278,4 +280,38 @@ async def test_no_listener_can_undo_a_guard_denial() -> None:
     result = await registry.execute(_input())
 
     expected = (error_result("Error: final"), NOTHING)
+    assert expected == (result, ran)
+
+
+# --- guards are synchronous -------------------------------------------------------------------
+
+
+async def _async_guard(execution: ToolExecution) -> str | None:
+    return "denied later"
+
+
+class _AsyncCallable:
+    async def __call__(self, execution: ToolExecution) -> str | None:
+        return None
+
+
+def test_an_async_guard_is_refused_at_registration() -> None:
+    registry, _ = _registry()
+
+    with pytest.raises(TypeError, match=r"^guards are synchronous: _async_guard is an async"):
+        registry.guard(_async_guard)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match=r"^guards are synchronous: _AsyncCallable is an async"):
+        registry.scope(Agent()).guard(_AsyncCallable())  # pyright: ignore[reportArgumentType]
+
+
+async def test_a_guard_that_returns_a_coroutine_is_an_error_and_never_a_denial_text() -> None:
+    registry, ran = _registry()
+    registry.guard(lambda execution: _async_guard(execution))  # pyright: ignore[reportArgumentType]
+
+    result = await registry.execute(_input())
+
+    expected = (
+        error_result("Error: guards are synchronous: <lambda> returned an awaitable"),
+        NOTHING,
+    )
     assert expected == (result, ran)

@@ -9,6 +9,7 @@ whose ``agent`` is that agent. The stages of one call live in :mod:`dsh_tools._p
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable
 from typing import Final, final
@@ -77,6 +78,13 @@ class _Layer:
     def add_guard(self, fn: ToolGuard) -> Callable[[], None]:
         if not callable(fn):
             raise TypeError(f"a guard must be callable, not {type(fn).__name__}")
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 (an object whose __call__ is async)
+        ):
+            raise TypeError(
+                f"guards are synchronous: {_name_of(fn)} is an async function (it would return "
+                "a coroutine); return a denial reason or None"
+            )
         entry = _GuardEntry(fn)
         table = self.guards
         table.items.append(entry)
@@ -106,11 +114,22 @@ def _evaluate_guards(layer: _Layer, execution: ToolExecution) -> str | None:
                 continue
             reason = entry.fn(execution)
             if reason is not None:
+                if inspect.isawaitable(reason):
+                    # a sync callable that hands back a coroutine: refused like an async guard
+                    if inspect.iscoroutine(reason):
+                        reason.close()
+                    raise TypeError(
+                        f"guards are synchronous: {_name_of(entry.fn)} returned an awaitable"
+                    )
                 return reason
         return None
     finally:
         table.iterating -= 1
         table.compact()
+
+
+def _name_of(fn: object) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
 
 
 class _Restriction:
@@ -289,6 +308,11 @@ class ToolRegistry(_HostHolder):
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a global guard: ``(execution) -> reason | None``, evaluated for every allowed
         call, before the scoped guards, in registration order.
+
+        Raises:
+            TypeError: ``fn`` is not callable, or is an async function (guards are
+                synchronous; a guard that returns an awaitable at run time is a guard that
+                raised: its call gets an error result).
         """
         return Disposer(self._global.add_guard(fn))
 
@@ -476,7 +500,11 @@ class ToolScope:
         return self._own(self._state.register(self._layer, definition, scoped=True))
 
     def guard(self, fn: ToolGuard) -> Disposer:
-        """Add a guard evaluated for this agent's allowed calls, after every global guard."""
+        """Add a guard evaluated for this agent's allowed calls, after every global guard.
+
+        Raises:
+            TypeError: as :meth:`ToolRegistry.guard`.
+        """
         self._check_open()
         return self._own(Disposer(self._layer.add_guard(fn)))
 
