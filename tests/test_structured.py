@@ -10,6 +10,8 @@ import pytest
 
 from dsh_tools import (
     OutputSchemaError,
+    StructuredOutputSchema,
+    StructuredSchemaNode,
     assert_supported_output_schema,
     snapshot_json,
     validate_structured_value,
@@ -498,3 +500,8 @@ def test_an_unknown_type_that_skipped_the_assertion_is_a_programming_error() -> 
         ValueError, match=r'^unreachable variant in validateStructuredValue: "tuple"$'
     ):
         validate_structured_value(_object(x={"type": "tuple"}), {"x": 1})
+
+
+def test_every_schema_node_requires_its_type_key() -> None:
+    assert frozenset({"type"}) == StructuredSchemaNode.__required_keys__
+    assert frozenset({"type"}) == StructuredOutputSchema.__required_keys__

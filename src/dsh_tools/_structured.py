@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal, TypeAlias, TypedDict
+from typing import Final, Literal, Required, TypeAlias, TypedDict
 
 from ._errors import OutputSchemaError, format_js_json
 from ._json import json_kind
@@ -54,7 +54,7 @@ class StructuredSchemaNode(TypedDict, total=False):
     """One node of a structured-output schema (the supported JSON Schema subset).
 
     Keys:
-        type: the node's :data:`StructuredSchemaType`.
+        type: the node's :data:`StructuredSchemaType` (required on every node).
         properties: child schemas of an ``"object"`` node.
         required: names that must be present (each one a key of ``properties``).
         additionalProperties: ``False`` rejects undeclared keys.
@@ -64,7 +64,7 @@ class StructuredSchemaNode(TypedDict, total=False):
         description / title / default / examples: annotations (JSON data).
     """
 
-    type: StructuredSchemaType
+    type: Required[StructuredSchemaType]
     properties: Mapping[str, StructuredSchemaNode]
     required: Sequence[str]
     additionalProperties: bool
