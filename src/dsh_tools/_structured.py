@@ -20,9 +20,10 @@ Python equivalents of the original's JavaScript notions:
   are not JSON data (and are not schema objects);
 - ``bool`` is never a number or an integer, and enum/const comparisons are by JSON type, then
   value: ``True`` never equals ``1``, while ``1`` equals ``1.0`` (one JSON number).
-"""
 
-from __future__ import annotations
+Not ``from __future__ import annotations``: the node types' annotations are evaluated, so
+``Required`` shows at run time too (``StructuredSchemaNode.__required_keys__``).
+"""
 
 import math
 import typing
@@ -65,10 +66,10 @@ class StructuredSchemaNode(TypedDict, total=False):
     """
 
     type: Required[StructuredSchemaType]
-    properties: Mapping[str, StructuredSchemaNode]
+    properties: Mapping[str, "StructuredSchemaNode"]
     required: Sequence[str]
     additionalProperties: bool
-    items: StructuredSchemaNode
+    items: "StructuredSchemaNode"
     enum: Sequence[StructuredScalar]
     const: StructuredScalar
     description: str
