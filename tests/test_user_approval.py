@@ -285,6 +285,31 @@ async def test_a_plain_string_outcome_is_accepted() -> None:
     assert ApprovalOutcome is type(outcome)
 
 
+class _LyingStr(str):
+    """A str whose ``__eq__`` / ``__hash__`` claim it is ``"allowed-once"``."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other == "allowed-once"
+
+    def __hash__(self) -> int:
+        return hash("allowed-once")
+
+
+async def test_a_str_subclass_is_read_by_its_value_not_its_eq_or_hash() -> None:
+    session = _open_session()
+    approval = UserApproval(session)
+    approval.answerers.add(_answer(_LyingStr("rejected")))
+
+    outcome = await approval.request(_request())
+
+    assert ApprovalOutcome is type(outcome)
+    assert "rejected" == str.__str__(outcome)
+    decided = [e.outcome for e in _audit(session) if isinstance(e, ApprovalDecidedEvent)]
+    assert ["rejected"] == [str.__str__(o) for o in decided]
+
+
 async def test_an_answerer_that_raises_asynchronously_is_unavailable() -> None:
     async def raises(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         await trio.lowlevel.checkpoint()

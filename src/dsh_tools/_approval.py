@@ -37,7 +37,7 @@ import trio
 
 from ._disposer import Disposer
 from ._errors import error_message
-from ._execution import ApprovalOutcome, ApprovalRequest
+from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
 from ._hooks import HookList, HookPoint
 from ._session import (
     ApprovalAskedEvent,
@@ -72,7 +72,6 @@ ApprovalAnswerer: TypeAlias = Callable[[ApprovalRequest, ApprovalNext], Awaitabl
 """``async (request, next) -> ApprovalOutcome``: answer, or delegate with ``return await next()``."""
 
 _POLICY_ERROR: Final = 'approval policy must be one of "ask" or "never"'
-_OUTCOMES: Final = {outcome.value: outcome for outcome in ApprovalOutcome}
 
 
 def _check_policy(policy: object) -> ApprovalPolicy:
@@ -332,7 +331,7 @@ def _bind(answerer: ApprovalAnswerer, request: ApprovalRequest, rest: ApprovalNe
             await trio.lowlevel.checkpoint()
             return _rogue(request, pending, "returned (not awaitable)")
         answer = cast(object, await pending)
-        known = _OUTCOMES.get(answer) if isinstance(answer, str) else None
+        known = read_approval_outcome(answer)
         if known is None:
             return _rogue(request, answer, "answered")
         return known

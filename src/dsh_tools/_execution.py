@@ -40,6 +40,7 @@ __all__ = [
     "ToolResult",
     "ToolRunContext",
     "new_execution_token",
+    "read_approval_outcome",
     "run_context",
     "success_result",
 ]
@@ -366,6 +367,21 @@ class ApprovalOutcome(enum.StrEnum):
     REJECTED = "rejected"
     CANCELLED = "cancelled"
     UNAVAILABLE = "unavailable"
+
+
+_OUTCOMES: Final = {str.__str__(outcome): outcome for outcome in ApprovalOutcome}
+
+
+def read_approval_outcome(answer: object) -> ApprovalOutcome | None:
+    """The :class:`ApprovalOutcome` that ``answer`` (a plug-in's reply) names, or ``None``.
+
+    The one reading of an answer, for every place that receives one. A ``str`` subclass is
+    read by its value, never through its own ``__eq__`` / ``__hash__``: a subclass valued
+    ``"rejected"`` that claims to equal ``"allowed-once"`` is read as ``REJECTED``.
+    """
+    if not isinstance(answer, str):
+        return None
+    return _OUTCOMES.get(str.__str__(answer))
 
 
 @attrs.frozen(kw_only=True)

@@ -62,6 +62,7 @@ from ._execution import (
     ToolExecutionToken,
     ToolRunContext,
     new_execution_token,
+    read_approval_outcome,
     run_context,
     success_result,
 )
@@ -996,9 +997,6 @@ def _deny_reason(call: CallRequest, decision: Deny) -> str | None:
     return None
 
 
-_OUTCOMES: Final = {outcome.value: outcome for outcome in ApprovalOutcome}
-
-
 async def _resolve_ask(
     host: PipelineHost, execution: ToolExecution, ask: Ask
 ) -> tuple[PreToolDecision, bool]:
@@ -1030,8 +1028,7 @@ async def _resolve_ask(
             )
         ),
     )
-    # read a str subclass by its value, never through its own __eq__ / __hash__
-    known = _OUTCOMES.get(str.__str__(answer)) if isinstance(answer, str) else None
+    known = read_approval_outcome(answer)
     if known is ApprovalOutcome.ALLOWED_ONCE:
         return _ALLOW, False
     if known is ApprovalOutcome.REJECTED:
