@@ -33,7 +33,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import attrs
 import trio
@@ -98,6 +98,7 @@ logger: Final = logging.getLogger("dsh_tools")
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
+_NEVER: Final = CancelSignal.never()
 
 
 def _log_raised(call: CallRequest, what: str, exc: BaseException) -> None:
@@ -223,24 +224,6 @@ class CallEnv:
     parent: ToolExecutionToken | None = None
 
 
-class _Entered(NamedTuple):
-    """The tool a call's body belongs to, and the context it runs with."""
-
-    tool: ToolDefinition
-    context: ToolRunContext
-
-
-# PreparedCall._flags
-_NEEDS_DISPATCH: Final = 1
-_DISPATCHED: Final = 2
-_INVOKED: Final = 4  # the body started (a sync body: its thread started it)
-_FINAL: Final = 8  # _result is a final-result: it skips post_execute
-_TRUSTED: Final = 16  # _aux is the success the library built from a valid str
-_PENDING: Final = 32  # stages 2-6 are left to apply_policies()
-
-_NEVER: Final = CancelSignal.never()
-
-
 class PreparedCall:
     """One call after stages 0-6 of the pipeline: arguments snapshotted, policy decided.
 
@@ -252,7 +235,22 @@ class PreparedCall:
         arguments: the frozen snapshot of the arguments (``None`` when it failed).
     """
 
-    __slots__ = ("_aux", "_deferred", "_env", "_flags", "_request", "_result", "_view", "arguments")
+    __slots__ = (
+        "_abandoned",
+        "_allowed",
+        "_deferred",
+        "_dispatched",
+        "_env",
+        "_final",
+        "_invoked",
+        "_pending",
+        "_request",
+        "_result",
+        "_returned",
+        "_trusted",
+        "_view",
+        "arguments",
+    )
 
     def __init__(self, env: CallEnv, request: CallRequest, arguments: JsonValue) -> None:
         self._env = env
@@ -260,19 +258,29 @@ class PreparedCall:
         self.arguments = arguments
         # None, then the token, then the ToolExecution that holds it
         self._view: ToolExecutionToken | ToolExecution | None = None
-        self._flags = 0
-        # the outcome (a post-result, through post_execute) or, with _FINAL, the final result
+        # stages 2-6 are left to apply_policies()
+        self._pending = False
+        # the call was allowed: it needs dispatch (stage 7)
+        self._allowed = False
+        self._dispatched = False
+        # the body started (a sync body: its thread started it)
+        self._invoked = False
+        # a sync body's worker thread was abandoned while the body ran
+        self._abandoned = False
+        # the outcome (a post-result, through post_execute) or, with _final, the final result
         self._result: ToolExecutionResult | None = None
+        self._final = False
         # allocated when the body is invoked (most calls never defer a context)
         self._deferred: list[HookContext] | None = None
-        # with _TRUSTED: the success built from a valid str (stage 9 has nothing to check);
-        # else what a body returned that is not content (named in the stage-9 log), or _MISSING
-        self._aux: object = _MISSING
+        # the success built from a valid str: final as it is (stage 9 has nothing to check)
+        self._trusted: ToolExecutionResult | None = None
+        # what a body returned that is not content (named in the stage-9 log), or _MISSING
+        self._returned: object = _MISSING
 
     def final_result(self, result: ToolExecutionResult) -> PreparedCall:
         """Settle on a final-result (it skips ``post_execute``)."""
         self._result = result
-        self._flags |= _FINAL
+        self._final = True
         return self
 
     def post_result(self, result: ToolExecutionResult) -> PreparedCall:
@@ -282,18 +290,18 @@ class PreparedCall:
 
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""
-        self._flags |= _NEEDS_DISPATCH
+        self._allowed = True
         return self
 
     def pending(self) -> PreparedCall:
         """Leave stages 2-6 to :meth:`apply_policies` (``pre_execute`` listeners hear the call)."""
-        self._flags |= _PENDING
+        self._pending = True
         return self
 
     @property
     def policy_pending(self) -> bool:
         """Whether :meth:`apply_policies` must run before the call is settled."""
-        return bool(self._flags & _PENDING)
+        return self._pending
 
     async def apply_policies(self) -> None:
         """Stages 2-6 for a call :attr:`policy_pending`: the ``pre_execute`` waterfall, the
@@ -301,9 +309,9 @@ class PreparedCall:
         ``trio.Cancelled`` when the caller's trio scope is cancelled while a listener or the
         approval service awaits.
         """
-        if not self._flags & _PENDING:
+        if not self._pending:
             raise RuntimeError("apply_policies() runs once, for a call whose policies are pending")
-        self._flags &= ~_PENDING
+        self._pending = False
         await _apply_policies(self)
 
     @property
@@ -324,12 +332,12 @@ class PreparedCall:
     @property
     def needs_dispatch(self) -> bool:
         """``True`` when the call was allowed: await :meth:`dispatch` before :meth:`complete`."""
-        return bool(self._flags & _NEEDS_DISPATCH)
+        return self._allowed
 
     @property
     def body_invoked(self) -> bool:
         """Whether the tool body started (a sync body: whether its thread started it)."""
-        return bool(self._flags & _INVOKED)
+        return self._invoked
 
     @property
     def token(self) -> ToolExecutionToken:
@@ -373,37 +381,55 @@ class PreparedCall:
         the caller's own trio scope raises ``trio.Cancelled`` once the body has unwound. Call
         at most once, and only when :attr:`needs_dispatch` is true.
 
-        ``linked=True`` (the scheduler's pools, for calls without ``execute`` wrappers): the
-        caller runs this inside a cancel scope linked to the call's signal already, so an
-        async body gets no scope of its own; when that scope cancels the body (or the body
-        raises what no result holds, such as ``SystemExit``), the outcome is recorded
-        (``ABORTED``) and the exception propagates to the caller.
+        ``linked=True`` (the scheduler's pools): the caller runs this inside a cancel scope
+        linked to the call's signal already, so a body that no wrapper hears gets no scope of
+        its own; when that scope cancels the body (or the body raises what no result holds,
+        such as ``SystemExit``), the outcome is recorded (:meth:`_interrupted`) and the
+        exception propagates to the caller.
         """
-        flags = self._flags
-        if flags & (_NEEDS_DISPATCH | _DISPATCHED) != _NEEDS_DISPATCH:
+        if not self._allowed or self._dispatched:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
-        self._flags = flags | _DISPATCHED
+        self._dispatched = True
         env = self._env
-        wrappers = env.host.hooks.execute.for_agent(env.agent)
+        hooks = env.host.hooks.execute
         try:
-            if wrappers:
+            if hooks.active and (wrappers := hooks.for_agent(env.agent)):
                 result = await self._run_wrappers(wrappers)
-            elif linked:
-                try:
-                    result = await self._invoke(env.signal, linked=True)
-                except BaseException:
-                    # the caller's linked scope stopped the body (or it raised what no result
-                    # holds, such as SystemExit): record, then let it propagate
-                    self._settle(ABORTED if self._flags & _INVOKED else ABORTED_BEFORE_DISPATCH)
-                    raise
             else:
-                result = await self._invoke(env.signal)
+                try:
+                    result = await self._invoke(env.signal, linked)
+                except BaseException:
+                    if linked:
+                        self._settle(self._interrupted())
+                    raise
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
             _log_raised(self, "an execute wrapper", exc)
             self.final_result(error_result(exc))
             return  # noqa: ASYNC910
         self._settle(result)
+
+    async def run_linked(self, report: Callable[[int], None], index: int) -> None:
+        """Stage 7 as a pool's body task: :meth:`dispatch` with ``linked=True``. Calls
+        ``report(index)`` once the outcome is recorded, also when the pool's linked scope
+        cancels the body.
+
+        Deliberately small: a pool holds this coroutine for every call that has not started
+        yet, and a coroutine's frame is sized for all of its function's locals.
+        """
+        try:
+            await self.dispatch(linked=True)
+        finally:
+            report(index)
+
+    def _interrupted(self) -> ToolExecutionResult:
+        """The outcome of a call whose body a cancellation stopped: ``ABANDONED`` when a sync
+        body's thread was left running, ``ABORTED`` when the body started, else
+        ``ABORTED_BEFORE_DISPATCH``.
+        """
+        if self._abandoned:
+            return ABANDONED
+        return ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
 
     def _settle(self, result: ToolExecutionResult) -> None:
         """Record what stage 7 produced: the outcome, with the contexts the body deferred."""
@@ -413,15 +439,18 @@ class PreparedCall:
             )
             self.final_result(INVALID_RESULT)
             return
-        if self._deferred:
+        deferred = self._deferred
+        if deferred:
             try:
                 result = attrs.evolve(
-                    result, additional_contexts=(*self._deferred, *result.additional_contexts)
+                    result, additional_contexts=(*deferred, *result.additional_contexts)
                 )
             except Exception as exc:  # a hand-built result whose contexts are not a sequence
                 _log_invalid(self, f"its additional_contexts cannot be read: {exc!r}")
                 self.final_result(INVALID_RESULT)
                 return
+        # read only here: a pool need not keep the list until the call commits
+        self._deferred = None
         self._result = self._replace_if_cancelled(result)
 
     async def _run_wrappers(self, wrappers: tuple[ExecuteHook, ...]) -> ToolExecutionResult:
@@ -455,21 +484,6 @@ class PreparedCall:
             chain = _bind2(wrapper, dispatch_execution, chain)
         return await chain()
 
-    def _enter(self, signal: CancelSignal) -> ToolExecutionResult | _Entered:
-        """The innermost ``next()``'s start: the outcome when the body cannot run (the signal
-        fired, the tool is gone), else the tool and the body's context.
-        """
-        if signal is not _NEVER and signal.cancelled:
-            return ABORTED_BEFORE_DISPATCH
-        env = self._env
-        request = self._request
-        name = request.name
-        tool = env.host.lookup(name, env.agent)
-        if tool is None:
-            return error_result(ToolNotFoundError(name))
-        context = self._context(signal)
-        return _Entered(tool, context)
-
     def _context(self, signal: CancelSignal) -> ToolRunContext:
         """The body's context: the call's token (minted now unless a view of the call holds
         it), its identity and arguments, ``signal``, and the list its deferred contexts join.
@@ -490,34 +504,28 @@ class PreparedCall:
             deferred,
         )
 
-    def _returned(
-        self, signal: CancelSignal, returned: object, failure: Exception | None
-    ) -> ToolExecutionResult:
-        """The outcome of an async body that has unwound."""
-        if failure is not None:
-            _log_raised(self, "the tool body", failure)
-            return error_result(failure)
-        if returned is _MISSING or (signal is not _NEVER and signal.cancelled):
-            return ABORTED
-        return self._normalize(returned)
-
-    async def _invoke(self, signal: CancelSignal, *, linked: bool = False) -> ToolExecutionResult:
-        """The innermost ``next()``: look the tool up, run the body under ``signal``.
+    async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:
+        """The innermost ``next()``: look the tool up, run the body under ``signal``, and turn
+        what it returned into the call's outcome.
 
         ``linked``: the caller's cancel scope is linked to ``signal`` already (see
         :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
         checkpoints after it.
         """
-        entered = self._enter(signal)
-        if not isinstance(entered, _Entered):
-            return entered  # noqa: ASYNC910
-        tool, context = entered
+        if signal is not _NEVER and signal.cancelled:
+            return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910 (the caller's stages checkpoint)
+        env = self._env
+        name = self._request.name
+        tool = env.host.lookup(name, env.agent)
+        if tool is None:
+            return error_result(ToolNotFoundError(name))  # noqa: ASYNC910
+        context = self._context(signal)
         body: Callable[..., object] = tool.execute
         if not is_async_body(body):
             return await self._invoke_sync(tool, body, context, signal, linked)
         # no runtime cast on the hot path: is_async_body said the body returns an awaitable
         run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = body  # pyright: ignore[reportAssignmentType]
-        self._flags |= _INVOKED
+        self._invoked = True
         returned: object = _MISSING
         failure: Exception | None = None
         try:
@@ -535,64 +543,12 @@ class PreparedCall:
         # outcome is recorded first, and the caller's next checkpoint raises.)
         if not linked:
             await trio.lowlevel.checkpoint_if_cancelled()
-        return self._returned(signal, returned, failure)  # noqa: ASYNC910
-
-    async def run_linked(self, report: Callable[[int], None], index: int) -> None:
-        """Stage 7 as a pool's body task: :meth:`dispatch` with ``linked=True``. Calls
-        ``report(index)`` once the outcome is recorded, also when the pool's linked scope
-        cancels the body.
-
-        Deliberately small: a pool holds this coroutine for every call that has not started
-        yet, and a coroutine's frame is sized for all of its function's locals.
-        """
-        try:
-            await self._dispatch_linked()
-        finally:
-            report(index)
-
-    async def _dispatch_linked(self) -> None:  # noqa: ASYNC910
-        """:meth:`dispatch` with ``linked=True``, without the general path's calls for an async
-        body that no ``execute`` wrapper hears (the common case): :meth:`_enter` and the
-        outcome's stages inline, and a success from an ASCII ``str`` built directly.
-        """
-        env = self._env
-        flags = self._flags
-        signal = env.signal
-        tool = None
-        if (
-            flags & (_NEEDS_DISPATCH | _DISPATCHED) == _NEEDS_DISPATCH
-            and (signal is _NEVER or not signal.cancelled)
-            and not ((wrappers := env.host.hooks.execute).active and wrappers.for_agent(env.agent))
-        ):
-            tool = env.host.lookup(self._request.name, env.agent)
-        if tool is None or not is_async_body(tool.execute):
-            # a wrapper, a sync body, a body that cannot run: the general path
-            await self.dispatch(linked=True)
-            return
-        self._flags = flags | _DISPATCHED | _INVOKED
-        context = self._context(signal)
-        run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = tool.execute  # pyright: ignore[reportAssignmentType]
-        try:
-            returned = await run(self.arguments, context)
-        except Exception as exc:
-            self._settle(self._returned(signal, _MISSING, exc))
-        except BaseException:
-            # the pool's scope stopped the body (or it raised what no result holds, such
-            # as SystemExit): record, then let it propagate
-            self._settle(ABORTED)
-            raise
-        else:
-            if (
-                type(returned) is str
-                and returned.isascii()
-                and not self._deferred
-                and (signal is _NEVER or not signal.cancelled)
-            ):
-                # what _returned, _normalize and _settle give for it, without their calls
-                self._result = self._trusted_success(returned)
-                self._deferred = None  # empty, and read only at settling: not kept to the commit
-                return
-            self._settle(self._returned(signal, returned, None))
+        if failure is not None:
+            _log_raised(self, "the tool body", failure)
+            return error_result(failure)  # noqa: ASYNC910
+        if returned is _MISSING or (signal is not _NEVER and signal.cancelled):
+            return ABORTED  # noqa: ASYNC910
+        return self._normalize(returned)  # noqa: ASYNC910
 
     async def _invoke_sync(
         self,
@@ -635,20 +591,19 @@ class PreparedCall:
         finally:
             with lock:
                 state["given_up"] = True
-                if state["started"]:
-                    self._flags |= _INVOKED
-                else:
-                    self._flags &= ~_INVOKED
-        invoked = self._flags & _INVOKED
+                self._invoked = started = state["started"]
+            # a cancellation left the started body's thread running (in a pool, this is what
+            # the outcome recorded while the cancellation propagates says)
+            self._abandoned = (
+                started and returned is _MISSING and failure is None and tool.abandon_on_cancel
+            )
         if not linked:
             await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
             _log_raised(self, "the tool body", failure)
             return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING:
-            if not invoked:
-                return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910
-            return ABANDONED if tool.abandon_on_cancel else ABORTED  # noqa: ASYNC910
+            return self._interrupted()  # noqa: ASYNC910
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
@@ -667,23 +622,14 @@ class PreparedCall:
         final as it is; a value that is not content is named in the stage-9 log.
         """
         if type(returned) is str and returned.isascii():
-            # the common case, without normalize's dispatch
-            return self._trusted_success(returned)
+            # the common case, without normalize's dispatch: valid JSON text by construction
+            result = self._trusted = success_result((text_block(returned),), None)
+            return result
         result = normalize(returned)
         if type(returned) is str and valid_str(returned):
-            self._aux = result
-            self._flags |= _TRUSTED
-        else:
-            self._flags &= ~_TRUSTED
-            self._aux = _MISSING if is_return_value(returned) else returned
-        return result
-
-    def _trusted_success(self, text: str) -> ToolExecutionResult:
-        """The success for a ``str`` that is valid JSON text: final as it is (remembered, so
-        stage 9 need not check it).
-        """
-        result = self._aux = success_result((text_block(text),), None)
-        self._flags |= _TRUSTED
+            self._trusted = result
+        elif not is_return_value(returned):
+            self._returned = returned
         return result
 
     # --- stages 8-10 ---------------------------------------------------------------------
@@ -692,7 +638,7 @@ class PreparedCall:
         signal = self._env.signal
         if result.is_error or signal is _NEVER or not signal.cancelled:
             return result
-        replacement = ABORTED if self._flags & _INVOKED else ABORTED_BEFORE_DISPATCH
+        replacement = ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
         if contexts:
             return attrs.evolve(replacement, additional_contexts=contexts)
@@ -705,12 +651,12 @@ class PreparedCall:
             return self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
         return outcome
 
-    def complete_at_once(self) -> ToolExecutionResult | None:
-        """What :meth:`complete` returns, computed without awaiting, or ``None`` when a
+    def complete_now(self) -> ToolExecutionResult | None:
+        """What :meth:`complete` returns, when it needs no await: ``None`` when a
         ``post_execute`` listener hears the call (then await :meth:`complete`).
         """
         result = self._result
-        if self._flags & _FINAL:
+        if self._final:
             assert result is not None
             return self._materialize(result)
         env = self._env
@@ -723,9 +669,7 @@ class PreparedCall:
             signal = env.signal
             if signal is not _NEVER and signal.cancelled:
                 result = self._replace_if_cancelled(result)
-            elif (
-                result is self._aux and self._flags & _TRUSTED and not env.host.hooks.result.active
-            ):
+            elif result is self._trusted and not env.host.hooks.result.active:
                 return result  # what _materialize gives: nothing to check, no observer
         return self._materialize(result)
 
@@ -739,7 +683,7 @@ class PreparedCall:
         ``trio.Cancelled``. If the call needed dispatch but :meth:`dispatch`
         never ran, the outcome is ``ABORTED_BEFORE_DISPATCH``.
         """
-        result = self.complete_at_once()
+        result = self.complete_now()
         if result is not None:
             return result  # noqa: ASYNC910
         return self._materialize(await self._post_execute(self._outcome()))
@@ -748,13 +692,12 @@ class PreparedCall:
         """Stages 9-10: the final snapshot (not for the very success built from a valid str),
         then the ``result`` observers.
         """
-        trusted = bool(self._flags & _TRUSTED)
-        if not (trusted and final is self._aux):
+        if final is not self._trusted:
             try:
                 final = freeze_result(final)
             except Invalid as invalid:
                 detail = str(invalid)
-                bad = _MISSING if trusted else self._aux
+                bad = self._returned
                 if bad is not _MISSING and detail.startswith("content[0] "):
                     detail = (
                         f"a body returned {kind(bad)}, where str, content blocks or ToolOutput "

@@ -482,7 +482,7 @@ class _Batch:
             index = self.committed
             prepared = self.prepared[index]
             assert prepared is not None
-            result = prepared.complete_at_once()
+            result = prepared.complete_now()
             if result is None:
                 result = await prepared.complete()
             self.results[index] = result
