@@ -9,6 +9,7 @@ import trio.testing
 
 from dsh_tools import (
     TOOL_ABORTED,
+    CancelController,
     CancelSignal,
     FrozenJsonObject,
     MemorySessionLog,
@@ -111,3 +112,13 @@ async def test_cancelling_the_callers_scope_during_a_pool_raises_a_bare_cancelle
             raise
 
     assert ([trio.Cancelled], True) == (raised, scope.cancelled_caught)
+
+
+async def test_a_system_exit_from_a_pooled_body_under_a_live_signal_leaves_as_itself(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # the bodies run in a nursery of their own, linked to the signal: two nurseries deep
+    with pytest.raises(SystemExit) as caught:
+        await run_tool_calls(_registry(SystemExit(5)), _CALLS, signal=CancelController().signal)
+
+    assert (SystemExit, 5) == (type(caught.value), caught.value.code)

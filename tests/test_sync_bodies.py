@@ -23,6 +23,7 @@ from dsh_tools import (
     CancelController,
     CancelSignal,
     TextBlock,
+    ToolCallRequest,
     ToolDefinition,
     ToolErrorInfo,
     ToolExecutionInput,
@@ -32,6 +33,7 @@ from dsh_tools import (
     ToolRunContext,
     define_tool,
     install_timeout_policy,
+    run_tool_calls,
 )
 from dsh_tools._registry import pipeline_host
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
@@ -230,6 +232,66 @@ async def test_an_abandoned_sync_body_is_reported_at_once_with_the_honest_text()
     await trio.to_thread.run_sync(gate.finished.wait)
 
     assert (ABANDONED, True) == (result, still_running)
+
+
+async def test_an_abandoned_sync_body_in_a_batch_gets_the_honest_text_too() -> None:
+    gate = Gate()
+    controller = CancelController()
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(
+            name="t",
+            description="d",
+            parameters={},
+            execute=gate.body,
+            abandon_on_cancel=True,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    calls = [ToolCallRequest(call_id="c1", name="t", arguments="{}")]
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def cancel_when_entered() -> None:
+                await trio.to_thread.run_sync(gate.entered.wait)
+                controller.cancel()
+
+            nursery.start_soon(cancel_when_entered)
+            batch = await run_tool_calls(registry, calls, signal=controller.signal)
+        still_running = not gate.finished.is_set()
+    finally:
+        gate.release.set()
+    await trio.to_thread.run_sync(gate.finished.wait)
+
+    assert ((ABANDONED,), True) == (batch.results, still_running)
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["never signal", "live signal"])
+async def test_a_sync_body_raising_system_exit_in_a_pool_leaves_the_batch_as_itself(
+    live: bool,
+) -> None:
+    def fatal(args: Any, context: ToolRunContext) -> ToolReturn:
+        if context.call_id == "c0":
+            raise SystemExit(4)
+        return "fine"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(
+            name="t",
+            description="d",
+            parameters={},
+            execute=fatal,
+            is_concurrency_safe=lambda _args: True,
+        )
+    )
+    calls = [ToolCallRequest(call_id=f"c{i}", name="t", arguments="{}") for i in range(2)]
+    signal = CancelController().signal if live else CancelSignal.never()
+
+    with pytest.raises(SystemExit) as caught:
+        await run_tool_calls(registry, calls, signal=signal)
+
+    assert (SystemExit, 4) == (type(caught.value), caught.value.code)
 
 
 async def test_a_call_cancelled_while_waiting_for_a_thread_slot_never_started() -> None:

@@ -247,24 +247,32 @@ def _first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-async def _lone_as_itself(pool: Awaitable[None]) -> None:
-    """Await ``pool``; what leaves its nursery leaves as ``run_tool_calls`` documents it.
+def _lone(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception a nursery's ``group`` stands for, or ``None`` to raise the group.
 
-    A lone exception (a body's ``KeyboardInterrupt`` or ``SystemExit``) leaves as itself, and
-    the caller's own cancellation as a bare ``trio.Cancelled`` (the nursery gathers one per
-    cancelled task), not inside a ``BaseExceptionGroup``.
+    Only cancellations: the first (the caller's scope was cancelled; trio gathers one per
+    cancelled task). One exception that is neither a cancellation nor a group (a body's
+    ``KeyboardInterrupt`` or ``SystemExit``): that exception. A group a body raised itself is
+    never unwrapped.
+    """
+    _, other = group.split(trio.Cancelled)
+    if other is None:
+        return _first_leaf(group)
+    (first, *rest) = group.exceptions
+    if not rest and not isinstance(first, (trio.Cancelled, BaseExceptionGroup)):
+        return first
+    return None
+
+
+async def _lone_as_itself(pool: Awaitable[None]) -> None:
+    """Await ``pool``; what leaves its nursery leaves as ``run_tool_calls`` documents it
+    (:func:`_lone`).
     """
     try:
         await pool
     except BaseExceptionGroup as group:
-        _, other = group.split(trio.Cancelled)
-        if other is None:  # only cancellations: the caller's scope was cancelled
-            lone = _first_leaf(group)
-        elif len(group.exceptions) == 1 and not isinstance(
-            group.exceptions[0], (trio.Cancelled, BaseExceptionGroup)
-        ):
-            lone = group.exceptions[0]
-        else:
+        lone = _lone(group)
+        if lone is None:
             raise
     else:
         return
@@ -658,7 +666,7 @@ def _reporter(batch: _Batch) -> Callable[[int], None]:
     return report
 
 
-async def _linked_bodies(
+async def _linked_bodies(  # noqa: ASYNC910 (leaving the bodies' nursery is a checkpoint)
     signal: CancelSignal,
     pool_done: trio.Event,
     pool: trio.Nursery,
@@ -674,12 +682,22 @@ async def _linked_bodies(
     ``start``.
     """
     with linked_cancel_scope(signal):
-        async with trio.open_nursery() as bodies:
-            task_status.started(bodies)
-            if trio.lowlevel.current_task().parent_nursery is not pool:
-                return  # nothing was started in ``bodies``: the lane never received it
-            with trio.CancelScope(shield=True):
-                await pool_done.wait()
+        lone = None
+        try:
+            async with trio.open_nursery() as bodies:
+                task_status.started(bodies)
+                if trio.lowlevel.current_task().parent_nursery is not pool:
+                    return  # nothing was started in ``bodies``: the lane never received it
+                with trio.CancelScope(shield=True):
+                    await pool_done.wait()
+        except BaseExceptionGroup as group:
+            # unwrapped here, inside the linked scope (which absorbs its own cancellation), so
+            # that the pool's nursery does not nest this nursery's group in its own
+            lone = _lone(group)
+            if lone is None:
+                raise
+        if lone is not None:
+            raise lone
 
 
 _ACTIVE_BATCH: Final = contextvars.ContextVar[_Batch | None]("dsh_tools_active_batch", default=None)
