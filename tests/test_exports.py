@@ -58,6 +58,8 @@ INTERNAL: Final = frozenset(
         ("_json", "mark_checked"),
         # the pipeline's constructors for a token and a fast success result
         ("_execution", "new_execution_token"),
+        # what one batch writes to its session log (the scheduler's recorder)
+        ("_batch_log", "BatchLog"),
         # the one reading of an approval answer, shared by the approval service and the pipeline
         ("_execution", "read_approval_outcome"),
         ("_execution", "run_context"),

@@ -31,8 +31,6 @@ from dsh_tools import (
     ToolCallRequest,
     ToolDefinition,
     ToolExecution,
-    ToolExecutionInput,
-    ToolExecutionMode,
     ToolExecutionResult,
     ToolRegistry,
     ToolResultEvent,
@@ -767,33 +765,6 @@ async def test_a_failing_session_append_cancels_and_awaits_every_body_before_it_
         await run_tool_calls(lab.registry(), calls, signal=NEVER, session=FailingSession(3))
     assert lab.times("end") == {"c1": 1.0, "c2": 1.0, "c3": 1.0}
     assert trio.current_time() == 1.0
-    assert tasks_before == trio.lowlevel.current_statistics().tasks_living
-
-
-class ClassifierFailsAfterFirst(ToolRegistry):
-    """A registry whose classifier raises after its first call (a scheduler-level failure:
-    the real classifier turns a tool's own failure into "exclusive")."""
-
-    classified = 0
-
-    def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
-        self.classified += 1
-        if self.classified > 1:
-            raise LookupError("classifier bug")
-        return super().execution_mode(call)
-
-
-async def test_a_failing_classifier_propagates_after_the_pool_was_cancelled_and_drained(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    lab = Lab()
-    registry = ClassifierFailsAfterFirst()
-    registry.register(lab.tool("p", parallel=True))
-    tasks_before = trio.lowlevel.current_statistics().tasks_living
-    calls = [request("c1", "p", d=5), request("c2", "p", d=5)]
-    with pytest.raises(LookupError, match=r"^classifier bug$"):
-        await run_tool_calls(registry, calls, signal=NEVER)
-    assert lab.times("end") == {"c1": 0.0}
     assert tasks_before == trio.lowlevel.current_statistics().tasks_living
 
 

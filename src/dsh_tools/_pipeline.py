@@ -384,7 +384,7 @@ class PreparedCall:
         ``linked=True`` (the scheduler's pools): the caller runs this inside a cancel scope
         linked to the call's signal already, so a body that no wrapper hears gets no scope of
         its own; when that scope cancels the body (or the body raises what no result holds,
-        such as ``SystemExit``), the outcome is recorded (:meth:`_interrupted`) and the
+        such as ``SystemExit``), the outcome is recorded (:meth:`interrupted_result`) and the
         exception propagates to the caller.
         """
         if not self._allowed or self._dispatched:
@@ -400,7 +400,7 @@ class PreparedCall:
                     result = await self._invoke(env.signal, linked)
                 except BaseException:
                     if linked:
-                        self._settle(self._interrupted())
+                        self._settle(self.interrupted_result())
                     raise
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
@@ -422,7 +422,7 @@ class PreparedCall:
         finally:
             report(index)
 
-    def _interrupted(self) -> ToolExecutionResult:
+    def interrupted_result(self) -> ToolExecutionResult:
         """The outcome of a call whose body a cancellation stopped: ``ABANDONED`` when a sync
         body's thread was left running, ``ABORTED`` when the body started, else
         ``ABORTED_BEFORE_DISPATCH``.
@@ -603,7 +603,7 @@ class PreparedCall:
             _log_raised(self, "the tool body", failure)
             return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING:
-            return self._interrupted()  # noqa: ASYNC910
+            return self.interrupted_result()  # noqa: ASYNC910
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()

@@ -225,6 +225,7 @@ class _HostHolder:
     host: PipelineHost
 
 
+@final
 class ToolRegistry(_HostHolder):
     """The tools an agent loop can call, and the policy around every call.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final, cast
 
 import attrs
@@ -37,14 +37,15 @@ import trio
 
 from ._arguments import parse_call_arguments
 from ._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
+from ._batch_log import BatchLog
 from ._content import HookContext
-from ._definition import runs_in_parallel
-from ._execution import ToolExecutionInput, ToolExecutionResult
+from ._definition import ToolDefinition, runs_in_parallel
+from ._execution import ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
 from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
-from ._results import ABORTED, ABORTED_BEFORE_DISPATCH, freeze_context
-from ._session import ContextMessageEvent, SessionLog, ToolCallEvent, ToolResultEvent
+from ._results import ABORTED_BEFORE_DISPATCH, freeze_context
+from ._session import SessionLog
 from ._signal import CancelSignal, linked_cancel_scope
 
 # ToolBatch, ToolBatchInfo and ToolCallRequest live in _batch (below _hooks); importing them
@@ -183,10 +184,10 @@ async def run_tool_calls(
         signal=signal,
         agent=agent,
         cap=cap,
-        session=session,
+        log=None if session is None else BatchLog(session, requests, turn, step),
+        capacity=_Capacity(limits) if limits else None,
         turn=turn,
         step=step,
-        limits=limits,
     )
     listeners = batch.host.hooks.batch.for_agent(agent)
     if not listeners:
@@ -279,6 +280,36 @@ async def _lone_as_itself(pool: Awaitable[None]) -> None:
     raise lone  # outside the except block: the group does not become its __context__
 
 
+class _Capacity:
+    """A batch's capacity classes: the limit of each class, the bodies of each class in flight,
+    and the class of each dispatched call until it reports back.
+    """
+
+    __slots__ = ("_class_of", "_in_flight", "_limits")
+
+    def __init__(self, limits: dict[str, int]) -> None:
+        self._limits = limits
+        self._in_flight = dict.fromkeys(limits, 0)
+        self._class_of: dict[int, str] = {}
+
+    def limited_class(self, tool: ToolDefinition | None) -> str | None:
+        """The tool's capacity class, if the batch limits it."""
+        name = None if tool is None else tool.pool
+        return name if name is not None and name in self._limits else None
+
+    def full(self, name: str) -> bool:
+        return self._in_flight[name] >= self._limits[name]
+
+    def take(self, index: int, name: str) -> None:
+        self._class_of[index] = name
+        self._in_flight[name] += 1
+
+    def release(self, index: int) -> None:
+        name = self._class_of.pop(index, None)
+        if name is not None:
+            self._in_flight[name] -= 1
+
+
 _READY: Final = 1
 _NEVER: Final = CancelSignal.never()
 # the most commits the lane makes between two schedule points
@@ -296,33 +327,27 @@ class _Batch:
     signal: CancelSignal
     agent: object | None
     cap: int
-    session: SessionLog | None
+    # the session events (None: no session log) and the capacity classes (None: no limits)
+    log: BatchLog | None
+    capacity: _Capacity | None
     turn: int
     step: int
-    # capacity classes: the limit of each class, the bodies of each class in flight, and the
-    # class of each dispatched call until it reports back
-    limits: dict[str, int] = attrs.field(factory=lambda: dict[str, int]())
-    class_in_flight: dict[str, int] = attrs.field(init=False, factory=lambda: dict[str, int]())
-    class_of: dict[int, str] = attrs.field(init=False, factory=lambda: dict[int, str]())
     # the next call's parsed arguments, kept from its classification for its start
     next_index: int = -1
     next_arguments: object = None
     # per call, O(1) each: the prepared call until it commits, whether it is ready to commit,
-    # its tool/call seq, its result
+    # its result
     prepared: list[PreparedCall | None] = attrs.field(init=False)
     ready: bytearray = attrs.field(init=False)
-    call_seqs: list[int] = attrs.field(init=False)
     results: list[ToolExecutionResult | None] = attrs.field(init=False)
     contexts: list[HookContext] = attrs.field(init=False, factory=lambda: list[HookContext]())
     host: PipelineHost = attrs.field(init=False)
     env: CallEnv = attrs.field(init=False)
-    own_mode: bool = attrs.field(init=False)
     started: int = 0
     committed: int = 0
     in_flight: int = 0
     pool_closed: bool = False
     active: bool = True
-    append_failed: bool = False
     since_checkpoint: int = 0
     # the pool's settled calls (appended by body tasks) and where the lane waits for them
     settled: deque[int] = attrs.field(init=False, factory=lambda: deque[int]())
@@ -334,10 +359,8 @@ class _Batch:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
         self.env = CallEnv(self.host, self.signal, self.agent)
-        self.own_mode = type(self.registry).execution_mode is not ToolRegistry.execution_mode
         self.prepared = [None] * n
         self.ready = bytearray(n)
-        self.call_seqs = [0] * n if self.session is not None else []
         self.results = [None] * n
         self.reporter = _reporter(self)
 
@@ -349,68 +372,23 @@ class _Batch:
             # caller-scope cancellation, or the scheduler itself failed: every tool/call we
             # appended still gets its tool/result (synchronously: no checkpoint needed)
             self.active = False
-            if not self.append_failed:
-                self._balance()
+            if self.log is not None:
+                self.committed += self.log.balance(self._uncommitted())
             raise
         finally:
             self.active = False
             _ACTIVE_BATCH.reset(token)
 
-    def _append(self, event: ToolCallEvent | ToolResultEvent | ContextMessageEvent) -> int:
-        assert self.session is not None
-        try:
-            return self.session.append(event)
-        except BaseException:
-            self.append_failed = True
-            raise
-
-    def _balance(self) -> None:
-        """Append ``tool/result`` for every started call without one: ``ABORTED`` when its body
-        ran, else ``ABORTED_BEFORE_DISPATCH``. Unstarted calls had no ``tool/call``.
+    def _uncommitted(self) -> Iterator[tuple[int, ToolExecutionResult]]:
+        """Each started call without its ``tool/result``, with the result that balances it:
+        how its body was interrupted, or ``ABORTED_BEFORE_DISPATCH`` when it never ran.
         """
-        if self.session is None:
-            return
         for index in range(self.committed, self.started):
             prepared = self.prepared[index]
-            invoked = prepared is not None and prepared.body_invoked
-            result = ABORTED if invoked else ABORTED_BEFORE_DISPATCH
-            try:
-                self._append_result(index, result)
-            except Exception:
-                logger.warning(
-                    "could not balance tool/call %r after the batch failed",
-                    self.calls[index].call_id,
-                    exc_info=True,
-                )
-                return
-            self.committed = index + 1
-
-    def _append_call(self, index: int) -> None:
-        """Append the call's ``tool/call`` and remember its seq for its ``tool/result``."""
-        call = self.calls[index]
-        self.call_seqs[index] = self._append(
-            ToolCallEvent(
-                turn=self.turn,
-                step=self.step,
-                call_id=call.call_id,
-                name=call.name,
-                arguments=call.arguments,
+            yield (
+                index,
+                (ABORTED_BEFORE_DISPATCH if prepared is None else prepared.interrupted_result()),
             )
-        )
-
-    def _append_result(self, index: int, result: ToolExecutionResult) -> None:
-        self._append(
-            ToolResultEvent(
-                turn=self.turn,
-                step=self.step,
-                call_id=self.calls[index].call_id,
-                content=result.content,
-                is_error=result.is_error,
-                error=result.error,
-                meta=result.meta,
-                source_event_seqs=(self.call_seqs[index],),
-            )
-        )
 
     def inject(self, context: HookContext) -> None:
         if not self.active:
@@ -428,13 +406,8 @@ class _Batch:
                 await self._run_barrier()
         self._skip_unstarted()
         self.active = False
-        if self.session is not None:
-            for context in self.contexts:
-                self._append(
-                    ContextMessageEvent(
-                        content=context.content, source=context.source, meta=context.meta
-                    )
-                )
+        if self.log is not None:
+            self.log.contexts(self.contexts)
         results = tuple(self.results)
         assert self.committed == n  # every call has its result
         return ToolBatch(
@@ -448,20 +421,7 @@ class _Batch:
         if self.next_index != index:
             self.next_arguments = parse_call_arguments(call.arguments)
             self.next_index = index
-        arguments = self.next_arguments
-        if self.own_mode:
-            # a registry that overrides execution_mode classifies through it
-            mode = self.registry.execution_mode(
-                ToolExecutionInput(
-                    call_id=call.call_id,
-                    name=call.name,
-                    arguments=arguments,
-                    signal=self.signal,
-                    agent=self.agent,
-                )
-            )
-            return mode.kind == "parallel"
-        return runs_in_parallel(self.host.lookup(call.name, self.agent), arguments)
+        return runs_in_parallel(self.host.lookup(call.name, self.agent), self.next_arguments)
 
     def _start(self, index: int) -> PreparedCall:
         """Start the call at ``index`` (on the lane, after a cancel point): append its
@@ -470,8 +430,8 @@ class _Batch:
         listener makes pending next.
         """
         call = self.calls[index]
-        if self.session is not None:
-            self._append_call(index)
+        if self.log is not None:
+            self.log.call(index)
         self.started = index + 1
         if self.next_index == index:
             arguments = self.next_arguments
@@ -494,8 +454,8 @@ class _Batch:
             if result is None:
                 result = await prepared.complete()
             self.results[index] = result
-            if self.session is not None:
-                self._append_result(index, result)
+            if self.log is not None:
+                self.log.result(index, result)
             self.prepared[index] = None
             self.contexts.extend(result.additional_contexts)
             self.committed = index + 1
@@ -548,8 +508,8 @@ class _Batch:
                     while settled:
                         self.in_flight -= 1
                         index = settled.popleft()
-                        if self.class_of:
-                            self._release_class(index)
+                        if self.capacity is not None:
+                            self.capacity.release(index)
                         self.ready[index] = _READY
                     await self._commit_ready()
             except Exception as exc:
@@ -562,18 +522,6 @@ class _Batch:
         settled.clear()
         if failure is not None:
             raise failure
-
-    def _pool_of(self, index: int) -> str | None:
-        """The limited capacity class of the call's visible tool, if any."""
-        call = self.calls[index]
-        tool = self.host.lookup(call.name, self.agent)
-        pool = None if tool is None else tool.pool
-        return pool if pool is not None and pool in self.limits else None
-
-    def _release_class(self, index: int) -> None:
-        pool = self.class_of.pop(index, None)
-        if pool is not None:
-            self.class_in_flight[pool] -= 1
 
     async def _fill_pool(  # noqa: ASYNC910 (each start is a cancel point; none may start)
         self, nursery: trio.Nursery, bodies: trio.Nursery | None, *, first: bool
@@ -599,19 +547,22 @@ class _Batch:
                 # the next barrier)
                 self.pool_closed = True
                 break
-            pool = self._pool_of(index) if self.limits else None
-            # the model-order start rule: a call waiting for its class holds back the rest
-            if pool is not None and self.class_in_flight.get(pool, 0) >= self.limits[pool]:
-                break
+            capacity = self.capacity
+            capacity_class = None
+            if capacity is not None:
+                tool = self.host.lookup(self.calls[index].name, self.agent)
+                capacity_class = capacity.limited_class(tool)
+                # the model-order start rule: a call waiting for its class holds back the rest
+                if capacity_class is not None and capacity.full(capacity_class):
+                    break
             await trio.lowlevel.checkpoint_if_cancelled()
             prepared = self._start(index)
             if prepared.policy_pending:
                 await prepared.apply_policies()
             if prepared.needs_dispatch:
                 self.in_flight += 1
-                if pool is not None:
-                    self.class_of[index] = pool
-                    self.class_in_flight[pool] = self.class_in_flight.get(pool, 0) + 1
+                if capacity is not None and capacity_class is not None:
+                    capacity.take(index, capacity_class)
                 wrappers = self.host.hooks.execute
                 if not (wrappers.active and wrappers.for_agent(self.agent)):
                     # inside the pool's scope linked to the batch signal (none for a signal that
@@ -635,9 +586,9 @@ class _Batch:
             return
         aborted = ABORTED_BEFORE_DISPATCH
         for index in range(self.started, len(self.calls)):
-            if self.session is not None:
-                self._append_call(index)
-                self._append_result(index, aborted)
+            if self.log is not None:
+                self.log.call(index)
+                self.log.result(index, aborted)
             self.results[index] = aborted
         self.started = self.committed = len(self.calls)
 

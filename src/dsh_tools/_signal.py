@@ -223,7 +223,13 @@ class CancelSignal:
         """Whether the signal is cancelled (explicitly, through a fused source, or because its
         deadline has passed).
         """
-        return self._state.observe()
+        state = self._state
+        # read on every stage of every call: the common answers without a call
+        if state.cancelled:
+            return True
+        if state.deadline == math.inf:
+            return False
+        return state.observe()
 
     @property
     def reason(self) -> object:
