@@ -49,3 +49,17 @@ def test_the_readme_example_is_the_quickstart_without_its_docstring() -> None:
     body = source.split('"""', 2)[2].lstrip("\n")
 
     assert body in _fenced_blocks(ROOT / "README.md", "python")
+
+
+def _stage_numbers(path: Path) -> list[int]:
+    (diagram,) = [
+        block for block in _fenced_blocks(path, "text") if "snapshot the arguments" in block
+    ]
+    return [int(match) for match in re.findall(r"^\s{1,3}(\d{1,2})\s{1,2}\S", diagram, flags=re.M)]
+
+
+def test_the_concepts_page_numbers_the_stages_as_the_pipeline_page_does() -> None:
+    expected = list(range(11))
+
+    assert expected == _stage_numbers(ROOT / "docs" / "pipeline.md")
+    assert expected == _stage_numbers(ROOT / "docs" / "concepts.md")
