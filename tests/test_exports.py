@@ -38,6 +38,8 @@ INTERNAL: Final = frozenset(
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
         ("_hooks", "HookLists"),
+        # the one builder of hook chains (pre/post_execute, execute wrappers, approval answerers)
+        ("_hooks", "waterfall"),
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_definition", "check_timeout"),
         ("_definition", "is_async_body"),

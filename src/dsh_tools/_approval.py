@@ -38,7 +38,7 @@ import trio
 from ._disposer import Disposer
 from ._errors import error_message
 from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
-from ._hooks import HookList, HookPoint
+from ._hooks import HookList, HookPoint, waterfall
 from ._session import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
@@ -318,15 +318,16 @@ async def _unavailable() -> ApprovalOutcome:
 
 
 def _chain(answerers: Sequence[ApprovalAnswerer], request: ApprovalRequest) -> ApprovalNext:
-    chain: ApprovalNext = _unavailable
-    for answerer in reversed(answerers):
-        chain = _bind(answerer, request, chain)
-    return chain
+    return waterfall(tuple(_checked(answerer) for answerer in answerers), (request,), _unavailable)
 
 
-def _bind(answerer: ApprovalAnswerer, request: ApprovalRequest, rest: ApprovalNext) -> ApprovalNext:
-    async def step() -> ApprovalOutcome:
-        pending = cast(object, answerer(request, rest))  # a plug-in: do not trust its annotation
+def _checked(answerer: ApprovalAnswerer) -> ApprovalAnswerer:
+    """``answerer``, with its reply read as an :class:`ApprovalOutcome` (a plug-in: its
+    annotation is not trusted; anything else is a rogue answer, read as unavailable).
+    """
+
+    async def step(request: ApprovalRequest, rest: ApprovalNext) -> ApprovalOutcome:
+        pending = cast(object, answerer(request, rest))
         if not inspect.isawaitable(pending):
             await trio.lowlevel.checkpoint()
             return _rogue(request, pending, "returned (not awaitable)")

@@ -16,7 +16,7 @@ listener added by the body is heard by the same call), never a dispatch already 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
@@ -45,6 +45,7 @@ __all__ = [
     "PreExecuteNext",
     "ResultObserver",
     "ToolHooks",
+    "waterfall",
 ]
 
 PreExecuteNext: TypeAlias = Callable[[], Awaitable[PreToolDecision]]
@@ -233,3 +234,35 @@ class HookLists:
     result: HookList[ResultObserver] = attrs.field(factory=HookList[ResultObserver])
     change: HookList[ChangeListener] = attrs.field(factory=HookList[ChangeListener])
     batch: HookList[BatchHook] = attrs.field(factory=HookList[BatchHook])
+
+
+_R = TypeVar("_R")
+
+
+def waterfall(
+    listeners: tuple[Callable[..., Awaitable[_R]], ...],
+    arguments: tuple[object, ...],
+    last: Callable[[], Awaitable[_R]],
+) -> Callable[..., Awaitable[_R]]:
+    """The one builder of a hook chain: calling the result calls ``listeners[0](*arguments,
+    next)``, whose ``next()`` calls ``listeners[1]`` the same way, and so on; the last
+    listener's ``next()`` calls ``last()``.
+
+    Arguments given to a ``next()`` are ignored, as in the original: a listener changes what
+    the rest of the chain sees only through the objects it was handed.
+    """
+    chain: Callable[..., Awaitable[_R]] = last
+    for listener in reversed(listeners):
+        chain = _link(listener, arguments, chain)
+    return chain
+
+
+def _link(
+    listener: Callable[..., Awaitable[_R]],
+    arguments: tuple[object, ...],
+    inner: Callable[..., Awaitable[_R]],
+) -> Callable[..., Awaitable[_R]]:
+    def next_(*_args: Any, **_kwargs: Any) -> Awaitable[_R]:
+        return listener(*arguments, inner)
+
+    return next_

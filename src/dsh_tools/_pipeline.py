@@ -66,6 +66,7 @@ from ._execution import (
     run_context,
     success_result,
 )
+from ._hooks import waterfall
 from ._json import FrozenJsonObject, JsonSnapshotError, JsonValue, snapshot_json
 from ._results import (
     ABANDONED,
@@ -89,7 +90,7 @@ from ._signal import CancelSignal, fuse, linked_cancel_scope
 if TYPE_CHECKING:
     from ._definition import ToolDefinition
     from ._execution import ApprovalService
-    from ._hooks import ExecuteHook, HookLists, PostExecuteHook, PreExecuteHook, ResultObserver
+    from ._hooks import ExecuteHook, HookLists, ResultObserver
 
 __all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "open_call", "prepare"]
 
@@ -158,43 +159,12 @@ class PipelineHost:
 # --- the waterfalls ------------------------------------------------------------------------
 
 
-async def _default_allow(*_args: object, **_kwargs: object) -> PreToolDecision:
+async def _default_allow() -> PreToolDecision:
     return _ALLOW  # noqa: ASYNC910
 
 
-async def _default_accept(*_args: object, **_kwargs: object) -> PostToolDecision:
+async def _default_accept() -> PostToolDecision:
     return _ACCEPT  # noqa: ASYNC910
-
-
-def _pre_chain(
-    listeners: tuple[PreExecuteHook, ...], execution: ToolExecution
-) -> Callable[..., Awaitable[PreToolDecision]]:
-    chain: Callable[..., Awaitable[PreToolDecision]] = _default_allow
-    # built innermost first; arguments given to next() are ignored, as upstream
-    for listener in reversed(listeners):
-        chain = _bind2(listener, execution, chain)
-    return chain
-
-
-def _bind2(
-    listener: Callable[[Any, Any], Awaitable[Any]], first: object, inner: Callable[..., Any]
-) -> Callable[..., Awaitable[Any]]:
-    def next_(*_args: object, **_kwargs: object) -> Awaitable[Any]:
-        return listener(first, inner)
-
-    return next_
-
-
-def _bind3(
-    listener: Callable[[Any, Any, Any], Awaitable[Any]],
-    first: object,
-    second: object,
-    inner: Callable[..., Any],
-) -> Callable[..., Awaitable[Any]]:
-    def next_(*_args: object, **_kwargs: object) -> Awaitable[Any]:
-        return listener(first, second, inner)
-
-    return next_
 
 
 # --- one call --------------------------------------------------------------------------------
@@ -402,6 +372,9 @@ class PreparedCall:
                     if linked:
                         self._settle(self.interrupted_result())
                     raise
+                # _invoke read the signal after the body returned: nothing to replace
+                self._settle(result, replace=False)
+                return
         except Exception as exc:
             # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
             _log_raised(self, "an execute wrapper", exc)
@@ -431,8 +404,10 @@ class PreparedCall:
             return ABANDONED
         return ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
 
-    def _settle(self, result: ToolExecutionResult) -> None:
-        """Record what stage 7 produced: the outcome, with the contexts the body deferred."""
+    def _settle(self, result: ToolExecutionResult, *, replace: bool = True) -> None:
+        """Record what stage 7 produced: the outcome, with the contexts the body deferred
+        (``replace``: a success becomes ``ABORTED`` if the signal has fired meanwhile).
+        """
         if type(result) is not ToolExecutionResult:
             _log_invalid(
                 self, f"an execute wrapper returned {kind(result)}, not a ToolExecutionResult"
@@ -451,7 +426,7 @@ class PreparedCall:
                 return
         # read only here: a pool need not keep the list until the call commits
         self._deferred = None
-        self._result = self._replace_if_cancelled(result)
+        self._result = self._replace_if_cancelled(result) if replace else result
 
     async def _run_wrappers(self, wrappers: tuple[ExecuteHook, ...]) -> ToolExecutionResult:
         env = self._env
@@ -466,7 +441,7 @@ class PreparedCall:
             parent=env.parent,
         )
 
-        async def body(*_args: object, **_kwargs: object) -> ToolExecutionResult:
+        async def body() -> ToolExecutionResult:
             upstream = dispatch_execution.signal
             if upstream is caller:
                 return await self._invoke(caller)
@@ -479,10 +454,7 @@ class PreparedCall:
                 dispatch_execution.signal = upstream
                 detach()
 
-        chain: Callable[..., Awaitable[ToolExecutionResult]] = body
-        for wrapper in reversed(wrappers):
-            chain = _bind2(wrapper, dispatch_execution, chain)
-        return await chain()
+        return await waterfall(wrappers, (dispatch_execution,), body)()
 
     def _context(self, signal: CancelSignal) -> ToolRunContext:
         """The body's context: the call's token (minted now unless a view of the call holds
@@ -718,7 +690,9 @@ class PreparedCall:
         execution = self.execution()
         listeners = env.host.hooks.post_execute.for_agent(env.agent)
         try:
-            decision = cast(object, await _post_chain(listeners, execution, outcome)())
+            decision = cast(
+                object, await waterfall(listeners, (execution, outcome), _default_accept)()
+            )
         except Exception as exc:
             _log_raised(self, "a post_execute listener", exc)
             return error_result(exc)  # noqa: ASYNC910
@@ -769,17 +743,6 @@ class PreparedCall:
                     error_message(exc),
                     exc_info=exc,
                 )
-
-
-def _post_chain(
-    listeners: tuple[PostExecuteHook, ...],
-    execution: ToolExecution,
-    outcome: ToolExecutionResult,
-) -> Callable[..., Awaitable[PostToolDecision]]:
-    chain: Callable[..., Awaitable[PostToolDecision]] = _default_accept
-    for listener in reversed(listeners):
-        chain = _bind3(listener, execution, outcome, chain)
-    return chain
 
 
 # --- stages 0-6 ------------------------------------------------------------------------------
@@ -855,7 +818,7 @@ async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
     listeners = host.hooks.pre_execute.for_agent(env.agent)
     if listeners:
         try:
-            decision = await _pre_chain(listeners, prepared.execution())()
+            decision = await waterfall(listeners, (prepared.execution(),), _default_allow)()
         except Exception as exc:  # more specific than a concurrent cancellation
             _log_raised(prepared, "a pre_execute listener", exc)
             prepared.final_result(error_result(exc))

@@ -95,12 +95,15 @@ class _SignalState:
         "event",
         "next_key",
         "reason",
+        "watch",
     )
 
     def __init__(self, deadline: float, cancelled: bool, reason: object) -> None:
         self.cancelled = cancelled
         self.reason = reason
         self.deadline = deadline
+        # cancelled, or with a deadline: whether reading the signal needs observe() at all
+        self.watch = cancelled or deadline != math.inf
         self.callbacks: dict[int, CancelCallback] | None = None
         self.deadline_callbacks: dict[int, Callable[[float], object]] | None = None
         self.event: trio.Event | None = None
@@ -153,6 +156,7 @@ class _SignalState:
         if when == self.deadline:
             return
         self.deadline = when
+        self.watch = when != math.inf
         if self.deadline_callbacks:
             for callback in tuple(self.deadline_callbacks.values()):
                 callback(when)
@@ -171,6 +175,7 @@ class _SignalState:
         ):
             reason = DeadlineReached(deadline=self.deadline)
         self.cancelled = True
+        self.watch = True
         self.reason = reason
         self.deadline_callbacks = None
         if self.event is not None:
@@ -224,12 +229,8 @@ class CancelSignal:
         deadline has passed).
         """
         state = self._state
-        # read on every stage of every call: the common answers without a call
-        if state.cancelled:
-            return True
-        if state.deadline == math.inf:
-            return False
-        return state.observe()
+        # read at every stage of every call: a live signal without a deadline answers at once
+        return state.watch and state.observe()
 
     @property
     def reason(self) -> object:
