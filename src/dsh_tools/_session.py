@@ -433,7 +433,10 @@ class JsonlSessionLog:
     its newline is a complete event and is kept. A last line without newline that is JSON but
     not an event cannot be a torn write (no proper prefix of an event's JSON object is JSON),
     so it is corruption, like any other line that is not an event: reading raises
-    :class:`SessionLogCorruptError` with its line number, never skipping it silently.
+    :class:`SessionLogCorruptError` with its line number, never skipping it silently. An
+    ``append`` whose write fails partway (a full disk, a file-size limit) cuts the file back to
+    its last complete event before it raises, or refuses further appends until the log is
+    reopened when it cannot (:meth:`append` says which in its error).
 
     Text. Every Python ``str`` is written losslessly: text is UTF-8, and a lone surrogate
     (from ``surrogateescape``, or model text) is written as its JSON ``\udXXX`` escape, which
@@ -442,11 +445,13 @@ class JsonlSessionLog:
     reads back as that character.
     """
 
-    __slots__ = ("_closed", "_file", "_fsync", "_next_seq", "_path")
+    __slots__ = ("_broken", "_closed", "_end", "_file", "_fsync", "_next_seq", "_path")
 
     _path: Path
     _fsync: bool
     _next_seq: int
+    _end: int
+    _broken: bool
     _file: io.FileIO | None
     _closed: bool
 
@@ -472,10 +477,13 @@ class JsonlSessionLog:
                 os.fsync(file.fileno())
                 if created:
                     _fsync_directory(self._path.parent)  # makes the new file's name durable
+            end = os.fstat(file.fileno()).st_size
         except BaseException:
             file.close()
             raise
         self._next_seq = len(events)
+        self._end = end
+        self._broken = False
         self._file = file
         self._closed = False
 
@@ -493,20 +501,65 @@ class JsonlSessionLog:
         """Write ``event`` as one line (and ``fsync`` it when configured) and return its
         sequence number. Blocks the calling thread for the write.
 
+        A write that fails (a full disk, a file-size limit, an I/O error) may have written part
+        of the line. The log then cuts the file back to the end of its last complete event
+        before ``append`` raises, so the next event starts on a clean line and no reader ever
+        meets the partial one: the failed event is not appended, every acknowledged one stays
+        readable, and the log accepts further appends. If the cut itself fails, the log refuses
+        every further append until it is reopened (reopening cuts the partial line, which reads
+        as a torn last line until then). The ``OSError`` raised keeps the write's ``errno`` and
+        its message ends with which of the two happened: ``... the log was cut back to its last
+        complete event and accepts appends`` or ``... the log refuses appends until it is
+        reopened``.
+
         Raises:
             TypeError: ``event`` is not a session event.
-            ValueError: the log is closed.
+            ValueError: the log is closed, or refuses appends after a failed one it could not
+                cut back.
+            OSError: writing (or ``fsync``) failed; the event was not appended (see above).
         """
         _check_event(event)
         file = self._file
         if file is None:
             raise ValueError(f"append to a closed JsonlSessionLog ({self._path})")
-        _write_all(file, encode_event_line(event))
-        if self._fsync:
-            os.fsync(file.fileno())
+        if self._broken:
+            raise ValueError(
+                f"append to a JsonlSessionLog whose failed append left a partial line it could "
+                f"not cut off ({self._path}); reopen the log, which cuts it"
+            )
+        line = encode_event_line(event)
+        end = self._end
+        try:
+            _write_all(file, line)
+            if self._fsync:
+                os.fsync(file.fileno())
+        except OSError as exc:
+            raise self._cut_back(file, end, exc) from exc
+        except BaseException:
+            self._cut_back(file, end, None)
+            raise
+        self._end = end + len(line)
         seq = self._next_seq
         self._next_seq = seq + 1
         return seq
+
+    def _cut_back(self, file: io.FileIO, end: int, exc: OSError | None) -> OSError:
+        """Cut the file back to ``end`` after a failed append; the error to raise for ``exc``."""
+        what = f"{self._path}: {exc.strerror or exc}" if exc is not None else str(self._path)
+        try:
+            os.ftruncate(file.fileno(), end)
+        except OSError as cut:
+            self._broken = True
+            return OSError(
+                exc.errno if exc is not None else cut.errno,
+                f"{what}; the event was not appended and its partial line could not be cut off "
+                f"({cut.strerror or cut}): the log refuses appends until it is reopened",
+            )
+        return OSError(
+            exc.errno if exc is not None else None,
+            f"{what}; the event was not appended: the log was cut back to its last complete "
+            "event and accepts appends",
+        )
 
     def events(self) -> list[SessionEvent]:
         """Read every event back, in order, tolerating a torn last line.
