@@ -16,14 +16,17 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from rich.console import Console
 
 from dsh_tools import (
     JsonlSessionLog,
+    SessionLogCorruptError,
     TextBlock,
     ToolCallEvent,
     ToolResultEvent,
     read_session_log,
 )
+from dsh_tools.cli.replay import main_replay
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="RLIMIT_FSIZE and flock are POSIX-only"
@@ -140,3 +143,70 @@ def test_a_log_that_cannot_cut_back_refuses_appends_until_reopened(
     with JsonlSessionLog(path) as reopened:  # reopening cuts the partial line
         assert 1 == reopened.append(SMALL)
     assert [FIRST, SMALL] == read_session_log(path)
+
+
+# --- hostile lines: whatever a log file holds, readers fail with the documented error -------
+
+_CALL_LINE = (
+    b'{"type":"tool/call","turn":0,"step":0,"callId":"c1","name":"echo","arguments":"{\\"a\\":1}"}'
+)
+_DEEP = b"[" * 100_000 + b"]" * 100_000
+_HUGE_NUMBER = b'{"type":"turn/start","turn":' + b"7" * 5_000 + b"}"
+_HOSTILE = {"deep": _DEEP, "huge-number": _HUGE_NUMBER}
+_REASON = {
+    "deep": "not JSON (nested too deeply)",
+    "huge-number": f"not JSON (a number longer than {sys.get_int_max_str_digits()} digits)",
+}
+
+
+def _read_with_every_reader(path: Path) -> list[object]:
+    """What each reader makes of ``path``: its events, or the exception it raised."""
+    outcomes: list[object] = []
+    try:
+        outcomes.append(read_session_log(path))
+    except Exception as exc:
+        outcomes.append(exc)
+    try:
+        with JsonlSessionLog(path) as log:
+            outcomes.append(log.events())
+    except Exception as exc:
+        outcomes.append(exc)
+    return outcomes
+
+
+@pytest.mark.parametrize("kind", sorted(_HOSTILE))
+def test_a_hostile_line_in_the_middle_is_corruption_naming_its_line(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(_CALL_LINE + b"\n" + _HOSTILE[kind] + b"\n" + _CALL_LINE + b"\n")
+    for outcome in _read_with_every_reader(path):
+        assert isinstance(outcome, SessionLogCorruptError), outcome
+        assert (str(path), 2, f"{path}, line 2: {_REASON[kind]}") == (
+            outcome.path,
+            outcome.line,
+            str(outcome),
+        )
+
+
+@pytest.mark.parametrize("kind", sorted(_HOSTILE))
+def test_a_hostile_torn_tail_is_skipped_by_readers_and_cut_by_the_writer(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(_CALL_LINE + b"\n" + _HOSTILE[kind])
+    assert [FIRST] == read_session_log(path)
+    with JsonlSessionLog(path) as log:
+        assert 1 == log.append(SMALL)
+    assert [FIRST, SMALL] == read_session_log(path)
+
+
+def test_a_deep_line_in_the_middle_is_reported_by_replay_naming_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(_CALL_LINE + b"\n" + _DEEP + b"\n" + _CALL_LINE + b"\n")
+    errors: list[str] = []
+    code = main_replay(path, console=Console(record=True), err=errors.append)
+    assert (1, [f"dsh-tools replay: {path}, line 2: not JSON (nested too deeply)"]) == (
+        code,
+        errors,
+    )

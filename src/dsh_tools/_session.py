@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime_checkable
@@ -605,6 +606,10 @@ def read_session_log(path: str | os.PathLike[str]) -> list[SessionEvent]:
     Safe while a :class:`JsonlSessionLog` in another process is appending: a torn last line
     (an event being written right now, or left by a crash) is skipped, never cut.
 
+    Safe on any file: a line JSON cannot be read from within Python's limits (nested deeper
+    than the recursion limit, a number longer than ``int`` converts) is no event, so it is
+    reported as corruption like any other such line, or skipped as a torn last line.
+
     Raises:
         FileNotFoundError: there is no such file.
         SessionLogCorruptError: a line other than a torn last one is not an event.
@@ -681,6 +686,16 @@ def _fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
+def _json_problem(exc: ValueError | RecursionError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if str(exc).startswith("Exceeds the limit"):
+        return f"a number longer than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
+
+
 def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
     """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
     last complete event lacks its newline).
@@ -702,14 +717,18 @@ def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, b
             raise SessionLogCorruptError(name, number, "not UTF-8 text") from exc
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if last:  # a torn write: no proper prefix of an event line is JSON
+        except (ValueError, RecursionError) as exc:
+            # not JSON, or JSON no event can be: nested deeper than the recursion limit, or a
+            # number longer than int() converts (ValueError). Last, it reads as a torn write: no
+            # proper prefix of an event line is JSON, and no event holds either.
+            if last:
                 return events, start, False
-            raise SessionLogCorruptError(name, number, f"not JSON ({exc.msg})") from exc
+            raise SessionLogCorruptError(name, number, f"not JSON ({_json_problem(exc)})") from exc
         try:
             event = session_event_from_json(data)
-        except ValueError as exc:
-            raise SessionLogCorruptError(name, number, f"not a session event ({exc})") from exc
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise SessionLogCorruptError(name, number, f"not a session event ({reason})") from exc
         events.append(event)
         if last:
             return events, None, True
