@@ -135,6 +135,8 @@ from ._schema import validate_args as validate_args
 from ._session import ApprovalAskedEvent as ApprovalAskedEvent
 from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
 from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
+from ._session import BatchEndEvent as BatchEndEvent
+from ._session import BatchStartEvent as BatchStartEvent
 from ._session import ContextMessageEvent as ContextMessageEvent
 from ._session import JsonlSessionLog as JsonlSessionLog
 from ._session import MemorySessionLog as MemorySessionLog
@@ -175,8 +177,10 @@ __all__ = [
     "ApprovalScope",
     "ApprovalService",
     "Ask",
+    "BatchEndEvent",
     "BatchHook",
     "BatchNext",
+    "BatchStartEvent",
     "Block",
     "CancelController",
     "CancelSignal",

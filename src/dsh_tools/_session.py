@@ -1,8 +1,11 @@
 """Durable session events: what the scheduler records about one batch of tool calls.
 
-A batch appends, in this order, a ``tool/call`` event when a call starts, a ``tool/result``
-event when it commits (its ``source_event_seqs`` point at the ``tool/call``), and after every
-result of the batch one ``context/message`` event per context. A :class:`SessionLog` stores
+A batch appends, in this order, a ``batch/start`` event listing all its calls, a ``tool/call``
+event when a call starts, a ``tool/result`` event when it commits (its ``source_event_seqs``
+point at the ``tool/call``; it carries the result's contexts), after every result of the batch
+one ``context/message`` event per context, and last a ``batch/end`` event saying how it ended.
+(Logs written before ``batch/start`` and ``batch/end`` existed hold batches without them; every
+reader accepts both.) A :class:`SessionLog` stores
 them and numbers them from 0 in append order.
 
 Appends are synchronous on purpose: the scheduler appends on its one lane, in model order,
@@ -12,7 +15,7 @@ blocks the trio thread for one small ``write`` + ``flush`` per event (plus an ``
 asked for), as a logging handler would.
 
 The wire shape is the original's: camelCase keys, a ``type`` tag (``tool/call``,
-``tool/result``, ``context/message``), absent optionals omitted.
+``tool/result``, ``context/message``, ``batch/start``, ``batch/end``), absent optionals omitted.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime_checkable
 
 import attrs
 import cattrs
 
+from ._batch import ToolCallRequest
 from ._content import (
     ContentBlock,
+    HookContext,
     MessageSource,
     PluginSource,
     ReasoningBlock,
@@ -54,6 +60,8 @@ __all__ = [
     "ApprovalAskedEvent",
     "ApprovalDecidedEvent",
     "ApprovalPolicyEvent",
+    "BatchEndEvent",
+    "BatchStartEvent",
     "ContextMessageEvent",
     "JsonlSessionLog",
     "MemorySessionLog",
@@ -102,6 +110,65 @@ def _flag(_instance: object, attribute: attrs.Attribute[bool], value: object) ->
         raise TypeError(f"{attribute.name} must be a bool, not {value!r}")
 
 
+def _attempt(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not int:
+        raise TypeError(f"attempt must be a positive int, not {value!r}")
+    if value < 1:
+        raise ValueError(f"attempt must be a positive int, not {value!r}")
+
+
+def _batch_id(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"batch_id must be a non-empty str, not {value!r}")
+    if not value:
+        raise ValueError(f"batch_id must be a non-empty str, not {value!r}")
+
+
+def _refuse_non_sequence(value: object, kind: str, field: str) -> None:
+    # a str (or one lone item) would otherwise be split or wrapped silently
+    if not isinstance(value, list | tuple):
+        shown = repr(value) if isinstance(value, str | bytes) else type(value).__name__
+        raise TypeError(f"{field} must be a sequence of {kind}, not {shown}")
+
+
+def _check_items(field: str, kind: type, value: tuple[object, ...]) -> None:
+    for index, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise TypeError(
+                f"{field}[{index}] must be a {kind.__name__}, not {type(item).__name__}"
+            )
+
+
+def _calls(value: Iterable[ToolCallRequest]) -> tuple[ToolCallRequest, ...]:
+    _refuse_non_sequence(value, "ToolCallRequest", "calls")
+    return tuple(value)
+
+
+def _check_calls(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
+    _check_items("calls", ToolCallRequest, value)
+
+
+def _contexts(value: Iterable[HookContext]) -> tuple[HookContext, ...]:
+    _refuse_non_sequence(value, "HookContext", "contexts")
+    contexts = tuple(value)
+    if not contexts:
+        return contexts
+    # a context's meta is checked once by the pipeline; one built elsewhere is frozen here, so
+    # the event holds lossless JSON (as ContextMessageEvent.meta does) and always writes
+    frozen: list[HookContext] = []
+    for context in contexts:
+        if isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance] - the validator names other items
+            meta = snapshot_json(context.meta)
+            if meta is not context.meta:
+                context = attrs.evolve(context, meta=meta)
+        frozen.append(context)
+    return tuple(frozen)
+
+
+def _check_contexts(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
+    _check_items("contexts", HookContext, value)
+
+
 def _error_info(_instance: object, _attribute: object, value: object) -> None:
     if value is not None and not isinstance(value, ToolErrorInfo):
         raise TypeError(f"error must be a ToolErrorInfo or None, not {type(value).__name__}")
@@ -131,7 +198,9 @@ class ToolCallEvent:
     """A call started (wire ``tool/call``): the call exactly as the model emitted it.
 
     ``arguments`` is the raw JSON text, never the parsed value, so the log replays what the
-    model said even when it was not valid JSON.
+    model said even when it was not valid JSON. ``attempt`` counts the runs of this call's body
+    (1 for the first, omitted from the wire then; a call re-run after an interruption logs a
+    new ``tool/call`` with the next attempt).
     """
 
     turn: int = attrs.field(validator=_count)
@@ -139,6 +208,7 @@ class ToolCallEvent:
     call_id: str = attrs.field(validator=_text)
     name: str = attrs.field(validator=_text)
     arguments: str = attrs.field(validator=_text)
+    attempt: int = attrs.field(default=1, validator=_attempt)
 
 
 @attrs.frozen(kw_only=True)
@@ -150,6 +220,8 @@ class ToolResultEvent:
     (wire ``surfaceOp``) says how a UI applies the event: absent (``None``) means ``"append"``, a
     new result; any other value (e.g. a replacement written by pruning) rewrites an earlier
     result and is not a new result for a UI (the ACP bridge sends no update for it).
+    ``contexts`` are the result's additional contexts (wire ``contexts``, omitted when empty),
+    so a batch read back from the log rebuilds ``batch.contexts`` exactly.
     """
 
     turn: int = attrs.field(validator=_count)
@@ -165,6 +237,9 @@ class ToolResultEvent:
     surface_op: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
     )
+    contexts: tuple[HookContext, ...] = attrs.field(
+        default=(), converter=_contexts, validator=_check_contexts
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +251,49 @@ class ContextMessageEvent:
     content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks, validator=_blocks)
     source: MessageSource = attrs.field(validator=_source)
     meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
+
+
+BatchEndReason: TypeAlias = Literal["completed", "aborted", "suspended", "failed"]
+"""Why a batch ended (the ``reason`` of :class:`BatchEndEvent`)."""
+
+_BATCH_END_REASONS: Final = ("completed", "aborted", "suspended", "failed")
+
+
+def _batch_end_reason(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not str or value not in _BATCH_END_REASONS:
+        choices = ", ".join(f'"{reason}"' for reason in _BATCH_END_REASONS)
+        error = ValueError if isinstance(value, str) else TypeError
+        raise error(f"reason must be one of {choices}, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class BatchStartEvent:
+    """A batch began (wire ``batch/start``): every call of the batch, in model order, before
+    any ``tool/call`` of it.
+
+    ``batch_id`` names the batch (a fresh UUID string) in its ``batch/end``; ``calls`` are the
+    batch's requests (wire ``[{"callId", "name", "arguments"}]``), so a batch whose process
+    stopped can be finished from the log alone.
+    """
+
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    batch_id: str = attrs.field(validator=_batch_id)
+    calls: tuple[ToolCallRequest, ...] = attrs.field(converter=_calls, validator=_check_calls)
+
+
+@attrs.frozen(kw_only=True)
+class BatchEndEvent:
+    """A batch ended (wire ``batch/end``), after its results and contexts.
+
+    ``reason`` is how: ``"completed"``, ``"aborted"`` (cancelled), ``"suspended"`` (to be
+    finished later) or ``"failed"`` (it raised).
+    """
+
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    batch_id: str = attrs.field(validator=_batch_id)
+    reason: BatchEndReason = attrs.field(validator=_batch_end_reason)
 
 
 # --- turns and approvals (appended by session_turn and UserApproval) ----------------------
@@ -249,13 +367,16 @@ SessionEvent: TypeAlias = (
     ToolCallEvent
     | ToolResultEvent
     | ContextMessageEvent
+    | BatchStartEvent
+    | BatchEndEvent
     | TurnStartEvent
     | TurnEndEvent
     | ApprovalAskedEvent
     | ApprovalDecidedEvent
     | ApprovalPolicyEvent
 )
-"""Every event the library appends: the scheduler's, a turn's bounds, approval audit events."""
+"""Every event the library appends: the scheduler's (a batch's bounds, its calls, results and
+contexts), a turn's bounds, approval audit events."""
 
 
 @runtime_checkable
@@ -275,10 +396,37 @@ class SessionLog(Protocol):
 
 # --- wire shape ---------------------------------------------------------------------------
 
+
+def _structure_batch_end_reason(value: object, _tp: object) -> str:
+    # BatchEndEvent's validator names the allowed reasons; cattrs' Literal hook would not
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook_func(
+    lambda tp: tp == BatchEndReason,
+    _structure_batch_end_reason,
+)
+
+
+# a batch's calls on the wire: {"callId", "name", "arguments"}, registered before the event
+# that holds them (a class's hooks capture its fields' hooks)
+register_wire_class(ToolCallRequest)
+
+register_wire_class(
+    ToolCallEvent,
+    tag_key="type",
+    tag="tool/call",
+    union=SessionEvent,
+    union_name="SessionEvent",
+    omit=("attempt",),
+)
 for _cls, _tag in (
-    (ToolCallEvent, "tool/call"),
     (ToolResultEvent, "tool/result"),
     (ContextMessageEvent, "context/message"),
+    (BatchStartEvent, "batch/start"),
+    (BatchEndEvent, "batch/end"),
 ):
     register_wire_class(
         _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
@@ -366,6 +514,8 @@ _EVENT_CLASSES: Final = frozenset(
         ToolCallEvent,
         ToolResultEvent,
         ContextMessageEvent,
+        BatchStartEvent,
+        BatchEndEvent,
         TurnStartEvent,
         TurnEndEvent,
         ApprovalAskedEvent,

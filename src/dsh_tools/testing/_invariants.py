@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dsh_tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    BatchEndEvent,
+    BatchStartEvent,
     ContextMessageEvent,
     SessionEvent,
     SessionLog,
@@ -47,6 +49,10 @@ def _describe_event(event: SessionEvent) -> str:
         return f"tool/result  {event.call_id} {code} <- {list(event.source_event_seqs)}"
     if isinstance(event, ContextMessageEvent):
         return "context/message"
+    if isinstance(event, BatchStartEvent):
+        return f"batch/start  {event.batch_id} {[call.call_id for call in event.calls]}"
+    if isinstance(event, BatchEndEvent):
+        return f"batch/end    {event.batch_id} {event.reason}"
     return type(event).__name__  # events added by other modules (approval, turns)
 
 
@@ -74,6 +80,38 @@ def _batch_events(
     return start, list(events[start:])
 
 
+def _last_batch_start(events: Sequence[SessionEvent]) -> int | None:
+    for index in range(len(events) - 1, -1, -1):
+        if isinstance(events[index], BatchStartEvent):
+            return index
+    return None
+
+
+def _check_bracket(
+    calls: Sequence[ToolCallRequest], own: Sequence[SessionEvent], problems: list[str]
+) -> None:
+    """``own`` opens with the batch's ``batch/start``: it lists the calls, and a ``batch/end``
+    of the same batch is the last event.
+    """
+    start = own[0]
+    assert isinstance(start, BatchStartEvent)
+    listed = [f"{c.call_id} {c.name} {c.arguments}" for c in start.calls]
+    expected = [f"{c.call_id} {c.name} {c.arguments}" for c in calls]
+    if listed != expected:
+        problems.append(
+            "batch/start does not list the batch's calls:\n" + _diff("calls", expected, listed)
+        )
+    ends = [(i, e) for i, e in enumerate(own) if isinstance(e, BatchEndEvent)]
+    if not ends:
+        problems.append(f"batch/start {start.batch_id} has no batch/end")
+        return
+    index, end = ends[0]
+    if end.batch_id != start.batch_id:
+        problems.append(f"batch/end names batch {end.batch_id}, not {start.batch_id}")
+    if len(ends) > 1 or index != len(own) - 1:
+        problems.append(f"batch/end of {start.batch_id} is not the batch's last event")
+
+
 def _check_log(
     calls: Sequence[ToolCallRequest],
     batch: ToolBatch,
@@ -81,9 +119,17 @@ def _check_log(
     problems: list[str],
 ) -> None:
     n = len(calls)
-    if n == 0:
+    bracket = _last_batch_start(events)
+    if bracket is not None:
+        start, own = bracket, list(events[bracket:])
+        _check_bracket(calls, own, problems)
+        found = sum(isinstance(e, ToolCallEvent) for e in own)
+        if found != n:
+            problems.append(f"the batch logged {found} tool/call events, it has {n} calls")
+    elif n == 0:
         return
-    start, own = _batch_events(events, n, problems)
+    else:
+        start, own = _batch_events(events, n, problems)
     ids = [call.call_id for call in calls]
     call_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolCallEvent)]
     result_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolResultEvent)]
@@ -117,11 +163,14 @@ def _check_log(
         if result_seq < call_seq:
             problems.append(f"tool/result of {result_event.call_id} comes before its tool/call")
     for index, ((_, event), result) in enumerate(zip(result_events, batch.results, strict=False)):
-        if (event.content, event.is_error, event.error, event.meta) != (
+        # a bracketed batch also logs each result's contexts (an older log has none)
+        contexts = result.additional_contexts if bracket is not None else event.contexts
+        if (event.content, event.is_error, event.error, event.meta, event.contexts) != (
             result.content,
             result.is_error,
             result.error,
             result.meta,
+            contexts,
         ):
             problems.append(
                 f"tool/result of call {index} ({event.call_id}) differs from batch.results[{index}]"
@@ -214,7 +263,11 @@ def check_batch(
     ignored): one ``tool/call`` per call in model order with the model's name and arguments;
     one ``tool/result`` per call in model order, after its ``tool/call`` and pointing at it,
     equal to the returned result; no ``context/message`` before the last ``tool/result``;
-    the ``context/message`` events equal ``batch.contexts``.
+    the ``context/message`` events equal ``batch.contexts``. When the log brackets the batch
+    (its last ``batch/start`` opens the batch's events), also: ``batch/start`` lists exactly
+    the calls, every call of it has one ``tool/call`` and one ``tool/result`` (whose
+    ``contexts`` equal the result's ``additional_contexts``), and a ``batch/end`` of the same
+    batch is the last event.
 
     With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
     of these tools is ``ABORTED`` only if its body started and ``ABORTED_BEFORE_DISPATCH`` only
