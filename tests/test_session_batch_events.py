@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from dsh_tools import (
     BatchEndEvent,
@@ -30,6 +31,7 @@ from dsh_tools import (
     session_event_from_json,
 )
 from dsh_tools._session import encode_event_line
+from dsh_tools.cli.replay import main_replay
 from dsh_tools.testing import check_batch
 
 BATCH_ID = "5b0c2b7e-8a51-4c55-9a9e-0d4f8c6f0e11"
@@ -345,3 +347,15 @@ def test_check_batch_still_accepts_a_batch_logged_without_the_bracket() -> None:
         for e in events[1:-1]
     ]
     check_batch(CALLS, batch, plain)
+
+
+def test_replay_shows_the_batch_bracket(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as log:
+        log.append(START)
+        log.append(END)
+    console = Console(width=100, record=True, color_system=None)
+    assert 0 == main_replay(path, console=console, err=print)
+    assert [f"batch {BATCH_ID}: c1, c2", f"end of batch {BATCH_ID} (completed)"] == (
+        console.export_text().splitlines()[1:]
+    )

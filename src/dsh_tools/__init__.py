@@ -153,6 +153,7 @@ from ._signal import CancelSignal as CancelSignal
 from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
+from ._sqlite_log import SqliteSessionLog as SqliteSessionLog
 from ._structured import StructuredOutputSchema as StructuredOutputSchema
 from ._structured import StructuredScalar as StructuredScalar
 from ._structured import StructuredSchemaNode as StructuredSchemaNode
@@ -229,6 +230,7 @@ __all__ = [
     "SessionLog",
     "SessionLogCorruptError",
     "SessionLogLockedError",
+    "SqliteSessionLog",
     "StructuredOutputSchema",
     "StructuredScalar",
     "StructuredSchemaNode",

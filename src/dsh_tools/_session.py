@@ -525,7 +525,8 @@ _EVENT_CLASSES: Final = frozenset(
 )
 
 
-def _check_event(event: object) -> None:
+def check_event(event: object) -> None:
+    """Raise ``TypeError`` unless ``event`` is one of the library's session events."""
     if type(event) not in _EVENT_CLASSES:
         raise TypeError(f"event must be a session event, not {type(event).__name__}")
 
@@ -542,7 +543,7 @@ class MemorySessionLog:
         Raises:
             TypeError: ``event`` is not a session event.
         """
-        _check_event(event)
+        check_event(event)
         self._events.append(event)
         return len(self._events) - 1
 
@@ -669,7 +670,7 @@ class JsonlSessionLog:
                 cut back.
             OSError: writing (or ``fsync``) failed; the event was not appended (see above).
         """
-        _check_event(event)
+        check_event(event)
         file = self._file
         if file is None:
             raise ValueError(f"append to a closed JsonlSessionLog ({self._path})")
@@ -836,7 +837,8 @@ def _fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
-def _json_problem(exc: ValueError | RecursionError) -> str:
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` or :func:`session_event_from_json` refused a line, for an error."""
     if isinstance(exc, json.JSONDecodeError):
         return exc.msg
     if isinstance(exc, RecursionError):
@@ -873,12 +875,13 @@ def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, b
             # proper prefix of an event line is JSON, and no event holds either.
             if last:
                 return events, start, False
-            raise SessionLogCorruptError(name, number, f"not JSON ({_json_problem(exc)})") from exc
+            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
         try:
             event = session_event_from_json(data)
         except (ValueError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise SessionLogCorruptError(name, number, f"not a session event ({reason})") from exc
+            raise SessionLogCorruptError(
+                name, number, f"not a session event ({json_problem(exc)})"
+            ) from exc
         events.append(event)
         if last:
             return events, None, True
