@@ -210,3 +210,22 @@ def test_a_deep_line_in_the_middle_is_reported_by_replay_naming_its_line(tmp_pat
         code,
         errors,
     )
+
+
+def test_an_append_whose_fsync_fails_is_cut_back_and_the_log_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path, fsync=True) as log:
+        log.append(FIRST)
+
+        def failing_fsync(fd: int) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "fsync", failing_fsync)
+            with pytest.raises(OSError, match="cut back to its last complete event") as caught:
+                log.append(LARGE)
+        assert errno.EIO == caught.value.errno
+        assert 1 == log.append(SMALL)
+    assert [FIRST, SMALL] == read_session_log(path)

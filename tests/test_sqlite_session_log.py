@@ -229,3 +229,9 @@ def test_an_insert_that_fails_on_a_full_disk_stores_nothing_and_the_log_goes_on(
         ToolCallEvent(turn=0, step=0, call_id="c1", name="echo", arguments="{}"),
         small,
     ] == SqliteSessionLog.read(path)
+
+
+def test_a_session_id_that_is_not_unicode_text_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as caught:
+        SqliteSessionLog(tmp_path / "log.sqlite", session_id="a\ud800")
+    assert "session_id must be Unicode text, not 'a\\ud800' (a lone surrogate)" == str(caught.value)

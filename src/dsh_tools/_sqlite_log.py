@@ -72,14 +72,15 @@ class SqliteSessionLog:
         path: the database file. It is opened (created, with its schema, if missing) here, so
             a bad path fails here. An existing session is continued: its events keep their
             sequence numbers, new ones follow.
-        session_id: the session this log appends to and reads (any non-empty ``str``).
+        session_id: the session this log appends to and reads (any non-empty ``str`` without
+            lone surrogates).
         synchronous: ``"normal"`` (the default): every event whose ``append`` returned
             survives a crash of the process (``SIGKILL`` included). ``"full"``: it also
             survives a power loss (SQLite syncs the write-ahead log on every commit).
 
     Raises:
         TypeError: ``session_id`` is not a ``str`` or ``synchronous`` not a ``str``.
-        ValueError: ``session_id`` is empty, ``synchronous`` is neither ``"normal"`` nor
+        ValueError: ``session_id`` is empty or holds a lone surrogate, ``synchronous`` is neither ``"normal"`` nor
             ``"full"``, or the file is not a dsh-tools session log (not an SQLite database,
             a database of another application, or a schema version this version does not
             know).
@@ -276,6 +277,12 @@ def _check_session_id(session_id: object) -> None:
         raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
     if not session_id:
         raise ValueError("session_id must be a non-empty str, not ''")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
+        ) from None
 
 
 def _lock_session(path: Path, session_id: str) -> int:
@@ -283,7 +290,7 @@ def _lock_session(path: Path, session_id: str) -> int:
         raise NotImplementedError("SqliteSessionLog needs fcntl.flock (a POSIX system)")
     directory = path.parent / f"{path.name}-locks"
     directory.mkdir(exist_ok=True)
-    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
     handle = os.open(directory / f"{digest}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
