@@ -6,7 +6,9 @@ appending a batch of events to a fresh file in a temporary directory) for
 :class:`~dsh_tools.JsonlSessionLog` without and with ``fsync``, and for
 :class:`~dsh_tools.SqliteSessionLog` with ``synchronous="normal"`` and ``"full"`` (one insert,
 one transaction per append). The synced modes are bounded by the disk, not the library, and
-use fewer appends. No target: the numbers are compared before/after a change, or with each
+use fewer appends. Also reported: calls per second through ``run_tool_calls`` (batches of
+no-op calls, cap 100) with no log, a :class:`~dsh_tools.MemorySessionLog`, and each file log
+without syncing. No target: the numbers are compared before/after a change, or with each
 other, in one sitting.
 """
 
@@ -18,14 +20,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import trio
+
 from dsh_tools import (
+    CancelSignal,
     JsonlSessionLog,
+    MemorySessionLog,
     SessionEvent,
+    SessionLog,
     SqliteSessionLog,
     TextBlock,
     ToolCallEvent,
     ToolResultEvent,
+    run_tool_calls,
 )
+from dsh_tools.cli import bench
 
 _LOGS: dict[str, Callable[[Path], JsonlSessionLog | SqliteSessionLog]] = {
     "jsonl": lambda path: JsonlSessionLog(path.with_suffix(".jsonl")),
@@ -65,6 +74,32 @@ def _appends_per_second(directory: Path, appends: int, *, log: str, round_: int)
     return appends / elapsed
 
 
+_RUN_LOGS: dict[str, Callable[[Path], SessionLog | None]] = {
+    "no_log": lambda path: None,
+    "memory": lambda path: MemorySessionLog(),
+    "jsonl": _LOGS["jsonl"],
+    "sqlite_normal": _LOGS["sqlite_normal"],
+}
+
+
+def _calls_per_second(directory: Path, calls: int, *, log: str, round_: int) -> float:
+    registry = bench._noop_registry()  # pyright: ignore[reportPrivateUsage] - the bench's own no-op tool
+    batch = bench._calls(100)  # pyright: ignore[reportPrivateUsage]
+    session = _RUN_LOGS[log](directory / f"run-{log}-{round_}")
+
+    async def main() -> float:
+        started = time.perf_counter()
+        for _ in range(calls // len(batch)):
+            await run_tool_calls(registry, batch, signal=CancelSignal.never(), session=session)
+        return calls / (time.perf_counter() - started)
+
+    try:
+        return trio.run(main)
+    finally:
+        if isinstance(session, JsonlSessionLog | SqliteSessionLog):
+            session.close()
+
+
 def run(quick: bool) -> dict[str, object]:
     """Measure appends per second for each log; ``quick`` uses fewer rounds and appends."""
     rounds = 3 if quick else 7
@@ -79,4 +114,8 @@ def run(quick: bool) -> dict[str, object]:
             ]
             report[f"{log}_appends_per_second"] = round(statistics.median(rates))
             report[f"{log}_appends_per_second_max"] = round(max(rates))
+        calls = appends // 5
+        for log in _RUN_LOGS:
+            rates = [_calls_per_second(directory, calls, log=log, round_=r) for r in range(rounds)]
+            report[f"run_tool_calls_{log}_calls_per_second"] = round(statistics.median(rates))
     return report
