@@ -1,4 +1,4 @@
-"""Session logs shared by processes: one writer appending large events to a JSON Lines log while
+"""Session logs shared by processes: one writer appending large events to a file log while
 another process reads the log in a loop (no acknowledged event may be lost, and sequence numbers
 must keep matching lines: the attack that found readers cutting a live writer's last line);
 writers of two sessions of one SQLite log; and a writer of either log killed with ``SIGKILL``.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tools import SqliteSessionLog, ToolResultEvent, read_session_log
+from dsh_tools import SqliteSessionLog, ToolResultEvent
 from support import FILE_LOGS, FileLogKind
 
 EVENTS = 10
@@ -23,10 +23,10 @@ EVENTS = 10
 
 _WRITER = """
 import sys
-from dsh_tools import JsonlSessionLog, TextBlock, ToolResultEvent
+from dsh_tools import JsonlSessionLog, SqliteSessionLog, TextBlock, ToolResultEvent
 
-path, count = sys.argv[1], int(sys.argv[2])
-with JsonlSessionLog(path) as log:
+path, count, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with (JsonlSessionLog if kind == "jsonl" else SqliteSessionLog)(path) as log:
     print("open", flush=True)
     sys.stdin.readline()  # wait for the reader to start
     for index in range(count):
@@ -42,13 +42,15 @@ with JsonlSessionLog(path) as log:
 
 _READER = """
 import json, sys
-from dsh_tools import JsonlSessionLog, SessionLogLockedError, read_session_log
+from dsh_tools import JsonlSessionLog, SessionLogLockedError, SqliteSessionLog, read_session_log
 
-path, count = sys.argv[1], int(sys.argv[2])
+path, count, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+writer = JsonlSessionLog if kind == "jsonl" else SqliteSessionLog
+read = read_session_log if kind == "jsonl" else SqliteSessionLog.read
 reads, counts, refused = 0, [], 0
 print("ready", flush=True)
 while True:
-    events = read_session_log(path)
+    events = read(path)
     reads += 1
     # every read is a prefix of the log: the event at line i is the i-th appended one
     assert [e.turn for e in events] == list(range(len(events))), [e.turn for e in events]
@@ -56,7 +58,7 @@ while True:
     counts.append(len(events))
     if reads % 5 == 1:
         try:
-            JsonlSessionLog(path).close()  # a second writer must be refused, not cut the tail
+            writer(path).close()  # a second writer must be refused, not cut the tail
         except SessionLogLockedError:
             refused += 1
     if len(events) == count:
@@ -66,12 +68,15 @@ print(json.dumps({"reads": reads, "refused": refused}), flush=True)
 """
 
 
-def test_a_reader_process_never_loses_events_of_a_live_writer_process(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
+@pytest.mark.parametrize("kind", FILE_LOGS, ids=[kind.name for kind in FILE_LOGS])
+def test_a_reader_process_never_loses_events_of_a_live_writer_process(
+    tmp_path: Path, kind: FileLogKind
+) -> None:
+    path = tmp_path / kind.file_name
     with contextlib.ExitStack() as stack:
         writer = stack.enter_context(
             subprocess.Popen(
-                [sys.executable, "-c", _WRITER, str(path), str(EVENTS)],
+                [sys.executable, "-c", _WRITER, str(path), str(EVENTS), kind.name],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -83,7 +88,7 @@ def test_a_reader_process_never_loses_events_of_a_live_writer_process(tmp_path: 
         assert "open\n" == writer.stdout.readline()  # the writer holds the lock now
         reader = stack.enter_context(
             subprocess.Popen(
-                [sys.executable, "-c", _READER, str(path), str(EVENTS)],
+                [sys.executable, "-c", _READER, str(path), str(EVENTS), kind.name],
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -97,12 +102,13 @@ def test_a_reader_process_never_loses_events_of_a_live_writer_process(tmp_path: 
         writer_code = writer.wait(timeout=120)
         report = json.loads(reader.stdout.read())
         reader_code = reader.wait(timeout=120)
-    events = read_session_log(path)
+    events = kind.read(path)
 
     assert (0, 0) == (writer_code, reader_code)
     assert list(range(EVENTS)) == acknowledged
     assert list(range(EVENTS)) == [e.turn for e in events if isinstance(e, ToolResultEvent)]
-    assert EVENTS == path.read_bytes().count(b"\n")
+    if kind.name == "jsonl":
+        assert EVENTS == path.read_bytes().count(b"\n")
     assert report["reads"] >= 2
     # the writer held the lock for every read that tried to open the log for writing
     assert report["refused"] >= 1
