@@ -34,6 +34,7 @@ from dsh_tools import (
     session_event_from_json,
 )
 from dsh_tools._session import event_to_wire
+from strategies import session_events
 from support import FILE_LOGS, FileLogKind
 
 CALL = ToolCallEvent(turn=0, step=1, call_id="c1", name="read_file", arguments='{"path":"a"}')
@@ -526,3 +527,16 @@ def test_a_log_cut_at_any_byte_keeps_every_complete_event_and_appends_cleanly(
         assert written[:complete] == reopened.events()
         assert complete == reopened.append(CALL)
         assert [*written[:complete], CALL] == reopened.events()
+
+
+@settings(max_examples=50)
+@given(events=st.lists(session_events, max_size=6))
+def test_any_events_read_back_equal_from_every_file_log(
+    tmp_path_factory: pytest.TempPathFactory, events: list[SessionEvent]
+) -> None:
+    for kind in FILE_LOGS:
+        path = tmp_path_factory.mktemp(kind.name) / kind.file_name
+        with kind.open(path) as log:
+            assert list(range(len(events))) == [log.append(event) for event in events]
+            assert events == log.events()
+        assert events == kind.read(path)
