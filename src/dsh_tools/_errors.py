@@ -11,8 +11,8 @@ Every exception dsh-tools defines, in one tree::
     │   ├── JsonTypeError         (also a TypeError) a type JSON cannot carry
     │   └── JsonValueError        (also a ValueError) a value that cannot cross losslessly
     ├── SessionLogCorruptError    (a ValueError) a log line that is not an event
-    └── SessionLogLockedError     (an OSError) another writer holds a JSONL log or an SQLite
-                                  log's session
+    └── SessionLogLockedError     (an OSError) another writer holds the log (an SQLite log:
+                                  the session)
 
 A :class:`HarnessError` raised by a tool body or a hook becomes an error result that carries
 ``error=ToolErrorInfo(name, code)``; any other exception becomes an error result without it.
