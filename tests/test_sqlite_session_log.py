@@ -235,3 +235,12 @@ def test_a_session_id_that_is_not_unicode_text_is_refused(tmp_path: Path) -> Non
     with pytest.raises(ValueError) as caught:
         SqliteSessionLog(tmp_path / "log.sqlite", session_id="a\ud800")
     assert "session_id must be Unicode text, not 'a\\ud800' (a lone surrogate)" == str(caught.value)
+
+
+def test_a_writer_through_a_symlink_is_refused_like_one_by_the_real_name(tmp_path: Path) -> None:
+    path = tmp_path / "log.sqlite"
+    link = tmp_path / "link.sqlite"
+    with SqliteSessionLog(path):
+        link.symlink_to(path)
+        with pytest.raises(SessionLogLockedError):
+            SqliteSessionLog(link)

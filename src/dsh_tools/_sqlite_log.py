@@ -288,7 +288,8 @@ def _check_session_id(session_id: object) -> None:
 def _lock_session(path: Path, session_id: str) -> int:
     if fcntl is None:  # pragma: no cover - Windows
         raise NotImplementedError("SqliteSessionLog needs fcntl.flock (a POSIX system)")
-    directory = path.parent / f"{path.name}-locks"
+    real = path.resolve()  # one lock directory however the file is named (a symlink, "..")
+    directory = real.parent / f"{real.name}-locks"
     directory.mkdir(exist_ok=True)
     digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
     handle = os.open(directory / f"{digest}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
