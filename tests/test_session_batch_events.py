@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 from rich.console import Console
 
@@ -359,3 +360,67 @@ def test_replay_shows_the_batch_bracket(tmp_path: Path) -> None:
     assert [f"batch {BATCH_ID}: c1, c2", f"end of batch {BATCH_ID} (completed)"] == (
         console.export_text().splitlines()[1:]
     )
+
+
+def _resumed(second_attempt: int) -> list[SessionEvent]:
+    """A batch whose process stopped while c2 ran, finished later by running c2 again."""
+    c1, c2 = CALLS
+    return [
+        BatchStartEvent(turn=1, step=0, batch_id="b", calls=CALLS),
+        ToolCallEvent(turn=1, step=0, call_id="c1", name=c1.name, arguments=c1.arguments),
+        ToolResultEvent(
+            turn=1,
+            step=0,
+            call_id="c1",
+            content=[TextBlock(text="a")],
+            is_error=False,
+            source_event_seqs=(1,),
+            contexts=[NOTE],
+        ),
+        ToolCallEvent(turn=1, step=0, call_id="c2", name=c2.name, arguments=c2.arguments),
+        ToolCallEvent(
+            turn=1,
+            step=0,
+            call_id="c2",
+            name=c2.name,
+            arguments=c2.arguments,
+            attempt=second_attempt,
+        ),
+        ToolResultEvent(
+            turn=1,
+            step=0,
+            call_id="c2",
+            content=[TextBlock(text="b")],
+            is_error=False,
+            source_event_seqs=(4,),
+        ),
+        ContextMessageEvent(content=NOTE.content, source=NOTE.source),
+        BatchEndEvent(turn=1, step=0, batch_id="b", reason="completed"),
+    ]
+
+
+def test_check_batch_accepts_a_call_run_again_under_its_next_attempt() -> None:
+    batch, _ = _bracketed()
+    check_batch(CALLS, batch, _resumed(2))
+
+
+def test_check_batch_refuses_a_gap_in_a_calls_attempts() -> None:
+    batch, _ = _bracketed()
+    with pytest.raises(
+        AssertionError, match=r"tool/call of c2 \(event 4\) is attempt 3, expected 2"
+    ):
+        check_batch(CALLS, batch, _resumed(3))
+
+
+def test_check_batch_refuses_a_committed_call_run_again() -> None:
+    batch, _ = _bracketed()
+    events = _resumed(2)
+    rerun = ToolCallEvent(turn=1, step=0, call_id="c1", name="read", arguments='{"path":"a"}')
+    events[3:3] = [
+        attrs.evolve(rerun, attempt=2),
+        ToolResultEvent(
+            turn=1, step=0, call_id="c1", content=[], is_error=False, source_event_seqs=(3,)
+        ),
+    ]
+    with pytest.raises(AssertionError, match="tool/result events are not one per call"):
+        check_batch(CALLS, batch, events)

@@ -112,6 +112,26 @@ def _check_bracket(
         problems.append(f"batch/end of {start.batch_id} is not the batch's last event")
 
 
+def _last_attempts(
+    call_events: list[tuple[int, ToolCallEvent]], problems: list[str]
+) -> list[tuple[int, ToolCallEvent]]:
+    """The last attempt's ``tool/call`` of each call (a call re-run after an interruption logs
+    one per attempt, numbered from 1); a gap in the numbering is a problem.
+    """
+    last: dict[str, tuple[int, ToolCallEvent]] = {}
+    for seq, event in call_events:
+        previous = last.get(event.call_id)
+        expected = 1 if previous is None else previous[1].attempt + 1
+        if event.attempt != expected:
+            problems.append(
+                f"tool/call of {event.call_id} (event {seq}) is attempt {event.attempt}, "
+                f"expected {expected}"
+            )
+        last[event.call_id] = (seq, event)
+    kept = {seq for seq, _ in last.values()}
+    return [(seq, event) for seq, event in call_events if seq in kept]
+
+
 def _check_log(
     calls: Sequence[ToolCallRequest],
     batch: ToolBatch,
@@ -123,15 +143,14 @@ def _check_log(
     if bracket is not None:
         start, own = bracket, list(events[bracket:])
         _check_bracket(calls, own, problems)
-        found = sum(isinstance(e, ToolCallEvent) for e in own)
-        if found != n:
-            problems.append(f"the batch logged {found} tool/call events, it has {n} calls")
     elif n == 0:
         return
     else:
         start, own = _batch_events(events, n, problems)
     ids = [call.call_id for call in calls]
     call_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolCallEvent)]
+    if bracket is not None:
+        call_events = _last_attempts(call_events, problems)
     result_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolResultEvent)]
     context_events = [
         (start + i, e) for i, e in enumerate(own) if isinstance(e, ContextMessageEvent)
@@ -265,9 +284,9 @@ def check_batch(
     equal to the returned result; no ``context/message`` before the last ``tool/result``;
     the ``context/message`` events equal ``batch.contexts``. When the log brackets the batch
     (its last ``batch/start`` opens the batch's events), also: ``batch/start`` lists exactly
-    the calls, every call of it has one ``tool/call`` and one ``tool/result`` (whose
-    ``contexts`` equal the result's ``additional_contexts``), and a ``batch/end`` of the same
-    batch is the last event.
+    the calls, every call of it has one ``tool/call`` per attempt (numbered from 1; the checks
+    above apply to the last attempt's) and one ``tool/result`` (whose ``contexts`` equal the
+    result's ``additional_contexts``), and a ``batch/end`` of the same batch is the last event.
 
     With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
     of these tools is ``ABORTED`` only if its body started and ``ABORTED_BEFORE_DISPATCH`` only
