@@ -424,3 +424,15 @@ def test_check_batch_refuses_a_committed_call_run_again() -> None:
     ]
     with pytest.raises(AssertionError, match="tool/result events are not one per call"):
         check_batch(CALLS, batch, events)
+
+
+def test_check_batch_judges_an_unbracketed_batch_after_a_bracketed_one_without_a_bracket() -> None:
+    batch, events = _bracketed()
+    # the same batch again, logged without a bracket, after the bracketed one
+    again = [
+        attrs.evolve(e, source_event_seqs=(e.source_event_seqs[0] + len(events) - 1,))
+        if isinstance(e, ToolResultEvent)
+        else e
+        for e in events[1:-1]
+    ]
+    check_batch(CALLS, batch, [*events, *again])

@@ -81,9 +81,18 @@ def _batch_events(
 
 
 def _last_batch_start(events: Sequence[SessionEvent]) -> int | None:
+    """Where the batch's ``batch/start`` is: the last one, unless a ``tool/call`` follows the
+    ``batch/end`` of its batch (then the batch was logged without a bracket).
+    """
+    called = False  # a tool/call seen after (scanning back: before) the bracket's end
     for index in range(len(events) - 1, -1, -1):
-        if isinstance(events[index], BatchStartEvent):
+        event = events[index]
+        if isinstance(event, BatchStartEvent):
             return index
+        if isinstance(event, ToolCallEvent):
+            called = True
+        elif isinstance(event, BatchEndEvent) and called:
+            return None
     return None
 
 
