@@ -17,6 +17,8 @@ from dsh_tools import (
     Accept,
     Allow,
     Ask,
+    BatchEndEvent,
+    BatchStartEvent,
     Block,
     ContentBlock,
     ContextMessageEvent,
@@ -41,6 +43,7 @@ from dsh_tools import (
     ToolCallBlock,
     ToolCallEvent,
     ToolCallKind,
+    ToolCallRequest,
     ToolCallView,
     ToolErrorInfo,
     ToolExecutionMode,
@@ -256,9 +259,17 @@ tool_result_views: st.SearchStrategy[ToolResultView] = st.one_of(
 
 _counters = st.integers(min_value=0, max_value=10_000)
 
+_requests = st.builds(ToolCallRequest, call_id=_text, name=_text, arguments=_text)
+
 session_events: st.SearchStrategy[SessionEvent] = st.one_of(
     st.builds(
-        ToolCallEvent, turn=_counters, step=_counters, call_id=_text, name=_text, arguments=_text
+        ToolCallEvent,
+        turn=_counters,
+        step=_counters,
+        call_id=_text,
+        name=_text,
+        arguments=_text,
+        attempt=st.integers(min_value=1, max_value=5),
     ),
     st.builds(
         ToolResultEvent,
@@ -270,12 +281,27 @@ session_events: st.SearchStrategy[SessionEvent] = st.one_of(
         error=_optional(tool_error_infos),
         meta=_optional(json_values(max_leaves=5)),
         source_event_seqs=st.lists(_counters, max_size=3),
+        contexts=st.lists(hook_contexts, max_size=2),
     ),
     st.builds(
         ContextMessageEvent,
         content=_block_lists,
         source=message_sources,
         meta=_optional(json_values(max_leaves=5)),
+    ),
+    st.builds(
+        BatchStartEvent,
+        turn=_counters,
+        step=_counters,
+        batch_id=st.uuids().map(str),
+        calls=st.lists(_requests, max_size=3),
+    ),
+    st.builds(
+        BatchEndEvent,
+        turn=_counters,
+        step=_counters,
+        batch_id=st.uuids().map(str),
+        reason=st.sampled_from(["completed", "aborted", "suspended", "failed"]),
     ),
 )
 """The session events the scheduler appends."""

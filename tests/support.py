@@ -7,7 +7,8 @@
   ``spec_tool`` and ``string_tool`` (``define_tool``), ``registry_with``, and the
   ``post_execute`` listeners ``note_post_execute`` and ``record_post_execute``;
 - calls: ``request``, ``execution_input``, ``run_calls``; session events: ``call_event``,
-  ``result_event``.
+  ``result_event``; the file logs the log contract tests run over: ``FileLogKind``,
+  ``FILE_LOGS``.
 
 Import it by name (``from support import ...``) from any test, in ``tests/`` or a subfolder:
 pytest puts ``tests/`` on ``sys.path`` when it imports ``tests/conftest.py`` (the default
@@ -24,7 +25,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple, TypeAlias
 
 from jsonschema import Draft202012Validator
 
@@ -32,11 +33,14 @@ from dsh_tools import (
     ApprovalService,
     CancelSignal,
     HookContext,
+    JsonlSessionLog,
     PluginSource,
     PostExecuteNext,
     PostToolDecision,
     SchemaSpec,
+    SessionEvent,
     SessionLog,
+    SqliteSessionLog,
     TextBlock,
     ToolBatch,
     ToolBody,
@@ -54,6 +58,7 @@ from dsh_tools import (
     ToolResultView,
     ToolRunContext,
     define_tool,
+    read_session_log,
     run_tool_calls,
 )
 
@@ -318,3 +323,32 @@ def result_event(
         is_error=is_error,
         meta=meta,
     )
+
+
+FileLog: TypeAlias = JsonlSessionLog | SqliteSessionLog
+"""A session log kept in a file."""
+
+
+class FileLogKind(NamedTuple):
+    """One kind of file log, for the contract tests every file log must pass.
+
+    ``open(path)`` is its writer, ``read(path)`` its lock-free reader, ``class_name`` the name
+    its messages use, ``file_name`` a file name for it.
+    """
+
+    name: str
+    open: Callable[[Path], FileLog]
+    read: Callable[[Path], list[SessionEvent]]
+    class_name: str
+    file_name: str
+
+
+def _read_sqlite(path: Path) -> list[SessionEvent]:
+    return SqliteSessionLog.read(path)
+
+
+FILE_LOGS = (
+    FileLogKind("jsonl", JsonlSessionLog, read_session_log, "JsonlSessionLog", "log.jsonl"),
+    FileLogKind("sqlite", SqliteSessionLog, _read_sqlite, "SqliteSessionLog", "log.sqlite"),
+)
+"""The file logs: ``JsonlSessionLog`` and ``SqliteSessionLog`` (default session)."""

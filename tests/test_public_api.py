@@ -120,3 +120,7 @@ def test_the_session_log_names_are_exported() -> None:
     session = {"SessionLogLockedError", "read_session_log", "session_event_from_json"}
 
     assert set() == session - set(dsh_tools.__all__)
+
+
+def test_the_batch_bracket_events_are_exported() -> None:
+    assert set() == {"BatchEndEvent", "BatchStartEvent"} - set(dsh_tools.__all__)

@@ -34,6 +34,8 @@ from dsh_tools import (
     session_event_from_json,
 )
 from dsh_tools._session import event_to_wire
+from strategies import session_events
+from support import FILE_LOGS, FileLogKind
 
 CALL = ToolCallEvent(turn=0, step=1, call_id="c1", name="read_file", arguments='{"path":"a"}')
 RESULT = ToolResultEvent(
@@ -58,6 +60,13 @@ CONTEXT = ContextMessageEvent(
     content=[TextBlock(text="note")], source=PluginSource(plugin="lint"), meta={"k": None}
 )
 ALL_EVENTS: list[SessionEvent] = [CALL, RESULT, FAILED, CONTEXT]
+
+
+@pytest.fixture(params=FILE_LOGS, ids=[kind.name for kind in FILE_LOGS])
+def kind(request: pytest.FixtureRequest) -> FileLogKind:
+    """Each file log in turn: the contract tests below hold for every one of them."""
+    file_log: FileLogKind = request.param
+    return file_log
 
 
 def test_tool_call_event_has_the_original_wire_shape() -> None:
@@ -170,17 +179,19 @@ def test_memory_log_reads_back_a_fresh_list_in_order() -> None:
     assert log.events() == [CALL, RESULT]
 
 
-def test_both_logs_satisfy_the_session_log_protocol(tmp_path: Path) -> None:
+def test_every_log_satisfies_the_session_log_protocol(tmp_path: Path, kind: FileLogKind) -> None:
     assert isinstance(MemorySessionLog(), SessionLog)
-    with JsonlSessionLog(tmp_path / "log.jsonl") as log:
+    with kind.open(tmp_path / kind.file_name) as log:
         assert isinstance(log, SessionLog)
 
 
-def test_jsonl_log_round_trips_every_event(tmp_path: Path) -> None:
-    with JsonlSessionLog(tmp_path / "log.jsonl") as log:
+def test_a_file_log_round_trips_every_event(tmp_path: Path, kind: FileLogKind) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path) as log:
         seqs = [log.append(event) for event in ALL_EVENTS]
         assert seqs == [0, 1, 2, 3]
         assert log.events() == ALL_EVENTS
+    assert ALL_EVENTS == kind.read(path)
 
 
 def test_jsonl_log_writes_one_compact_line_per_event(tmp_path: Path) -> None:
@@ -203,17 +214,19 @@ def test_a_new_jsonl_log_creates_its_empty_file_at_construction(tmp_path: Path) 
         assert (b"", []) == (path.read_bytes(), log.events())
 
 
-def test_a_jsonl_log_at_a_bad_path_fails_at_construction(tmp_path: Path) -> None:
+def test_a_file_log_at_a_bad_path_fails_at_construction(tmp_path: Path, kind: FileLogKind) -> None:
     with pytest.raises(FileNotFoundError):
-        JsonlSessionLog(tmp_path / "missing-directory" / "log.jsonl")
+        kind.open(tmp_path / "missing-directory" / kind.file_name)
 
 
-def test_reopened_jsonl_log_continues_the_sequence_numbers(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    with JsonlSessionLog(path) as first:
+def test_a_reopened_file_log_continues_the_sequence_numbers(
+    tmp_path: Path, kind: FileLogKind
+) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path) as first:
         first.append(CALL)
         first.append(RESULT)
-    with JsonlSessionLog(path) as second:
+    with kind.open(path) as second:
         assert second.append(CONTEXT) == 2
         assert second.events() == [CALL, RESULT, CONTEXT]
 
@@ -337,29 +350,30 @@ def test_session_event_from_json_rejects_what_is_not_an_object() -> None:
 # --- writer lock, readers, lifetime ------------------------------------------------------------
 
 
-def test_a_second_writer_in_the_same_process_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    with JsonlSessionLog(path) as log:
+def test_a_second_writer_in_the_same_process_is_refused(tmp_path: Path, kind: FileLogKind) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path) as log:
         log.append(CALL)
         with pytest.raises(SessionLogLockedError) as caught:
-            JsonlSessionLog(path)
+            kind.open(path)
         assert caught.value.path == str(path)
         assert log.append(RESULT) == 1
-    assert [CALL, RESULT] == read_session_log(path)
+    assert [CALL, RESULT] == kind.read(path)
 
 
-def test_closing_the_writer_releases_the_lock(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    JsonlSessionLog(path).close()
-    with JsonlSessionLog(path) as again:
+def test_closing_the_writer_releases_the_lock(tmp_path: Path, kind: FileLogKind) -> None:
+    path = tmp_path / kind.file_name
+    kind.open(path).close()
+    with kind.open(path) as again:
         assert again.append(CALL) == 0
 
 
 _OTHER_WRITER = """
 import sys
-from dsh_tools import JsonlSessionLog, SessionLogLockedError
+from dsh_tools import JsonlSessionLog, SessionLogLockedError, SqliteSessionLog
+kind = JsonlSessionLog if sys.argv[2] == "jsonl" else SqliteSessionLog
 try:
-    JsonlSessionLog(sys.argv[1]).close()
+    kind(sys.argv[1]).close()
 except SessionLogLockedError as exc:
     print("locked", exc.path)
 else:
@@ -367,18 +381,18 @@ else:
 """
 
 
-def test_a_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    with JsonlSessionLog(path):
+def test_a_second_writer_in_another_process_is_refused(tmp_path: Path, kind: FileLogKind) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path):
         held = subprocess.run(
-            [sys.executable, "-c", _OTHER_WRITER, str(path)],
+            [sys.executable, "-c", _OTHER_WRITER, str(path), kind.name],
             capture_output=True,
             text=True,
             timeout=60,
             check=True,
         )
     free = subprocess.run(
-        [sys.executable, "-c", _OTHER_WRITER, str(path)],
+        [sys.executable, "-c", _OTHER_WRITER, str(path), kind.name],
         capture_output=True,
         text=True,
         timeout=60,
@@ -398,20 +412,20 @@ def test_a_reader_never_cuts_a_torn_last_line(tmp_path: Path) -> None:
         assert before == path.read_bytes()
 
 
-def test_a_reader_of_a_locked_log_is_not_refused(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    with JsonlSessionLog(path) as log:
+def test_a_reader_of_a_locked_log_is_not_refused(tmp_path: Path, kind: FileLogKind) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path) as log:
         log.append(CALL)
-        assert [CALL] == read_session_log(path)
+        assert [CALL] == kind.read(path)
 
 
-def test_reading_a_missing_log_raises_file_not_found(tmp_path: Path) -> None:
+def test_reading_a_missing_log_raises_file_not_found(tmp_path: Path, kind: FileLogKind) -> None:
     with pytest.raises(FileNotFoundError):
-        read_session_log(tmp_path / "log.jsonl")
+        kind.read(tmp_path / kind.file_name)
 
 
-def test_appending_after_close_raises_value_error(tmp_path: Path) -> None:
-    log = JsonlSessionLog(tmp_path / "log.jsonl")
+def test_appending_after_close_raises_value_error(tmp_path: Path, kind: FileLogKind) -> None:
+    log = kind.open(tmp_path / kind.file_name)
     log.close()
     log.close()  # closing twice does nothing
     with pytest.raises(ValueError, match="closed"):
@@ -419,17 +433,17 @@ def test_appending_after_close_raises_value_error(tmp_path: Path) -> None:
     assert log.closed
 
 
-def test_the_context_manager_closes_the_log(tmp_path: Path) -> None:
-    with JsonlSessionLog(tmp_path / "log.jsonl") as log:
+def test_the_context_manager_closes_the_log(tmp_path: Path, kind: FileLogKind) -> None:
+    with kind.open(tmp_path / kind.file_name) as log:
         assert not log.closed
     assert log.closed
 
 
 def test_a_log_garbage_collected_while_open_is_closed_with_a_resource_warning(
-    tmp_path: Path,
+    tmp_path: Path, kind: FileLogKind
 ) -> None:
-    path = tmp_path / "log.jsonl"
-    log = JsonlSessionLog(path)
+    path = tmp_path / kind.file_name
+    log = kind.open(path)
     log.append(CALL)
 
     def drop() -> None:
@@ -437,9 +451,9 @@ def test_a_log_garbage_collected_while_open_is_closed_with_a_resource_warning(
         del log
         gc.collect()
 
-    with pytest.warns(ResourceWarning, match="unclosed JsonlSessionLog"):
+    with pytest.warns(ResourceWarning, match=f"unclosed {kind.class_name}"):
         drop()
-    with JsonlSessionLog(path) as again:  # the lock was released
+    with kind.open(path) as again:  # the lock was released
         assert again.events() == [CALL]
 
 
@@ -464,9 +478,9 @@ def test_context_message_event_carries_a_hook_context_unchanged() -> None:
     assert event == session_event_from_json(json.loads(json.dumps(event_to_wire(event))))
 
 
-def test_jsonl_log_names_its_path(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    with JsonlSessionLog(path) as log:
+def test_a_file_log_names_its_path(tmp_path: Path, kind: FileLogKind) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path) as log:
         assert log.path == path
 
 
@@ -513,3 +527,16 @@ def test_a_log_cut_at_any_byte_keeps_every_complete_event_and_appends_cleanly(
         assert written[:complete] == reopened.events()
         assert complete == reopened.append(CALL)
         assert [*written[:complete], CALL] == reopened.events()
+
+
+@settings(max_examples=50)
+@given(events=st.lists(session_events, max_size=6))
+def test_any_events_read_back_equal_from_every_file_log(
+    tmp_path_factory: pytest.TempPathFactory, events: list[SessionEvent]
+) -> None:
+    for kind in FILE_LOGS:
+        path = tmp_path_factory.mktemp(kind.name) / kind.file_name
+        with kind.open(path) as log:
+            assert list(range(len(events))) == [log.append(event) for event in events]
+            assert events == log.events()
+        assert events == kind.read(path)

@@ -27,7 +27,7 @@ from dsh_tools import (
     register_content_block,
     run_tool_calls,
 )
-from support import registry_with, spec_tool
+from support import FILE_LOGS, FileLogKind, registry_with, spec_tool
 
 _TEXT = (TextBlock(text="ok"),)
 
@@ -159,15 +159,18 @@ def test_a_memory_log_refuses_a_value_that_is_not_an_event(event: object) -> Non
     assert [] == log.events()
 
 
-def test_a_jsonl_log_refuses_a_non_event_and_stays_readable(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    with JsonlSessionLog(path) as log:
+@pytest.mark.parametrize("kind", FILE_LOGS, ids=[kind.name for kind in FILE_LOGS])
+def test_a_file_log_refuses_a_non_event_and_stays_readable(
+    tmp_path: Path, kind: FileLogKind
+) -> None:
+    path = tmp_path / kind.file_name
+    with kind.open(path) as log:
         log.append(_call())
         with pytest.raises(TypeError) as caught:
             log.append({"type": "tool/call"})  # pyright: ignore[reportArgumentType]
 
     assert "event must be a session event, not dict" == str(caught.value)
-    assert [_call()] == read_session_log(path)
+    assert [_call()] == kind.read(path)
 
 
 def _registry() -> ToolRegistry:

@@ -135,6 +135,8 @@ from ._schema import validate_args as validate_args
 from ._session import ApprovalAskedEvent as ApprovalAskedEvent
 from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
 from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
+from ._session import BatchEndEvent as BatchEndEvent
+from ._session import BatchStartEvent as BatchStartEvent
 from ._session import ContextMessageEvent as ContextMessageEvent
 from ._session import JsonlSessionLog as JsonlSessionLog
 from ._session import MemorySessionLog as MemorySessionLog
@@ -151,6 +153,7 @@ from ._signal import CancelSignal as CancelSignal
 from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
+from ._sqlite_log import SqliteSessionLog as SqliteSessionLog
 from ._structured import StructuredOutputSchema as StructuredOutputSchema
 from ._structured import StructuredScalar as StructuredScalar
 from ._structured import StructuredSchemaNode as StructuredSchemaNode
@@ -175,8 +178,10 @@ __all__ = [
     "ApprovalScope",
     "ApprovalService",
     "Ask",
+    "BatchEndEvent",
     "BatchHook",
     "BatchNext",
+    "BatchStartEvent",
     "Block",
     "CancelController",
     "CancelSignal",
@@ -225,6 +230,7 @@ __all__ = [
     "SessionLog",
     "SessionLogCorruptError",
     "SessionLogLockedError",
+    "SqliteSessionLog",
     "StructuredOutputSchema",
     "StructuredScalar",
     "StructuredSchemaNode",

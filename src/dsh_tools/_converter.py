@@ -250,9 +250,16 @@ def wire_error_messages(exc: BaseException, path: str = "$") -> list[str]:
                 for sub, note in with_notes
                 for message in _note_messages(sub, f"{path}.{_camel(note.name)}", note.type)
             ),
-            *(f"{cattrs.v.format_exception(sub, None)} @ {path}" for sub in without),
+            *(f"{_class_error(sub)} @ {path}" for sub in without),
         ]
-    return [f"{cattrs.v.format_exception(exc, None)} @ {path}"]
+    return [f"{_class_error(exc)} @ {path}"]
+
+
+def _class_error(exc: BaseException) -> str:
+    # a class's own validator says what is wrong better than cattrs' generic "invalid value"
+    if type(exc) in (ValueError, TypeError) and str(exc):
+        return str(exc)
+    return cattrs.v.format_exception(exc, None)
 
 
 def _note_messages(exc: BaseException, path: str, tp: Any) -> list[str]:
@@ -298,6 +305,7 @@ def register_wire_class(
     union: object = None,
     union_name: str | None = None,
     keep: Iterable[str] = (),
+    omit: Iterable[str] = (),
 ) -> type[T]:
     """Make attrs class ``cls`` a wire type of :data:`converter`, with the library's rules.
 
@@ -321,6 +329,8 @@ def register_wire_class(
         union_name: how errors name the union (default: the tag key's owner, e.g.
             ``"ContentBlock"`` is passed by :func:`register_content_block`).
         keep: names of fields that are always written, even when at their default.
+        omit: names of fields whose default is another value (such as ``attempt=1``) that are
+            omitted too while they have it.
 
     Returns:
         ``cls`` itself, so this can be used as a decorator through ``functools.partial``.
@@ -335,11 +345,13 @@ def register_wire_class(
     if (tag_key is None) != (tag is None):
         raise ValueError("tag_key and tag go together")
     resolve_types(cls)
-    kept = frozenset(keep)
+    kept, omitted = frozenset(keep), frozenset(omit)
     renames: dict[str, Any] = {}
     for field in attrs.fields(cls):
-        omit = field.name not in kept and (field.default is None or field.default == ())
-        renames[field.name] = override(rename=_camel(field.name), omit_if_default=omit)
+        absent = field.name in omitted or (
+            field.name not in kept and (field.default is None or field.default == ())
+        )
+        renames[field.name] = override(rename=_camel(field.name), omit_if_default=absent)
     unstructure_fields = make_dict_unstructure_fn(cls, converter, **renames)
     structure_fields = make_dict_structure_fn(cls, converter, **renames)
 

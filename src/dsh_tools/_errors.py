@@ -11,7 +11,8 @@ Every exception dsh-tools defines, in one tree::
     │   ├── JsonTypeError         (also a TypeError) a type JSON cannot carry
     │   └── JsonValueError        (also a ValueError) a value that cannot cross losslessly
     ├── SessionLogCorruptError    (a ValueError) a log line that is not an event
-    └── SessionLogLockedError     (an OSError) another writer holds a JSONL log's lock
+    └── SessionLogLockedError     (an OSError) another writer holds the log (an SQLite log:
+                                  the session)
 
 A :class:`HarnessError` raised by a tool body or a hook becomes an error result that carries
 ``error=ToolErrorInfo(name, code)``; any other exception becomes an error result without it.
@@ -291,16 +292,28 @@ class SessionLogCorruptError(ValueError):
 
 
 class SessionLogLockedError(OSError):
-    """Another :class:`JsonlSessionLog` (in this process or another) holds the file's lock.
+    """Another writer (in this process or another) holds the log: a :class:`JsonlSessionLog`
+    the file's lock, or a :class:`SqliteSessionLog` the lock of the same session of the file.
 
-    ``path`` names the file. Read a log someone else is writing with :func:`read_session_log`.
+    ``path`` names the file; ``session_id`` the session of an SQLite log (``None`` for a JSON
+    Lines log). Read a log someone else is writing with :func:`read_session_log` or
+    :meth:`SqliteSessionLog.read`.
     """
 
     path: str
+    session_id: str | None
 
-    def __init__(self, path: str) -> None:
-        super().__init__(
-            f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
-            "read it with read_session_log()"
-        )
+    def __init__(self, path: str, session_id: str | None = None) -> None:
+        if session_id is None:
+            message = (
+                f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
+                "read it with read_session_log()"
+            )
+        else:
+            message = (
+                f"{path}: another SqliteSessionLog is writing session {session_id!r} (it holds "
+                "the session's lock); read it with SqliteSessionLog.read()"
+            )
+        super().__init__(message)
         self.path = path
+        self.session_id = session_id

@@ -1,8 +1,11 @@
 """Durable session events: what the scheduler records about one batch of tool calls.
 
-A batch appends, in this order, a ``tool/call`` event when a call starts, a ``tool/result``
-event when it commits (its ``source_event_seqs`` point at the ``tool/call``), and after every
-result of the batch one ``context/message`` event per context. A :class:`SessionLog` stores
+A batch appends, in this order, a ``batch/start`` event listing all its calls, a ``tool/call``
+event when a call starts, a ``tool/result`` event when it commits (its ``source_event_seqs``
+point at the ``tool/call``; it carries the result's contexts), after every result of the batch
+one ``context/message`` event per context, and last a ``batch/end`` event saying how it ended.
+(Logs written before ``batch/start`` and ``batch/end`` existed hold batches without them; every
+reader accepts both.) A :class:`SessionLog` stores
 them and numbers them from 0 in append order.
 
 Appends are synchronous on purpose: the scheduler appends on its one lane, in model order,
@@ -12,7 +15,7 @@ blocks the trio thread for one small ``write`` + ``flush`` per event (plus an ``
 asked for), as a logging handler would.
 
 The wire shape is the original's: camelCase keys, a ``type`` tag (``tool/call``,
-``tool/result``, ``context/message``), absent optionals omitted.
+``tool/result``, ``context/message``, ``batch/start``, ``batch/end``), absent optionals omitted.
 """
 
 from __future__ import annotations
@@ -21,15 +24,19 @@ import io
 import json
 import os
 import re
+import sys
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime_checkable
 
 import attrs
 import cattrs
 
+from ._batch import ToolCallRequest
 from ._content import (
     ContentBlock,
+    HookContext,
     MessageSource,
     PluginSource,
     ReasoningBlock,
@@ -53,6 +60,8 @@ __all__ = [
     "ApprovalAskedEvent",
     "ApprovalDecidedEvent",
     "ApprovalPolicyEvent",
+    "BatchEndEvent",
+    "BatchStartEvent",
     "ContextMessageEvent",
     "JsonlSessionLog",
     "MemorySessionLog",
@@ -101,6 +110,65 @@ def _flag(_instance: object, attribute: attrs.Attribute[bool], value: object) ->
         raise TypeError(f"{attribute.name} must be a bool, not {value!r}")
 
 
+def _attempt(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not int:
+        raise TypeError(f"attempt must be a positive int, not {value!r}")
+    if value < 1:
+        raise ValueError(f"attempt must be a positive int, not {value!r}")
+
+
+def _batch_id(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"batch_id must be a non-empty str, not {value!r}")
+    if not value:
+        raise ValueError(f"batch_id must be a non-empty str, not {value!r}")
+
+
+def _refuse_non_sequence(value: object, kind: str, field: str) -> None:
+    # a str (or one lone item) would otherwise be split or wrapped silently
+    if not isinstance(value, list | tuple):
+        shown = repr(value) if isinstance(value, str | bytes) else type(value).__name__
+        raise TypeError(f"{field} must be a sequence of {kind}, not {shown}")
+
+
+def _check_items(field: str, kind: type, value: tuple[object, ...]) -> None:
+    for index, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise TypeError(
+                f"{field}[{index}] must be a {kind.__name__}, not {type(item).__name__}"
+            )
+
+
+def _calls(value: Iterable[ToolCallRequest]) -> tuple[ToolCallRequest, ...]:
+    _refuse_non_sequence(value, "ToolCallRequest", "calls")
+    return tuple(value)
+
+
+def _check_calls(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
+    _check_items("calls", ToolCallRequest, value)
+
+
+def _contexts(value: Iterable[HookContext]) -> tuple[HookContext, ...]:
+    _refuse_non_sequence(value, "HookContext", "contexts")
+    contexts = tuple(value)
+    if not contexts:
+        return contexts
+    # a context's meta is checked once by the pipeline; one built elsewhere is frozen here, so
+    # the event holds lossless JSON (as ContextMessageEvent.meta does) and always writes
+    frozen: list[HookContext] = []
+    for context in contexts:
+        if isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance] - the validator names other items
+            meta = snapshot_json(context.meta)
+            if meta is not context.meta:
+                context = attrs.evolve(context, meta=meta)
+        frozen.append(context)
+    return tuple(frozen)
+
+
+def _check_contexts(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:
+    _check_items("contexts", HookContext, value)
+
+
 def _error_info(_instance: object, _attribute: object, value: object) -> None:
     if value is not None and not isinstance(value, ToolErrorInfo):
         raise TypeError(f"error must be a ToolErrorInfo or None, not {type(value).__name__}")
@@ -130,7 +198,9 @@ class ToolCallEvent:
     """A call started (wire ``tool/call``): the call exactly as the model emitted it.
 
     ``arguments`` is the raw JSON text, never the parsed value, so the log replays what the
-    model said even when it was not valid JSON.
+    model said even when it was not valid JSON. ``attempt`` counts the runs of this call's body
+    (1 for the first, omitted from the wire then; a call re-run after an interruption logs a
+    new ``tool/call`` with the next attempt).
     """
 
     turn: int = attrs.field(validator=_count)
@@ -138,6 +208,7 @@ class ToolCallEvent:
     call_id: str = attrs.field(validator=_text)
     name: str = attrs.field(validator=_text)
     arguments: str = attrs.field(validator=_text)
+    attempt: int = attrs.field(default=1, validator=_attempt)
 
 
 @attrs.frozen(kw_only=True)
@@ -149,6 +220,8 @@ class ToolResultEvent:
     (wire ``surfaceOp``) says how a UI applies the event: absent (``None``) means ``"append"``, a
     new result; any other value (e.g. a replacement written by pruning) rewrites an earlier
     result and is not a new result for a UI (the ACP bridge sends no update for it).
+    ``contexts`` are the result's additional contexts (wire ``contexts``, omitted when empty),
+    so a batch read back from the log rebuilds ``batch.contexts`` exactly.
     """
 
     turn: int = attrs.field(validator=_count)
@@ -164,6 +237,9 @@ class ToolResultEvent:
     surface_op: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
     )
+    contexts: tuple[HookContext, ...] = attrs.field(
+        default=(), converter=_contexts, validator=_check_contexts
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -175,6 +251,49 @@ class ContextMessageEvent:
     content: tuple[ContentBlock, ...] = attrs.field(converter=content_blocks, validator=_blocks)
     source: MessageSource = attrs.field(validator=_source)
     meta: JsonValue = attrs.field(default=None, converter=snapshot_json)
+
+
+BatchEndReason: TypeAlias = Literal["completed", "aborted", "suspended", "failed"]
+"""Why a batch ended (the ``reason`` of :class:`BatchEndEvent`)."""
+
+_BATCH_END_REASONS: Final = ("completed", "aborted", "suspended", "failed")
+
+
+def _batch_end_reason(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not str or value not in _BATCH_END_REASONS:
+        choices = ", ".join(f'"{reason}"' for reason in _BATCH_END_REASONS)
+        error = ValueError if isinstance(value, str) else TypeError
+        raise error(f"reason must be one of {choices}, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class BatchStartEvent:
+    """A batch began (wire ``batch/start``): every call of the batch, in model order, before
+    any ``tool/call`` of it.
+
+    ``batch_id`` names the batch (a fresh UUID string) in its ``batch/end``; ``calls`` are the
+    batch's requests (wire ``[{"callId", "name", "arguments"}]``), so a batch whose process
+    stopped can be finished from the log alone.
+    """
+
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    batch_id: str = attrs.field(validator=_batch_id)
+    calls: tuple[ToolCallRequest, ...] = attrs.field(converter=_calls, validator=_check_calls)
+
+
+@attrs.frozen(kw_only=True)
+class BatchEndEvent:
+    """A batch ended (wire ``batch/end``), after its results and contexts.
+
+    ``reason`` is how: ``"completed"``, ``"aborted"`` (cancelled), ``"suspended"`` (to be
+    finished later) or ``"failed"`` (it raised).
+    """
+
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    batch_id: str = attrs.field(validator=_batch_id)
+    reason: BatchEndReason = attrs.field(validator=_batch_end_reason)
 
 
 # --- turns and approvals (appended by session_turn and UserApproval) ----------------------
@@ -248,13 +367,16 @@ SessionEvent: TypeAlias = (
     ToolCallEvent
     | ToolResultEvent
     | ContextMessageEvent
+    | BatchStartEvent
+    | BatchEndEvent
     | TurnStartEvent
     | TurnEndEvent
     | ApprovalAskedEvent
     | ApprovalDecidedEvent
     | ApprovalPolicyEvent
 )
-"""Every event the library appends: the scheduler's, a turn's bounds, approval audit events."""
+"""Every event the library appends: the scheduler's (a batch's bounds, its calls, results and
+contexts), a turn's bounds, approval audit events."""
 
 
 @runtime_checkable
@@ -274,10 +396,37 @@ class SessionLog(Protocol):
 
 # --- wire shape ---------------------------------------------------------------------------
 
+
+def _structure_batch_end_reason(value: object, _tp: object) -> str:
+    # BatchEndEvent's validator names the allowed reasons; cattrs' Literal hook would not
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook_func(
+    lambda tp: tp == BatchEndReason,
+    _structure_batch_end_reason,
+)
+
+
+# a batch's calls on the wire: {"callId", "name", "arguments"}, registered before the event
+# that holds them (a class's hooks capture its fields' hooks)
+register_wire_class(ToolCallRequest)
+
+register_wire_class(
+    ToolCallEvent,
+    tag_key="type",
+    tag="tool/call",
+    union=SessionEvent,
+    union_name="SessionEvent",
+    omit=("attempt",),
+)
 for _cls, _tag in (
-    (ToolCallEvent, "tool/call"),
     (ToolResultEvent, "tool/result"),
     (ContextMessageEvent, "context/message"),
+    (BatchStartEvent, "batch/start"),
+    (BatchEndEvent, "batch/end"),
 ):
     register_wire_class(
         _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
@@ -365,6 +514,8 @@ _EVENT_CLASSES: Final = frozenset(
         ToolCallEvent,
         ToolResultEvent,
         ContextMessageEvent,
+        BatchStartEvent,
+        BatchEndEvent,
         TurnStartEvent,
         TurnEndEvent,
         ApprovalAskedEvent,
@@ -374,7 +525,8 @@ _EVENT_CLASSES: Final = frozenset(
 )
 
 
-def _check_event(event: object) -> None:
+def check_event(event: object) -> None:
+    """Raise ``TypeError`` unless ``event`` is one of the library's session events."""
     if type(event) not in _EVENT_CLASSES:
         raise TypeError(f"event must be a session event, not {type(event).__name__}")
 
@@ -391,7 +543,7 @@ class MemorySessionLog:
         Raises:
             TypeError: ``event`` is not a session event.
         """
-        _check_event(event)
+        check_event(event)
         self._events.append(event)
         return len(self._events) - 1
 
@@ -433,7 +585,10 @@ class JsonlSessionLog:
     its newline is a complete event and is kept. A last line without newline that is JSON but
     not an event cannot be a torn write (no proper prefix of an event's JSON object is JSON),
     so it is corruption, like any other line that is not an event: reading raises
-    :class:`SessionLogCorruptError` with its line number, never skipping it silently.
+    :class:`SessionLogCorruptError` with its line number, never skipping it silently. An
+    ``append`` whose write fails partway (a full disk, a file-size limit) cuts the file back to
+    its last complete event before it raises, or refuses further appends until the log is
+    reopened when it cannot (:meth:`append` says which in its error).
 
     Text. Every Python ``str`` is written losslessly: text is UTF-8, and a lone surrogate
     (from ``surrogateescape``, or model text) is written as its JSON ``\udXXX`` escape, which
@@ -442,11 +597,13 @@ class JsonlSessionLog:
     reads back as that character.
     """
 
-    __slots__ = ("_closed", "_file", "_fsync", "_next_seq", "_path")
+    __slots__ = ("_broken", "_closed", "_end", "_file", "_fsync", "_next_seq", "_path")
 
     _path: Path
     _fsync: bool
     _next_seq: int
+    _end: int
+    _broken: bool
     _file: io.FileIO | None
     _closed: bool
 
@@ -472,10 +629,13 @@ class JsonlSessionLog:
                 os.fsync(file.fileno())
                 if created:
                     _fsync_directory(self._path.parent)  # makes the new file's name durable
+            end = os.fstat(file.fileno()).st_size
         except BaseException:
             file.close()
             raise
         self._next_seq = len(events)
+        self._end = end
+        self._broken = False
         self._file = file
         self._closed = False
 
@@ -493,20 +653,65 @@ class JsonlSessionLog:
         """Write ``event`` as one line (and ``fsync`` it when configured) and return its
         sequence number. Blocks the calling thread for the write.
 
+        A write that fails (a full disk, a file-size limit, an I/O error) may have written part
+        of the line. The log then cuts the file back to the end of its last complete event
+        before ``append`` raises, so the next event starts on a clean line and no reader ever
+        meets the partial one: the failed event is not appended, every acknowledged one stays
+        readable, and the log accepts further appends. If the cut itself fails, the log refuses
+        every further append until it is reopened (reopening cuts the partial line, which reads
+        as a torn last line until then). The ``OSError`` raised keeps the write's ``errno`` and
+        its message ends with which of the two happened: ``... the log was cut back to its last
+        complete event and accepts appends`` or ``... the log refuses appends until it is
+        reopened``.
+
         Raises:
             TypeError: ``event`` is not a session event.
-            ValueError: the log is closed.
+            ValueError: the log is closed, or refuses appends after a failed one it could not
+                cut back.
+            OSError: writing (or ``fsync``) failed; the event was not appended (see above).
         """
-        _check_event(event)
+        check_event(event)
         file = self._file
         if file is None:
             raise ValueError(f"append to a closed JsonlSessionLog ({self._path})")
-        _write_all(file, encode_event_line(event))
-        if self._fsync:
-            os.fsync(file.fileno())
+        if self._broken:
+            raise ValueError(
+                f"append to a JsonlSessionLog whose failed append left a partial line it could "
+                f"not cut off ({self._path}); reopen the log, which cuts it"
+            )
+        line = encode_event_line(event)
+        end = self._end
+        try:
+            _write_all(file, line)
+            if self._fsync:
+                os.fsync(file.fileno())
+        except OSError as exc:
+            raise self._cut_back(file, end, exc) from exc
+        except BaseException:
+            self._cut_back(file, end, None)
+            raise
+        self._end = end + len(line)
         seq = self._next_seq
         self._next_seq = seq + 1
         return seq
+
+    def _cut_back(self, file: io.FileIO, end: int, exc: OSError | None) -> OSError:
+        """Cut the file back to ``end`` after a failed append; the error to raise for ``exc``."""
+        what = f"{self._path}: {exc.strerror or exc}" if exc is not None else str(self._path)
+        try:
+            os.ftruncate(file.fileno(), end)
+        except OSError as cut:
+            self._broken = True
+            return OSError(
+                exc.errno if exc is not None else cut.errno,
+                f"{what}; the event was not appended and its partial line could not be cut off "
+                f"({cut.strerror or cut}): the log refuses appends until it is reopened",
+            )
+        return OSError(
+            exc.errno if exc is not None else None,
+            f"{what}; the event was not appended: the log was cut back to its last complete "
+            "event and accepts appends",
+        )
 
     def events(self) -> list[SessionEvent]:
         """Read every event back, in order, tolerating a torn last line.
@@ -551,6 +756,10 @@ def read_session_log(path: str | os.PathLike[str]) -> list[SessionEvent]:
 
     Safe while a :class:`JsonlSessionLog` in another process is appending: a torn last line
     (an event being written right now, or left by a crash) is skipped, never cut.
+
+    Safe on any file: a line JSON cannot be read from within Python's limits (nested deeper
+    than the recursion limit, a number longer than ``int`` converts) is no event, so it is
+    reported as corruption like any other such line, or skipped as a torn last line.
 
     Raises:
         FileNotFoundError: there is no such file.
@@ -628,6 +837,17 @@ def _fsync_directory(directory: Path) -> None:
         os.close(handle)
 
 
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` or :func:`session_event_from_json` refused a line, for an error."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if str(exc).startswith("Exceeds the limit"):
+        return f"a number longer than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
+
+
 def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
     """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
     last complete event lacks its newline).
@@ -649,14 +869,19 @@ def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, b
             raise SessionLogCorruptError(name, number, "not UTF-8 text") from exc
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if last:  # a torn write: no proper prefix of an event line is JSON
+        except (ValueError, RecursionError) as exc:
+            # not JSON, or JSON no event can be: nested deeper than the recursion limit, or a
+            # number longer than int() converts (ValueError). Last, it reads as a torn write: no
+            # proper prefix of an event line is JSON, and no event holds either.
+            if last:
                 return events, start, False
-            raise SessionLogCorruptError(name, number, f"not JSON ({exc.msg})") from exc
+            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
         try:
             event = session_event_from_json(data)
-        except ValueError as exc:
-            raise SessionLogCorruptError(name, number, f"not a session event ({exc})") from exc
+        except (ValueError, RecursionError) as exc:
+            raise SessionLogCorruptError(
+                name, number, f"not a session event ({json_problem(exc)})"
+            ) from exc
         events.append(event)
         if last:
             return events, None, True

@@ -27,6 +27,8 @@ from dsh_tools import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     ApprovalPolicyEvent,
+    BatchEndEvent,
+    BatchStartEvent,
     ContextMessageEvent,
     DiffCallView,
     DiffResultView,
@@ -182,8 +184,13 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
     if isinstance(event, ApprovalDecidedEvent):
         style = "green" if event.outcome == "allowed-once" else "red"
         return Text.assemble(("  ", ""), ("approval " + str(event.outcome), style))
-    if isinstance(event, ApprovalPolicyEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(event, ApprovalPolicyEvent):
         return Text(f"approval policy: {event.policy}", "yellow")
+    if isinstance(event, BatchStartEvent):
+        calls = ", ".join(call.call_id for call in event.calls)
+        return Text(f"batch {event.batch_id}: {calls}", "dim")
+    if isinstance(event, BatchEndEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return Text(f"end of batch {event.batch_id} ({event.reason})", "dim")
     return Text(repr(event), "dim")  # an event type added later
 
 

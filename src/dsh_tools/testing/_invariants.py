@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dsh_tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    BatchEndEvent,
+    BatchStartEvent,
     ContextMessageEvent,
     SessionEvent,
     SessionLog,
@@ -47,6 +49,10 @@ def _describe_event(event: SessionEvent) -> str:
         return f"tool/result  {event.call_id} {code} <- {list(event.source_event_seqs)}"
     if isinstance(event, ContextMessageEvent):
         return "context/message"
+    if isinstance(event, BatchStartEvent):
+        return f"batch/start  {event.batch_id} {[call.call_id for call in event.calls]}"
+    if isinstance(event, BatchEndEvent):
+        return f"batch/end    {event.batch_id} {event.reason}"
     return type(event).__name__  # events added by other modules (approval, turns)
 
 
@@ -74,6 +80,67 @@ def _batch_events(
     return start, list(events[start:])
 
 
+def _last_batch_start(events: Sequence[SessionEvent]) -> int | None:
+    """Where the batch's ``batch/start`` is: the last one, unless a ``tool/call`` follows the
+    ``batch/end`` of its batch (then the batch was logged without a bracket).
+    """
+    called = False  # a tool/call seen after (scanning back: before) the bracket's end
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, BatchStartEvent):
+            return index
+        if isinstance(event, ToolCallEvent):
+            called = True
+        elif isinstance(event, BatchEndEvent) and called:
+            return None
+    return None
+
+
+def _check_bracket(
+    calls: Sequence[ToolCallRequest], own: Sequence[SessionEvent], problems: list[str]
+) -> None:
+    """``own`` opens with the batch's ``batch/start``: it lists the calls, and a ``batch/end``
+    of the same batch is the last event.
+    """
+    start = own[0]
+    assert isinstance(start, BatchStartEvent)
+    listed = [f"{c.call_id} {c.name} {c.arguments}" for c in start.calls]
+    expected = [f"{c.call_id} {c.name} {c.arguments}" for c in calls]
+    if listed != expected:
+        problems.append(
+            "batch/start does not list the batch's calls:\n" + _diff("calls", expected, listed)
+        )
+    ends = [(i, e) for i, e in enumerate(own) if isinstance(e, BatchEndEvent)]
+    if not ends:
+        problems.append(f"batch/start {start.batch_id} has no batch/end")
+        return
+    index, end = ends[0]
+    if end.batch_id != start.batch_id:
+        problems.append(f"batch/end names batch {end.batch_id}, not {start.batch_id}")
+    if len(ends) > 1 or index != len(own) - 1:
+        problems.append(f"batch/end of {start.batch_id} is not the batch's last event")
+
+
+def _last_attempts(
+    call_events: list[tuple[int, ToolCallEvent]], problems: list[str]
+) -> list[tuple[int, ToolCallEvent]]:
+    """The last attempt's ``tool/call`` of each call (a call re-run after an interruption logs
+    one per attempt, numbered from 1); a gap in the numbering is a problem.
+    """
+    last: dict[str, tuple[int, ToolCallEvent]] = {}
+    for seq, event in call_events:
+        previous = last.get(event.call_id)
+        expected = 1 if previous is None else previous[1].attempt + 1
+        if event.attempt != expected:
+            problems.append(
+                f"tool/call of {event.call_id} (event {seq}) is attempt {event.attempt}, "
+                f"expected {expected}"
+            )
+        last[event.call_id] = (seq, event)
+    kept = {seq for seq, _ in last.values()}
+    return [(seq, event) for seq, event in call_events if seq in kept]
+
+
 def _check_log(
     calls: Sequence[ToolCallRequest],
     batch: ToolBatch,
@@ -81,11 +148,18 @@ def _check_log(
     problems: list[str],
 ) -> None:
     n = len(calls)
-    if n == 0:
+    bracket = _last_batch_start(events)
+    if bracket is not None:
+        start, own = bracket, list(events[bracket:])
+        _check_bracket(calls, own, problems)
+    elif n == 0:
         return
-    start, own = _batch_events(events, n, problems)
+    else:
+        start, own = _batch_events(events, n, problems)
     ids = [call.call_id for call in calls]
     call_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolCallEvent)]
+    if bracket is not None:
+        call_events = _last_attempts(call_events, problems)
     result_events = [(start + i, e) for i, e in enumerate(own) if isinstance(e, ToolResultEvent)]
     context_events = [
         (start + i, e) for i, e in enumerate(own) if isinstance(e, ContextMessageEvent)
@@ -117,11 +191,14 @@ def _check_log(
         if result_seq < call_seq:
             problems.append(f"tool/result of {result_event.call_id} comes before its tool/call")
     for index, ((_, event), result) in enumerate(zip(result_events, batch.results, strict=False)):
-        if (event.content, event.is_error, event.error, event.meta) != (
+        # a bracketed batch also logs each result's contexts (an older log has none)
+        contexts = result.additional_contexts if bracket is not None else event.contexts
+        if (event.content, event.is_error, event.error, event.meta, event.contexts) != (
             result.content,
             result.is_error,
             result.error,
             result.meta,
+            contexts,
         ):
             problems.append(
                 f"tool/result of call {index} ({event.call_id}) differs from batch.results[{index}]"
@@ -214,7 +291,11 @@ def check_batch(
     ignored): one ``tool/call`` per call in model order with the model's name and arguments;
     one ``tool/result`` per call in model order, after its ``tool/call`` and pointing at it,
     equal to the returned result; no ``context/message`` before the last ``tool/result``;
-    the ``context/message`` events equal ``batch.contexts``.
+    the ``context/message`` events equal ``batch.contexts``. When the log brackets the batch
+    (its last ``batch/start`` opens the batch's events), also: ``batch/start`` lists exactly
+    the calls, every call of it has one ``tool/call`` per attempt (numbered from 1; the checks
+    above apply to the last attempt's) and one ``tool/result`` (whose ``contexts`` equal the
+    result's ``additional_contexts``), and a ``batch/end`` of the same batch is the last event.
 
     With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
     of these tools is ``ABORTED`` only if its body started and ``ABORTED_BEFORE_DISPATCH`` only
