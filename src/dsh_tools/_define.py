@@ -3,9 +3,9 @@
 Two forms, chosen by ``parameters``:
 
 - a :data:`~dsh_tools.SchemaSpec`: the body receives the frozen argument mapping;
-- an attrs class: the spec is derived from its fields, and the validated arguments are
-  structured by cattrs into an instance, so the body (and the classifier and presenters) are
-  typed by the class with no casts.
+- a class (attrs, dataclass or ``TypedDict``): the spec is derived from its fields, and the
+  validated arguments are structured by cattrs into an instance, so the body (and the
+  classifier and presenters) are typed by the class with no casts.
 
 Both forms validate with the same compiled spec, so a violation reads the same either way.
 """
@@ -16,11 +16,9 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, overload
 
-import attrs
 import trio
-from attrs import AttrsInstance
 
-from ._attrs_schema import derive_attrs_schema
+from ._attrs_schema import derive_attrs_schema, is_argument_class
 from ._converter import converter
 from ._definition import (
     ToolDefinition,
@@ -37,7 +35,7 @@ from ._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 
 __all__ = ["define_tool"]
 
-A = TypeVar("A", bound=AttrsInstance)
+A = TypeVar("A")
 
 
 @overload
@@ -76,7 +74,7 @@ def define_tool(
     *,
     name: str,
     description: str,
-    parameters: SchemaSpec | type[AttrsInstance],
+    parameters: SchemaSpec | type,
     execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
@@ -110,8 +108,9 @@ def define_tool(
     Args:
         name: the name the model calls.
         description: what the model reads about the tool.
-        parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class whose fields describe
-            the arguments (see the "Defining tools" docs page for the supported field types).
+        parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class, a dataclass or a
+            ``TypedDict`` whose fields describe the arguments (see the "Defining tools" docs
+            page for the supported field types).
         execute: ``async (arguments, context) -> ToolReturn``, or a plain function with the
             same arguments that the registry runs in a worker thread (it should poll
             ``context.signal.cancelled``).
@@ -134,8 +133,9 @@ def define_tool(
             the one rule every definition follows; or the spec has an unknown ``type``
             (``unreachable variant in validateArgs: "weird"``), is cyclic, or is nested too
             deeply.
-        TypeError: ``parameters`` is neither a spec nor an attrs class, the spec is malformed in
-            shape or cannot be read, the attrs class has a field type the DSL cannot express,
+        TypeError: ``parameters`` is neither a spec nor a supported class, the spec is
+            malformed in shape or cannot be read, the class has a field type the DSL cannot
+            express,
             ``abandon_on_cancel`` is not a ``bool``, or ``pool`` is not a non-empty ``str``;
             ``name`` is not a non-empty ``str``, ``description`` is not a ``str``, ``execute``
             is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
@@ -154,15 +154,14 @@ def define_tool(
     check_timeout(name, timeout)
 
     if isinstance(parameters, type):
-        if not attrs.has(parameters):
+        if not is_argument_class(parameters):
             raise TypeError(
-                f"define_tool({name}): parameters must be a schema spec or an attrs class, "
-                f"not {parameters.__qualname__}"
+                f"define_tool({name}): {_PARAMETERS_KINDS}, not {parameters.__qualname__}"
             )
         derived = derive_attrs_schema(parameters)
         spec = derived.spec
         shape = derived.shape
-        cls = parameters
+        cls: type[object] = parameters
 
         def convert(args: object) -> object:
             # The library's one converter is strict (exact JSON types, no unknown keys); the
@@ -175,8 +174,7 @@ def define_tool(
         convert = _freeze
     else:
         raise TypeError(
-            f"define_tool({name}): parameters must be a schema spec or an attrs class, "
-            f"not {type(parameters).__name__}"
+            f"define_tool({name}): {_PARAMETERS_KINDS}, not {type(parameters).__name__}"
         )
 
     validate = compile_spec(spec)
@@ -231,6 +229,9 @@ def define_tool(
         if present_result is None
         else _soft_result_presenter(validate, convert, present_result),
     )
+
+
+_PARAMETERS_KINDS = "parameters must be a schema spec, an attrs class, a dataclass or a TypedDict"
 
 
 def _freeze(args: object) -> object:
