@@ -46,6 +46,9 @@ INTERNAL: Final = frozenset(
         # define_tool's derivation of a spec from an attrs class
         ("_attrs_schema", "DerivedSchema"),
         ("_attrs_schema", "derive_attrs_schema"),
+        ("_attrs_schema", "is_argument_class"),
+        # @tool's body, which registry.tool shares
+        ("_tool", "function_tool"),
         # the text for an exception whose str() raises
         ("_errors", "UNPRINTABLE"),
         # JavaScript's number printing for model-facing texts

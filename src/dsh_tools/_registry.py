@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Final, final
+from typing import Any, Final, final, overload
 
 import trio
 
@@ -24,10 +24,13 @@ from ._execution import (
     ToolExecutionMode,
     ToolExecutionResult,
     ToolGuard,
+    ToolResult,
 )
 from ._hooks import HookLists, ToolHooks
 from ._json import thaw_json
 from ._pipeline import PipelineHost, prepare
+from ._presentation import ToolCallView, ToolResultView
+from ._tool import ToolDecorator, ToolFunction, function_tool
 
 __all__ = ["ToolRegistry", "ToolScope", "pipeline_host"]
 
@@ -291,6 +294,67 @@ class ToolRegistry(_HostHolder):
         call, before the scoped guards, in registration order.
         """
         return Disposer(self._global.add_guard(fn))
+
+    @overload
+    def tool(self, fn: ToolFunction, /) -> ToolDefinition: ...
+
+    @overload
+    def tool(
+        self,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        abandon_on_cancel: bool = False,
+        is_concurrency_safe: Callable[[Any], bool] | None = None,
+        pool: str | None = None,
+        present_call: Callable[[Any], ToolCallView | None] | None = None,
+        present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    ) -> ToolDecorator: ...
+
+    def tool(
+        self,
+        fn: ToolFunction | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        abandon_on_cancel: bool = False,
+        is_concurrency_safe: Callable[[Any], bool] | None = None,
+        pool: str | None = None,
+        present_call: Callable[[Any], ToolCallView | None] | None = None,
+        present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    ) -> ToolDefinition | ToolDecorator:
+        """``@registry.tool`` / ``@registry.tool(...)``: :func:`~dsh_tools.tool`, and register
+        the definition as a global tool (as :meth:`register`). The decorated name is bound to
+        the definition, so no disposer is kept: to unregister the tool later, call ``tool`` and
+        ``register`` yourself and keep ``register``'s disposer.
+
+        Raises:
+            TypeError: as :func:`~dsh_tools.tool` raises.
+            ValueError: as :func:`~dsh_tools.tool` and :meth:`register` raise.
+        """
+
+        def decorate(function: ToolFunction) -> ToolDefinition:
+            definition = function_tool(
+                function,
+                name=name,
+                description=description,
+                timeout=timeout,
+                abandon_on_cancel=abandon_on_cancel,
+                is_concurrency_safe=is_concurrency_safe,
+                pool=pool,
+                present_call=present_call,
+                present_result=present_result,
+            )
+            self.register(definition)
+            return definition
+
+        if fn is None:
+            return decorate
+        return decorate(fn)
 
     # --- scopes --------------------------------------------------------------------------
 
