@@ -5,13 +5,16 @@ Two forms, chosen by ``parameters``:
 - a :data:`~dsh_tools.SchemaSpec`: the body receives the frozen argument mapping;
 - a class (attrs, dataclass or ``TypedDict``): the spec is derived from its fields, and the
   validated arguments are structured by cattrs into an instance, so the body (and the
-  classifier and presenters) are typed by the class with no casts.
+  classifier and presenters) are typed by the class with no casts;
+- a pydantic ``BaseModel`` (when its author has pydantic installed; never imported here):
+  pydantic validates and builds the instance, and the model's JSON Schema is the parameters.
 
 Both forms validate with the same compiled spec, so a violation reads the same either way.
 """
 
 from __future__ import annotations
 
+import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, overload
@@ -110,7 +113,8 @@ def define_tool(
         description: what the model reads about the tool.
         parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class, a dataclass or a
             ``TypedDict`` whose fields describe the arguments (see the "Defining tools" docs
-            page for the supported field types).
+            page for the supported field types), or a pydantic ``BaseModel`` (pydantic's
+            messages, prefixed with the path: ``"edits[0].old": Field required``).
         execute: ``async (arguments, context) -> ToolReturn``, or a plain function with the
             same arguments that the registry runs in a worker thread (it should poll
             ``context.signal.cancelled``).
@@ -153,6 +157,20 @@ def define_tool(
     )
     check_timeout(name, timeout)
 
+    model = _pydantic_model(parameters)
+    if model is not None:
+        return _define_with_model(
+            model,
+            name=name,
+            description=description,
+            execute=execute,
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            pool=pool,
+            present_call=present_call,
+            present_result=present_result,
+        )
     if isinstance(parameters, type):
         if not is_argument_class(parameters):
             raise TypeError(
@@ -231,7 +249,116 @@ def define_tool(
     )
 
 
-_PARAMETERS_KINDS = "parameters must be a schema spec, an attrs class, a dataclass or a TypedDict"
+_PARAMETERS_KINDS = (
+    "parameters must be a schema spec, an attrs class, a dataclass, a TypedDict or a pydantic model"
+)
+
+
+# --- pydantic models --------------------------------------------------------------------------
+
+
+def _pydantic_model(parameters: object) -> type | None:
+    """``parameters`` if it is a pydantic ``BaseModel`` subclass. pydantic is never imported
+    here: a model class exists only once its author imported pydantic.
+    """
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(parameters, type):
+        return None
+    base: type = pydantic.BaseModel
+    return parameters if issubclass(parameters, base) else None
+
+
+_Parse = Callable[[object], "tuple[object, list[str]]"]
+
+
+def _model_parser(model: type) -> _Parse:
+    validate_python: Callable[[object], object] = getattr(model, "model_validate")  # noqa: B009 (pydantic is not imported)
+    validation_error: type[Exception] = sys.modules["pydantic"].ValidationError
+
+    def parse(args: object) -> tuple[object, list[str]]:
+        try:
+            return validate_python(args), []
+        except validation_error as exc:
+            errors: Callable[[], list[dict[str, object]]] = getattr(exc, "errors")  # noqa: B009
+            return None, [_model_violation(error) for error in errors()]
+
+    return parse
+
+
+def _model_violation(error: Mapping[str, object]) -> str:
+    path = ""
+    for part in typing.cast("tuple[str | int, ...]", error.get("loc", ())):
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return f'"{path or "arguments"}": {error.get("msg", "")}'
+
+
+def _define_with_model(
+    model: type,
+    *,
+    name: str,
+    description: str,
+    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    timeout: float | None,
+    abandon_on_cancel: bool,
+    is_concurrency_safe: Callable[[typing.Any], bool] | None,
+    pool: str | None,
+    present_call: Callable[[typing.Any], ToolCallView | None] | None,
+    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None,
+) -> ToolDefinition:
+    """``define_tool`` for a pydantic model: pydantic validates and builds the instance, and
+    the model's JSON Schema is the parameters.
+    """
+    parse = _model_parser(model)
+    schema_of: Callable[[], dict[str, object]] = getattr(model, "model_json_schema")  # noqa: B009
+    json_schema = schema_of()
+
+    def validate(args: object) -> list[str]:
+        return parse(args)[1]
+
+    def convert(args: object) -> object:
+        return parse(args)[0]
+
+    validated_execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
+    if is_async_body(execute):
+        body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
+
+        async def validated_execute_async(args: object, context: ToolRunContext) -> ToolReturn:
+            instance, violations = parse(args)
+            if violations:
+                await trio.lowlevel.checkpoint()
+                raise ToolArgsError(violations)
+            return await body(instance, context)
+
+        validated_execute = validated_execute_async
+    else:
+        sync_body = typing.cast("Callable[[object, ToolRunContext], ToolReturn]", execute)
+
+        def validated_execute_sync(args: object, context: ToolRunContext) -> ToolReturn:
+            instance, violations = parse(args)
+            if violations:
+                raise ToolArgsError(violations)
+            return sync_body(instance, context)
+
+        validated_execute = validated_execute_sync
+
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=json_schema,
+        execute=validated_execute,
+        timeout=timeout,
+        abandon_on_cancel=abandon_on_cancel,
+        is_concurrency_safe=None
+        if is_concurrency_safe is None
+        else _soft_classifier(validate, convert, is_concurrency_safe),
+        pool=pool,
+        present_call=None
+        if present_call is None
+        else _soft_call_presenter(validate, convert, present_call),
+        present_result=None
+        if present_result is None
+        else _soft_result_presenter(validate, convert, present_result),
+    )
 
 
 def _freeze(args: object) -> object:
