@@ -459,3 +459,11 @@ def test_the_tools_validation_agrees_with_jsonschema(value: Any) -> None:
     actual = classify(snapshot_json(value))
 
     assert expected == actual, json.dumps(value)
+
+
+async def test_parameters_named_like_the_wrappers_own_names_reach_the_body() -> None:
+    @tool
+    async def odd(args: str, context: int, fn: bool, ctx: ToolRunContext) -> str:
+        return f"{args} {context} {fn} {ctx.call_id}"
+
+    assert "a 1 True call-1" == await _run(odd, {"args": "a", "context": 1, "fn": True})
