@@ -15,6 +15,8 @@ from typing import Any, Final, final, overload
 
 import trio
 
+from ._arguments import parse_call_arguments
+from ._batch import ToolCallRequest
 from ._definition import ToolDefinition, ToolSchema, check_timeout, runs_in_parallel
 from ._disposer import Disposer
 from ._execution import (
@@ -417,12 +419,27 @@ class ToolRegistry(_HostHolder):
             for tool in self._visible(agent)
         ]
 
-    def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
+    def execution_mode(
+        self,
+        call: ToolExecutionInput | ToolExecution | ToolCallRequest,
+        *,
+        agent: object = None,
+    ) -> ToolExecutionMode:
         """How the scheduler may run ``call``: parallel only when the visible tool's
         ``is_concurrency_safe(arguments)`` returns exactly ``True``; a missing tool, a missing
         or raising classifier, or any other return value means exclusive.
+
+        A :class:`~dsh_tools.ToolCallRequest` (the model's call, not yet run) carries no agent:
+        it is classified for ``agent`` (``None``: the global tools) with its arguments parsed
+        as the scheduler parses them. Other calls carry their own agent.
         """
-        if runs_in_parallel(self._lookup(call.name, call.agent), call.arguments):
+        if isinstance(call, ToolCallRequest):
+            tool = self._lookup(call.name, agent)
+            arguments = parse_call_arguments(call.arguments)
+        else:
+            tool = self._lookup(call.name, call.agent)
+            arguments = call.arguments
+        if runs_in_parallel(tool, arguments):
             return ToolExecutionMode.PARALLEL
         return ToolExecutionMode.EXCLUSIVE
 
