@@ -776,11 +776,16 @@ class ClassifierFailsAfterFirst(ToolRegistry):
 
     classified = 0
 
-    def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
+    def execution_mode(
+        self,
+        call: ToolExecutionInput | ToolExecution | ToolCallRequest,
+        *,
+        agent: object = None,
+    ) -> ToolExecutionMode:
         self.classified += 1
         if self.classified > 1:
             raise LookupError("classifier bug")
-        return super().execution_mode(call)
+        return super().execution_mode(call, agent=agent)
 
 
 async def test_a_failing_classifier_propagates_after_the_pool_was_cancelled_and_drained(
