@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from dsh_tools import (
     CancelSignal,
+    GenericCallView,
     ToolArgsError,
     ToolDefinition,
     ToolExecutionInput,
@@ -467,3 +468,34 @@ async def test_parameters_named_like_the_wrappers_own_names_reach_the_body() -> 
         return f"{args} {context} {fn} {ctx.call_id}"
 
     assert "a 1 True call-1" == await _run(odd, {"args": "a", "context": 1, "fn": True})
+
+
+def test_presenters_and_the_classifier_read_the_parameters_as_attributes() -> None:
+    @tool(
+        is_concurrency_safe=lambda args: args.mode == "read",
+        present_call=lambda args: GenericCallView(title=f"{args.mode} {args.path}"),
+    )
+    async def access(path: str, mode: Literal["read", "write"] = "read") -> str:
+        return path
+
+    assert (True, False, "read a.py", None) == (
+        access.is_concurrency_safe is not None
+        and access.is_concurrency_safe(snapshot_json({"path": "a.py"})),
+        access.is_concurrency_safe is not None
+        and access.is_concurrency_safe(snapshot_json({"path": "a.py", "mode": "write"})),
+        access.present_call is not None
+        and getattr(access.present_call(snapshot_json({"path": "a.py"})), "title", None),
+        access.present_call is not None and access.present_call(snapshot_json({"path": 1})),
+    )
+
+
+def test_an_annotation_naming_a_local_class_is_a_clear_type_error() -> None:
+    @attrs.frozen
+    class Local:
+        x: int
+
+    def f(value: Local) -> str:
+        return "x"
+
+    with pytest.raises(TypeError, match=r"^@tool f: cannot resolve its annotations \(name 'Local'"):
+        tool(f)
