@@ -68,6 +68,11 @@ class Page:
             '{"hits":[{"path":"a.py","line":3}],"more":false}',
         ),
         (snapshot_json({"frozen": [1]}), '{"frozen":[1]}'),
+        (
+            [Hit(path="a.py", line=3), Hit(path="b.py", line=1)],
+            '[{"path":"a.py","line":3},{"path":"b.py","line":1}]',
+        ),
+        ({"best": Hit(path="a.py", line=3)}, '{"best":{"path":"a.py","line":3}}'),
     ],
 )
 async def test_a_json_value_or_an_instance_reaches_the_model_as_compact_json(
@@ -80,7 +85,14 @@ async def test_a_json_value_or_an_instance_reaches_the_model_as_compact_json(
 
 @pytest.mark.parametrize(
     "returned",
-    [None, {"x": math.nan}, {"big": 2**60}, {1: "non-str key"}, [TextBlock(text="ok"), "x"]],
+    [
+        None,
+        {"x": math.nan},
+        {"big": 2**60},
+        {1: "non-str key"},
+        [TextBlock(text="ok"), "x"],
+        {1, 2},
+    ],
 )
 async def test_none_and_values_that_are_not_lossless_json_stay_an_invalid_result(
     returned: object,

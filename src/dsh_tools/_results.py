@@ -12,7 +12,6 @@ of compact JSON.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Final, cast
 
@@ -306,23 +305,20 @@ def _is_content(items: list[object] | tuple[object, ...]) -> bool:
 
 def _json_text(value: object) -> object:
     """One text block of ``value`` as compact JSON, or ``value`` itself when it is not lossless
-    JSON data (stage 9 then rejects it).
+    JSON data, even once the converter has unstructured the attrs / dataclass instances in it
+    (stage 9 then rejects it).
     """
     if value is None:
         return value  # most likely a forgotten ``return``: stays an error
-    cls = type(value)
-    data = value
-    if attrs.has(cls) or dataclasses.is_dataclass(cls):
-        if cls in content_block_classes():
-            return value  # a bare block is not content: a sequence of blocks is
+    if type(value) in content_block_classes():
+        return value  # a bare block is content, as it always was
+    try:
+        frozen = snapshot_json(value)
+    except (TypeError, ValueError):
         try:
-            data = converter.unstructure(value)
+            frozen = snapshot_json(converter.unstructure(value))
         except Exception:
             return value
-    try:
-        frozen = snapshot_json(data)
-    except (TypeError, ValueError):
-        return value
     return text_block(json.dumps(frozen, separators=(",", ":"), ensure_ascii=False))
 
 
