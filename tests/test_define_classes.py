@@ -15,6 +15,7 @@ from dsh_tools import (
     ToolArgsError,
     ToolDefinition,
     ToolRunContext,
+    converter,
     define_tool,
     snapshot_json,
     thaw_json,
@@ -183,3 +184,34 @@ def test_a_plain_class_is_still_rejected() -> None:
         match=r"^define_tool\(t\): parameters must be a schema spec, an attrs class, a dataclass",
     ):
         define_tool(name="t", description="d", parameters=Plain, execute=body)
+
+
+class Note(TypedDict):
+    text: str
+    author: NotRequired[str]
+
+
+class NoteArgs(TypedDict):
+    note: Note
+    pinned: NotRequired[bool]
+
+
+async def test_an_absent_not_required_key_is_absent_from_the_typeddict_at_every_level() -> None:
+    # under ``from __future__ import annotations`` Python 3.11 counts NotRequired keys as required
+    seen: list[NoteArgs] = []
+
+    async def body(args: NoteArgs, context: ToolRunContext) -> str:
+        seen.append(args)
+        return "ok"
+
+    definition = define_tool(name="n", description="d", parameters=NoteArgs, execute=body)
+    await _run(definition, {"note": {"text": "hi"}})
+
+    assert [{"note": {"text": "hi"}}] == seen
+
+
+def test_the_converter_structures_a_typeddict_without_its_not_required_keys() -> None:
+    assert {"note": {"text": "hi", "author": "ada"}} == converter.structure(
+        {"note": {"text": "hi", "author": "ada"}}, NoteArgs
+    )
+    assert {"note": {"text": "hi"}} == converter.structure({"note": {"text": "hi"}}, NoteArgs)

@@ -47,6 +47,7 @@ INTERNAL: Final = frozenset(
         ("_attrs_schema", "DerivedSchema"),
         ("_attrs_schema", "derive_attrs_schema"),
         ("_attrs_schema", "is_argument_class"),
+        ("_attrs_schema", "typeddict_required_keys"),
         # @tool's body, which registry.tool shares
         ("_tool", "function_tool"),
         # the text for an exception whose str() raises

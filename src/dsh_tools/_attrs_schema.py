@@ -20,7 +20,7 @@ import attrs
 from ._json import snapshot_json, thaw_json
 from ._schema import SchemaProp, SchemaSpec
 
-__all__ = ["DerivedSchema", "derive_attrs_schema", "is_argument_class"]
+__all__ = ["DerivedSchema", "derive_attrs_schema", "is_argument_class", "typeddict_required_keys"]
 
 _MISSING: Final = object()
 
@@ -90,25 +90,37 @@ def _fields(cls: type, hints: Mapping[str, object]) -> list[_Field]:
             for field in dataclasses.fields(cls)
             if field.init
         ]
-    # a TypedDict: a key outside __required_keys__ (total=False) or marked NotRequired may be
-    # absent. The marker is read here too: under ``from __future__ import annotations`` Python
-    # 3.11 cannot see it when it builds __required_keys__.
+    required = typeddict_required_keys(cls)
+    return [
+        _Field(
+            name=name,
+            annotation=annotation,
+            has_default=name not in required,
+            default=_MISSING,
+            description=None,
+        )
+        for name, annotation in hints.items()
+    ]
+
+
+def typeddict_required_keys(cls: type) -> frozenset[str]:
+    """The keys a ``TypedDict`` requires: outside ``total=False`` and not ``NotRequired[...]``.
+
+    ``__required_keys__`` alone is wrong under ``from __future__ import annotations`` on Python
+    3.11 (it cannot see a ``NotRequired`` written as a string), so the resolved annotations are
+    read as well.
+
+    Raises:
+        NameError: an annotation names something the class's module does not define.
+    """
     required: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
     extras = typing.get_type_hints(cls, include_extras=True)
-    fields: list[_Field] = []
-    for name, annotation in hints.items():
-        marker = typing.get_origin(extras.get(name))
-        fields.append(
-            _Field(
-                name=name,
-                annotation=annotation,
-                has_default=marker is NotRequired
-                or (marker is not Required and name not in required),
-                default=_MISSING,
-                description=None,
-            )
-        )
-    return fields
+    keys: set[str] = set()
+    for name, annotation in extras.items():
+        marker = typing.get_origin(annotation)
+        if marker is Required or (marker is not NotRequired and name in required):
+            keys.add(name)
+    return frozenset(keys)
 
 
 def derive_attrs_schema(cls: type) -> DerivedSchema:
