@@ -94,3 +94,16 @@ async def test_the_function_form_example_shows_its_schema_and_answers_calls(
         'error: Error: invalid arguments: missing required property "pattern"; '
         '"mode" must be one of ["files","content"]',
     ]
+
+
+async def test_the_other_classes_example_answers_as_the_page_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await load_example("defining_tools_other_classes.py").main()
+
+    assert capsys.readouterr().out.splitlines() == [
+        "ok: moved a.txt to b.txt (overwrite=False)",
+        'ok: {"path":"b.txt","tags":["draft"],"note":null}',
+        "ok: renamed b.txt to c.txt",
+        'error: Error: invalid arguments: "new_name": String should have at least 1 character',
+    ]
