@@ -9,7 +9,7 @@ import json
 import re
 import threading
 from collections.abc import Sequence
-from typing import Any, Literal, assert_type
+from typing import Any, Literal, NotRequired, TypedDict, assert_type
 
 import attrs
 import jsonschema
@@ -364,6 +364,11 @@ def test_something_not_callable_is_a_type_error() -> None:
 # --- the schema against jsonschema -------------------------------------------------------------
 
 
+class Span(TypedDict):
+    start: int
+    end: NotRequired[int]
+
+
 @attrs.frozen
 class Inner:
     name: str
@@ -380,6 +385,9 @@ async def oracle(
     level: Literal["low", "high"],
     inner: Inner,
     many: list[Inner],
+    span: Span,
+    tagged: Label,
+    color: Color,
     maybe: int | None = None,
     label: str = "x",
 ) -> str:
