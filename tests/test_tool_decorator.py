@@ -14,6 +14,7 @@ from typing import Any, Literal, NotRequired, TypedDict, assert_type
 import attrs
 import jsonschema
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -507,3 +508,10 @@ def test_an_annotation_naming_a_local_class_is_a_clear_type_error() -> None:
 
     with pytest.raises(TypeError, match=r"^@tool f: cannot resolve its annotations \(name 'Local'"):
         tool(f)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_valid(ORACLE_SCHEMA))
+def test_arguments_the_validator_accepts_always_reach_the_body(value: Any) -> None:
+    # structuring cannot fail after validation: every accepted value becomes typed arguments
+    assert "ok" == trio.run(_run, oracle, value)
