@@ -36,7 +36,7 @@ from ._json import CHECKED_BY, FrozenJsonObject, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
 from ._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 
-__all__ = ["define_tool"]
+__all__ = ["build_definition", "define_tool"]
 
 A = TypeVar("A")
 
@@ -145,6 +145,38 @@ def define_tool(
             is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
             neither ``None`` nor callable.
     """
+    return build_definition(
+        name=name,
+        description=description,
+        parameters=parameters,
+        execute=execute,
+        timeout=timeout,
+        abandon_on_cancel=abandon_on_cancel,
+        is_concurrency_safe=is_concurrency_safe,
+        pool=pool,
+        present_call=present_call,
+        present_result=present_result,
+    )
+
+
+def build_definition(
+    *,
+    name: str,
+    description: str,
+    parameters: SchemaSpec | type,
+    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    timeout: float | None = None,
+    abandon_on_cancel: bool = False,
+    is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
+    pool: str | None = None,
+    present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
+    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
+    awaited: bool | None = None,
+) -> ToolDefinition:
+    """:func:`define_tool`, for the package: ``awaited`` says whether ``execute``'s result is
+    awaited (``None``: whether ``execute`` is an async body). ``@tool`` passes a plain function
+    that returns the author's coroutine, so the author's body is awaited with no frame between.
+    """
     check_definition_fields(
         name,
         description,
@@ -170,6 +202,7 @@ def define_tool(
             pool=pool,
             present_call=present_call,
             present_result=present_result,
+            awaited=awaited,
         )
     if isinstance(parameters, type):
         if not is_argument_class(parameters):
@@ -197,7 +230,7 @@ def define_tool(
 
     validate = compile_spec(spec)
     validated_execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
-    if is_async_body(execute):
+    if is_async_body(execute) if awaited is None else awaited:
         body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
 
         # the spec form hands a frozen value to the body as it is
@@ -304,6 +337,7 @@ def _define_with_model(
     pool: str | None,
     present_call: Callable[[typing.Any], ToolCallView | None] | None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None,
+    awaited: bool | None,
 ) -> ToolDefinition:
     """``define_tool`` for a pydantic model: pydantic validates and builds the instance, and
     the model's JSON Schema is the parameters.
@@ -319,7 +353,7 @@ def _define_with_model(
         return parse(args)[0]
 
     validated_execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
-    if is_async_body(execute):
+    if is_async_body(execute) if awaited is None else awaited:
         body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
 
         async def validated_execute_async(args: object, context: ToolRunContext) -> ToolReturn:
