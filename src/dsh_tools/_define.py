@@ -47,7 +47,7 @@ def define_tool(
     name: str,
     description: str,
     parameters: type[A],
-    execute: Callable[[A, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[A, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[A], bool] | None = None,
@@ -63,7 +63,7 @@ def define_tool(
     name: str,
     description: str,
     parameters: SchemaSpec,
-    execute: Callable[[FrozenJsonObject, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[FrozenJsonObject, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
@@ -78,7 +78,7 @@ def define_tool(
     name: str,
     description: str,
     parameters: SchemaSpec | type,
-    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[typing.Any, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
@@ -117,7 +117,9 @@ def define_tool(
             messages, prefixed with the path: ``"edits[0].old": Field required``).
         execute: ``async (arguments, context) -> ToolReturn``, or a plain function with the
             same arguments that the registry runs in a worker thread (it should poll
-            ``context.signal.cancelled``).
+            ``context.signal.cancelled``). Beyond a ``ToolReturn`` it may return JSON data or
+            an attrs / dataclass instance, which the model reads as compact JSON text (hence
+            the ``object`` return type).
         timeout: the cooperative budget in seconds applied by the timeout policy.
         abandon_on_cancel: for a plain ``def`` body: when the call is cancelled, report
             ``Error: tool call aborted (its worker thread was abandoned and may still be
@@ -164,7 +166,7 @@ def build_definition(
     name: str,
     description: str,
     parameters: SchemaSpec | type,
-    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[typing.Any, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
@@ -330,7 +332,7 @@ def _define_with_model(
     *,
     name: str,
     description: str,
-    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[typing.Any, ToolRunContext], object],
     timeout: float | None,
     abandon_on_cancel: bool,
     is_concurrency_safe: Callable[[typing.Any], bool] | None,
