@@ -62,3 +62,48 @@ def test_the_class_form_example_presents_a_call_with_the_typed_instance() -> Non
     tool = load_example("defining_tools_class.py").edit_tool
 
     assert tool.present_call({"path": "a.py", "edits": []}).title == "Edit a.py"
+
+
+async def test_the_function_form_example_shows_its_schema_and_answers_calls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await load_example("defining_tools_function.py").main()
+
+    assert capsys.readouterr().out.splitlines() == [
+        "search - Search the workspace for a regular expression.",
+        "count_lines - Count the lines of a file.",
+        json.dumps(
+            {
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "The regular expression."},
+                    "mode": {
+                        "type": "string",
+                        "description": "List matching files, or matching lines.",
+                        "enum": ["files", "content"],
+                        "default": "content",
+                    },
+                    "limit": {"type": "integer", "description": "At most this many results."},
+                },
+                "required": ["pattern"],
+            }
+        ),
+        'ok: {"pattern":"TODO","mode":"content","hits":["src/app.py:3","src/db.py:41"],'
+        '"call":"call-1"}',
+        "ok: 3",
+        'error: Error: invalid arguments: missing required property "pattern"; '
+        '"mode" must be one of ["files","content"]',
+    ]
+
+
+async def test_the_other_classes_example_answers_as_the_page_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await load_example("defining_tools_other_classes.py").main()
+
+    assert capsys.readouterr().out.splitlines() == [
+        "ok: moved a.txt to b.txt (overwrite=False)",
+        'ok: {"path":"b.txt","tags":["draft"],"note":null}',
+        "ok: renamed b.txt to c.txt",
+        'error: Error: invalid arguments: "new_name": String should have at least 1 character',
+    ]

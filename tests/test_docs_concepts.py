@@ -1,8 +1,10 @@
-"""The quickstart example shared by the concepts page and the README runs as documented."""
+"""The concepts page's quickstart and the README's agent loop run as documented."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,15 +42,11 @@ def test_the_concepts_page_shows_the_quickstart_s_real_output() -> None:
     )
 
 
-def test_the_readme_shows_the_quickstart_s_real_output() -> None:
-    assert "\n".join(EXPECTED_OUTPUT) + "\n" in _fenced_blocks(ROOT / "README.md", "text")
+AGENT_LOOP = EXAMPLES / "agent_loop.py"
 
 
-def test_the_readme_example_is_the_quickstart_without_its_docstring() -> None:
-    source = EXAMPLE.read_text(encoding="utf-8")
-    body = source.split('"""', 2)[2].lstrip("\n")
-
-    assert body in _fenced_blocks(ROOT / "README.md", "python")
+def _agent_loop_body() -> str:
+    return AGENT_LOOP.read_text(encoding="utf-8").split('"""', 2)[2].lstrip("\n")
 
 
 def _stage_numbers(path: Path) -> list[int]:
@@ -63,3 +61,32 @@ def test_the_concepts_page_numbers_the_stages_as_the_pipeline_page_does() -> Non
 
     assert expected == _stage_numbers(ROOT / "docs" / "pipeline.md")
     assert expected == _stage_numbers(ROOT / "docs" / "concepts.md")
+
+
+def test_the_readme_example_is_the_agent_loop_without_its_docstring() -> None:
+    assert _agent_loop_body() in _fenced_blocks(ROOT / "README.md", "python")
+
+
+def test_the_readme_agent_loop_is_under_40_lines() -> None:
+    assert len(_agent_loop_body().splitlines()) < 40
+
+
+def test_the_readme_agent_loop_runs_with_no_network_and_prints_what_the_readme_shows() -> None:
+    done = subprocess.run(
+        [sys.executable, str(AGENT_LOOP)], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert (0, "") == (done.returncode, done.stderr)
+    assert done.stdout in _fenced_blocks(ROOT / "README.md", "text")
+    assert "17 + 25 = 42\n" == done.stdout
+
+
+def test_the_readme_starts_with_the_demo_and_the_test_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+
+    assert readme.startswith(
+        "# dsh-tools\n\n```console\n"
+        "python -m pip install '.[cli]' && dsh-tools demo     "
+        "# a scripted agent turn through the real pipeline, live\n"
+        "python -m pip install nox && python -m nox -s tests   # run the whole test suite\n```\n"
+    )

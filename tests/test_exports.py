@@ -48,6 +48,11 @@ INTERNAL: Final = frozenset(
         # define_tool's derivation of a spec from an attrs class
         ("_attrs_schema", "DerivedSchema"),
         ("_attrs_schema", "derive_attrs_schema"),
+        ("_attrs_schema", "is_argument_class"),
+        ("_attrs_schema", "typeddict_required_keys"),
+        # @tool's body, which registry.tool shares, and the define_tool it builds on
+        ("_tool", "function_tool"),
+        ("_define", "build_definition"),
         # the text for an exception whose str() raises
         ("_errors", "UNPRINTABLE"),
         # JavaScript's number printing for model-facing texts

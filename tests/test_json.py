@@ -7,6 +7,8 @@ import dataclasses
 import enum
 import json
 import pickle
+import subprocess
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -34,7 +36,7 @@ from dsh_tools import (
     thaw_json,
 )
 from strategies import json_keys, json_values, snapshotted_json
-from support import ROOT, load_example
+from support import EXAMPLES, ROOT, load_example
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -737,6 +739,19 @@ async def test_the_interop_example_posts_and_validates_frozen_arguments(
     await load_example("defining_tools_interop.py").main()
 
     assert INTEROP_OUTPUT == capsys.readouterr().out
+
+
+def test_the_interop_example_runs_with_only_what_its_page_names() -> None:
+    # the page names jsonschema; httpx, which no extra of the library installs, must not be needed
+    probe = (
+        "import sys, runpy; sys.modules['httpx'] = None; "
+        f"runpy.run_path({str(EXAMPLES / 'defining_tools_interop.py')!r}, run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert (0, INTEROP_OUTPUT, "") == (done.returncode, done.stdout, done.stderr)
 
 
 def test_the_defining_tools_page_shows_the_interop_example_s_real_output() -> None:

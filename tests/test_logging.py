@@ -9,6 +9,7 @@ The model-facing texts stay the original's.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, cast
 
 import pytest
@@ -20,6 +21,7 @@ from dsh_tools import (
     PostToolDecision,
     PreExecuteNext,
     PreToolDecision,
+    TextBlock,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
@@ -156,9 +158,12 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
 @pytest.mark.parametrize(
     ("returned", "detail"),
     [
-        (42, "a body returned 42, an int, where str, content blocks or ToolOutput belong"),
+        (
+            {"x": math.inf},
+            "a body returned {'x': inf}, a dict, where str, content blocks or ToolOutput belong",
+        ),
         (None, "a body returned None, a NoneType, where str, content blocks or ToolOutput belong"),
-        (["x"], 'content[0] is "x", a str, not a content block'),
+        ([TextBlock(text="ok"), "x"], 'content[1] is "x", a str, not a content block'),
         (
             ToolOutput(content=(), meta=cast(Any, {"callback": print})),
             "meta: $.callback: a value of type builtin_function_or_method is not JSON data",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import attrs
@@ -819,7 +820,7 @@ INVALID_RESULT = error_result("Error: tool result must be losslessly JSON-serial
 
 @pytest.mark.parametrize(
     "returned",
-    [None, 42, {"text": "a dict is not content"}, [TextBlock(text="ok"), "not a block"]],
+    [None, {"nan": math.nan}, [TextBlock(text="ok"), "not a block"]],
 )
 async def test_a_body_returning_something_that_is_not_content_is_an_invalid_result(
     returned: object,
@@ -846,7 +847,7 @@ async def test_a_block_with_a_non_str_text_is_an_invalid_result() -> None:
 async def test_an_invalid_result_drops_its_contexts() -> None:
     async def body(args: Any, context: ToolRunContext) -> Any:
         context.defer_context(plugin_context("deferred"))
-        return 42
+        return None
 
     registry, _ = _registry(body)
 
@@ -869,7 +870,7 @@ async def test_a_wrapper_returning_something_that_is_not_a_result_is_an_invalid_
 
 async def test_post_execute_sees_non_content_before_materialization_rejects_it() -> None:
     async def body(args: Any, context: ToolRunContext) -> Any:
-        return 42
+        return None
 
     registry, _ = _registry(body)
     seen: list[tuple[object, ...]] = []
@@ -884,7 +885,7 @@ async def test_post_execute_sees_non_content_before_materialization_rejects_it()
 
     result = await registry.execute(_input())
 
-    assert ([(42,)], ToolExecutionResult(content=_text("repaired"), is_error=False)) == (
+    assert ([(None,)], ToolExecutionResult(content=_text("repaired"), is_error=False)) == (
         seen,
         result,
     )

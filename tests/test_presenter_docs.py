@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from support import load_example
+from support import ROOT, load_example
+
+
+def _shown_on_the_page() -> str:
+    page = (ROOT / "docs" / "showing-tool-calls.md").read_text(encoding="utf-8")
+    return page.split("It prints:\n\n````text\n", 1)[1].split("````", 1)[0]
 
 
 async def test_the_presenter_example_prints_each_view(capsys: pytest.CaptureFixture[str]) -> None:
@@ -21,4 +26,5 @@ async def test_the_presenter_example_prints_each_view(capsys: pytest.CaptureFixt
         "app.py",
         "```",
     ]
-    assert expected == capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    assert (expected, out) == (out.splitlines(), _shown_on_the_page())

@@ -10,6 +10,7 @@ import pytest
 
 from dsh_tools import (
     Disposer,
+    ToolCallRequest,
     ToolDefinition,
     ToolExecutionMode,
     ToolRegistry,
@@ -638,6 +639,35 @@ def test_execution_mode_passes_the_arguments_to_the_classifier() -> None:
     assert expected == (
         registry.execution_mode(execution_input("a", arguments={"x": "read"})),
         registry.execution_mode(execution_input("a", arguments={"x": "write"})),
+    )
+
+
+def test_execution_mode_classifies_a_model_call_by_its_parsed_arguments() -> None:
+    registry = ToolRegistry()
+    registry.register(_tool("a", is_concurrency_safe=_reads_are_safe))
+
+    expected = (
+        ToolExecutionMode.PARALLEL,
+        ToolExecutionMode.EXCLUSIVE,
+        ToolExecutionMode.EXCLUSIVE,
+    )
+    assert expected == (
+        registry.execution_mode(ToolCallRequest(call_id="c1", name="a", arguments='{"x":"read"}')),
+        registry.execution_mode(ToolCallRequest(call_id="c2", name="a", arguments='{"x":"write"}')),
+        registry.execution_mode(ToolCallRequest(call_id="c3", name="a", arguments="not json")),
+    )
+
+
+def test_execution_mode_of_a_model_call_sees_the_given_agents_tools() -> None:
+    registry = ToolRegistry()
+    agent = Agent()
+    registry.scope(agent).register(_tool("mine", is_concurrency_safe=_always_safe))
+    call = ToolCallRequest(call_id="c1", name="mine", arguments="{}")
+
+    expected = (ToolExecutionMode.PARALLEL, ToolExecutionMode.EXCLUSIVE)
+    assert expected == (
+        registry.execution_mode(call, agent=agent),
+        registry.execution_mode(call),
     )
 
 

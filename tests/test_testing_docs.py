@@ -59,3 +59,16 @@ def test_the_benchmark_example_prints_every_ratio(capsys: pytest.CaptureFixture[
     assert len(patterns) == len(lines)
     for pattern, line in zip(patterns, lines, strict=True):
         assert re.fullmatch(pattern, line), line
+
+
+def test_the_property_snippet_runs_as_the_page_shows_it() -> None:
+    page = (ROOT / "docs" / "testing-your-tools.md").read_text(encoding="utf-8")
+    section = page.split("## Property tests", 1)[1]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+
+    exec(compile(snippet, "testing-your-tools.md", "exec"), namespace)
+    test = namespace["test_every_batch_keeps_the_invariants"]
+
+    assert callable(test)
+    test()  # the snippet's own imports suffice: Hypothesis runs its examples here

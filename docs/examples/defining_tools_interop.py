@@ -1,10 +1,14 @@
-"""Frozen arguments go straight to JSON libraries; jsonschema validates the thawed value."""
+"""Frozen arguments go straight to JSON libraries; jsonschema validates the thawed value.
+
+Needs jsonschema (``pip install jsonschema``); everything else is the standard library.
+"""
 
 from __future__ import annotations
 
 import json
+import urllib.parse
+import urllib.request
 
-import httpx
 import jsonschema
 import trio
 
@@ -29,11 +33,13 @@ TICKET_SCHEMA = {
 async def file_ticket(args: FrozenJsonObject, context: ToolRunContext) -> str:
     await trio.lowlevel.checkpoint()
     # a frozen value is a dict: every JSON serializer takes it as it is
-    request = httpx.Request("POST", "https://tracker.example/api/tickets", json=args)
     body = json.dumps(args)
+    request = urllib.request.Request(
+        "https://tracker.example/api/tickets", data=body.encode(), method="POST"
+    )
     # its arrays are tuples, which jsonschema does not count as arrays: validate the thawed copy
     jsonschema.validate(thaw_json(args), TICKET_SCHEMA)
-    return f"{request.method} {request.url.path} {body}"
+    return f"{request.get_method()} {urllib.parse.urlsplit(request.full_url).path} {body}"
 
 
 ticket_tool = define_tool(

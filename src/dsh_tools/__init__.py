@@ -13,6 +13,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   batches      _presenter (views for events) _scheduler _timeout (a policy)
 #                _timeline (when each body ran)
 #   registry     _registry _approval (the user-approval service)
+#   functions    _tool (@tool: a definition from a function's signature and docstring)
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
 #   results      _results (the canonical results, stage 9's check) _hooks
@@ -163,6 +164,9 @@ from ._structured import validate_structured_value as validate_structured_value
 from ._timeline import TimelineRecorder as TimelineRecorder
 from ._timeline import TimelineSpan as TimelineSpan
 from ._timeout import install_timeout_policy as install_timeout_policy
+from ._tool import ToolDecorator as ToolDecorator
+from ._tool import ToolFunction as ToolFunction
+from ._tool import tool as tool
 
 __all__ = [
     "Accept",
@@ -252,6 +256,7 @@ __all__ = [
     "ToolCallKind",
     "ToolCallRequest",
     "ToolCallView",
+    "ToolDecorator",
     "ToolDefinition",
     "ToolDispatchExecution",
     "ToolErrorInfo",
@@ -260,6 +265,7 @@ __all__ = [
     "ToolExecutionMode",
     "ToolExecutionResult",
     "ToolExecutionToken",
+    "ToolFunction",
     "ToolGuard",
     "ToolHooks",
     "ToolNotFoundError",
@@ -297,6 +303,7 @@ __all__ = [
     "session_turn",
     "snapshot_json",
     "thaw_json",
+    "tool",
     "tool_result_from_event",
     "validate_args",
     "validate_structured_value",

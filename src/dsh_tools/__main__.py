@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["main"]
 
+_BROKEN_PIPE = 1
+"""The exit status of a command whose stdout reader went away (``| head``): what Python's own
+recipe for EPIPE and ``rich`` (which ends its views so) report."""
+
 _NEEDS_CLI = "`dsh-tools {command}` needs the [cli] extra: python -m pip install 'dsh-tools[cli]'"
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="dsh-tools", description="Tools for the dsh-tools tool-execution layer."
     )
+    parser.add_argument("--version", action="version", version=f"dsh-tools {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser(
@@ -117,8 +125,39 @@ def _quiet_library_logs() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code."""
+    """Run the command line; return the exit code.
+
+    A closed stdout (``dsh-tools demo | head``) ends any command quietly, with exit status 1.
+    """
     arguments = sys.argv[1:] if argv is None else list(argv)
+    code = 0
+    broken = False
+    try:
+        try:
+            code = _run(arguments)
+        finally:
+            # a closed pipe may surface only when the last buffered output is written
+            sys.stdout.flush()
+    except* BrokenPipeError:
+        broken = True
+    if broken:
+        _discard_stdout()
+        return _BROKEN_PIPE
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's flush at exit cannot fail again
+    (it would print ``Exception ignored ... BrokenPipeError``).
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor behind sys.stdout (a test's capture)
+        pass
+
+
+def _run(arguments: list[str]) -> int:
     if arguments[:1] == ["acp"]:
         return _acp(arguments[1:])
     args = _parser().parse_args(arguments)
@@ -131,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)
+        except BrokenPipeError:
+            raise  # stdout, not the log: main ends quietly
         except OSError as exc:
             return _log_error(exc)
     if command == "bench" and args.json:
@@ -146,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             return main_live_demo(log=args.log)
+        except BrokenPipeError:
+            raise  # stdout, not the log: main ends quietly
         except OSError as exc:
             return _log_error(exc)
     if command == "bench":

@@ -1,24 +1,26 @@
-"""Specs derived from attrs classes: how ``define_tool(parameters=SomeAttrsClass)`` shows and
-validates typed arguments.
+"""Specs derived from classes: how ``define_tool(parameters=SomeClass)`` shows and validates
+typed arguments, for an attrs class, a dataclass or a ``TypedDict``.
 
 :func:`derive_attrs_schema` turns the class's fields into a :data:`~dsh_tools.SchemaSpec` (the
-schema DSL of ``_schema``) plus a shaper that makes validated arguments ready for cattrs.
+schema DSL of ``_schema``) plus a shaper that makes validated arguments ready for cattrs, which
+structures all three kinds of class.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, Literal, TypeAlias, Union
+from typing import Final, Literal, NotRequired, Required, TypeAlias, Union
 
 import attrs
 
 from ._json import snapshot_json, thaw_json
 from ._schema import SchemaProp, SchemaSpec
 
-__all__ = ["DerivedSchema", "derive_attrs_schema"]
+__all__ = ["DerivedSchema", "derive_attrs_schema", "is_argument_class", "typeddict_required_keys"]
 
 _MISSING: Final = object()
 
@@ -38,15 +40,100 @@ _Shape: TypeAlias = Callable[[object], object] | None
 """Reshapes one validated value for cattrs; ``None`` passes the value through unchanged."""
 
 
+def is_argument_class(cls: object) -> bool:
+    """Whether ``cls`` is a class the derivation reads: attrs, a dataclass, or a ``TypedDict``."""
+    if not isinstance(cls, type):
+        return False
+    return attrs.has(cls) or _is_dataclass(cls) or typing.is_typeddict(cls)
+
+
+def _is_dataclass(cls: type) -> bool:
+    # a plain bool: ``dataclasses.is_dataclass`` narrows its argument to Unknown when false
+    return dataclasses.is_dataclass(cls)
+
+
+@attrs.frozen
+class _Field:
+    name: str
+    annotation: object
+    has_default: bool
+    default: object  # _MISSING unless a plain default value
+    description: object
+
+
+def _fields(cls: type, hints: Mapping[str, object]) -> list[_Field]:
+    if attrs.has(cls):
+        return [
+            _Field(
+                name=field.name,
+                annotation=hints.get(field.name, field.type),
+                has_default=field.default is not attrs.NOTHING,
+                default=_MISSING
+                if field.default is attrs.NOTHING
+                or isinstance(field.default, typing.cast(type, attrs.Factory))
+                else field.default,
+                description=field.metadata.get("description"),
+            )
+            for field in attrs.fields(cls)
+            if field.init
+        ]
+    if _is_dataclass(cls):
+        return [
+            _Field(
+                name=field.name,
+                annotation=hints.get(field.name, field.type),
+                has_default=field.default is not dataclasses.MISSING
+                or field.default_factory is not dataclasses.MISSING,
+                default=_MISSING if field.default is dataclasses.MISSING else field.default,
+                description=field.metadata.get("description"),
+            )
+            for field in dataclasses.fields(cls)
+            if field.init
+        ]
+    required = typeddict_required_keys(cls)
+    return [
+        _Field(
+            name=name,
+            annotation=annotation,
+            has_default=name not in required,
+            default=_MISSING,
+            description=None,
+        )
+        for name, annotation in hints.items()
+    ]
+
+
+def typeddict_required_keys(cls: type) -> frozenset[str]:
+    """The keys a ``TypedDict`` requires: outside ``total=False`` and not ``NotRequired[...]``.
+
+    ``__required_keys__`` alone is wrong under ``from __future__ import annotations`` on Python
+    3.11 (it cannot see a ``NotRequired`` written as a string), so the resolved annotations are
+    read as well.
+
+    Raises:
+        NameError: an annotation names something the class's module does not define.
+    """
+    required: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+    extras = typing.get_type_hints(cls, include_extras=True)
+    keys: set[str] = set()
+    for name, annotation in extras.items():
+        marker = typing.get_origin(annotation)
+        if marker is Required or (marker is not NotRequired and name in required):
+            keys.add(name)
+    return frozenset(keys)
+
+
 def derive_attrs_schema(cls: type) -> DerivedSchema:
-    """Derive a spec (and the matching argument shaper) from an attrs class.
+    """Derive a spec (and the matching argument shaper) from an attrs class, a dataclass or a
+    ``TypedDict``.
 
     Supported field types: ``str``, ``int`` (``"integer"``), ``float`` (``"number"``), ``bool``,
     ``Literal`` of strings and ``Enum`` classes with string values (a string ``enum``), nested
-    attrs classes (objects), ``list[X]`` / ``tuple[X, ...]`` / ``Sequence[X]`` (arrays), and
-    ``X | None`` of any of these. A field is optional when it has a default or is ``X | None``;
-    ``metadata={"description": ...}`` becomes its description, and a default that is JSON data
-    (not ``None``, not a factory) is shown as ``default``.
+    attrs classes, dataclasses and ``TypedDict`` classes (objects), ``list[X]`` /
+    ``tuple[X, ...]`` / ``Sequence[X]`` (arrays), and ``X | None`` of any of these. A field is
+    optional when it has a default (or a factory; for a ``TypedDict``: it is not a required key)
+    or is ``X | None``; ``metadata={"description": ...}`` becomes its description, and a default
+    that is JSON data (not ``None``, not a factory) is shown as ``default``.
 
     Raises:
         TypeError: an unsupported field type (named with its class and field), or a class that
@@ -75,19 +162,16 @@ def _derive_class(
         ) from exc
     spec: dict[str, SchemaProp] = {}
     plan: list[tuple[str, bool, _Shape]] = []
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        annotation = hints.get(field.name, field.type)
+    for field in _fields(cls, hints):
         try:
-            inner, nullable = _split_optional(annotation)
+            inner, nullable = _split_optional(field.annotation)
             prop, shape = _derive_type(inner, seen)
         except TypeError as exc:
             raise TypeError(f"{cls.__qualname__}.{field.name}: {exc}") from None
-        has_default = field.default is not attrs.NOTHING
+        has_default = field.has_default
         if not (has_default or nullable):
             prop["required"] = True
-        description = field.metadata.get("description")
+        description = field.description
         if isinstance(description, str) and description:
             prop["description"] = description
         shown_default = _shown_default(field.default)
@@ -111,11 +195,7 @@ def _derive_class(
 
 
 def _shown_default(default: object) -> object:
-    if (
-        default is None
-        or default is attrs.NOTHING
-        or isinstance(default, typing.cast(type, attrs.Factory))
-    ):
+    if default is None or default is _MISSING:
         return _MISSING
     try:
         return thaw_json(snapshot_json(default))
@@ -155,7 +235,7 @@ def _derive_type(annotation: object, seen: tuple[type, ...]) -> tuple[SchemaProp
         if not values or not all(type(value) is str for value in values):
             raise TypeError(f"only Enum classes with str values are supported: {annotation!r}")
         return {"type": "string", "enum": typing.cast("list[str]", values)}, None
-    if isinstance(annotation, type) and attrs.has(annotation):
+    if isinstance(annotation, type) and is_argument_class(annotation):
         nested, shape_object = _derive_class(annotation, seen)
 
         def shape_nested(value: object) -> object:

@@ -25,13 +25,29 @@ import re
 import sys
 import types
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin
+from typing import (
+    Any,
+    Final,
+    NotRequired,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 import attrs
 import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.gen.typeddicts import (
+    make_dict_structure_fn as make_typeddict_structure_fn,  # pyright: ignore[reportUnknownVariableType]
+)
 
+from ._attrs_schema import typeddict_required_keys
 from ._content import (
     ContentBlock,
     HookContext,
@@ -192,6 +208,28 @@ def _make_tuple_structure(tp: Any) -> Callable[[object, object], tuple[Any, ...]
     return structure
 
 
+def _is_typeddict(tp: object) -> bool:
+    return isinstance(tp, type) and is_typeddict(tp)
+
+
+def _make_typeddict_structure(cls: Any) -> Callable[[Any, Any], Any]:
+    # cattrs reads __required_keys__, which Python 3.11 gets wrong for a NotRequired key under
+    # ``from __future__ import annotations``: it structures a twin whose keys say it right
+    # (a TypedDict is a plain dict at run time, so the result is the same object either way)
+    make = cast(
+        "Callable[[Any, cattrs.Converter], Callable[[Any, Any], Any]]",
+        make_typeddict_structure_fn,
+    )
+    try:
+        hints = get_type_hints(cls)
+        required = typeddict_required_keys(cls)
+    except NameError:
+        return make(cls, converter)
+    fields = {name: hint if name in required else NotRequired[hint] for name, hint in hints.items()}
+    twin: Any = TypedDict(cls.__name__, fields)  # pyright: ignore[reportArgumentType]
+    return make(twin, converter)
+
+
 def _structure_enum(value: object, tp: type[enum.Enum]) -> enum.Enum:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise TypeError(f"expected a {tp.__name__} value, got {_type_name(value)}")
@@ -217,6 +255,7 @@ converter.register_unstructure_hook_func(_is_json_value, _unstructure_json_value
 converter.register_structure_hook_func(_is_json_schema, _structure_json_schema)
 converter.register_unstructure_hook_func(_is_json_schema, _unstructure_json_schema)
 converter.register_structure_hook_factory(_is_homogeneous_tuple, _make_tuple_structure)
+converter.register_structure_hook_factory(_is_typeddict, _make_typeddict_structure)
 
 
 # --- wire classes and tagged unions --------------------------------------------------------

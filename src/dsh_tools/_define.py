@@ -3,24 +3,25 @@
 Two forms, chosen by ``parameters``:
 
 - a :data:`~dsh_tools.SchemaSpec`: the body receives the frozen argument mapping;
-- an attrs class: the spec is derived from its fields, and the validated arguments are
-  structured by cattrs into an instance, so the body (and the classifier and presenters) are
-  typed by the class with no casts.
+- a class (attrs, dataclass or ``TypedDict``): the spec is derived from its fields, and the
+  validated arguments are structured by cattrs into an instance, so the body (and the
+  classifier and presenters) are typed by the class with no casts;
+- a pydantic ``BaseModel`` (when its author has pydantic installed; never imported here):
+  pydantic validates and builds the instance, and the model's JSON Schema is the parameters.
 
 Both forms validate with the same compiled spec, so a violation reads the same either way.
 """
 
 from __future__ import annotations
 
+import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, overload
 
-import attrs
 import trio
-from attrs import AttrsInstance
 
-from ._attrs_schema import derive_attrs_schema
+from ._attrs_schema import derive_attrs_schema, is_argument_class
 from ._converter import converter
 from ._definition import (
     ToolDefinition,
@@ -35,9 +36,9 @@ from ._json import CHECKED_BY, FrozenJsonObject, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
 from ._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 
-__all__ = ["define_tool"]
+__all__ = ["build_definition", "define_tool"]
 
-A = TypeVar("A", bound=AttrsInstance)
+A = TypeVar("A")
 
 
 @overload
@@ -46,7 +47,7 @@ def define_tool(
     name: str,
     description: str,
     parameters: type[A],
-    execute: Callable[[A, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[A, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[A], bool] | None = None,
@@ -62,7 +63,7 @@ def define_tool(
     name: str,
     description: str,
     parameters: SchemaSpec,
-    execute: Callable[[FrozenJsonObject, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    execute: Callable[[FrozenJsonObject, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
@@ -76,8 +77,8 @@ def define_tool(
     *,
     name: str,
     description: str,
-    parameters: SchemaSpec | type[AttrsInstance],
-    execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+    parameters: SchemaSpec | type,
+    execute: Callable[[typing.Any, ToolRunContext], object],
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
@@ -110,11 +111,15 @@ def define_tool(
     Args:
         name: the name the model calls.
         description: what the model reads about the tool.
-        parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class whose fields describe
-            the arguments (see the "Defining tools" docs page for the supported field types).
+        parameters: a :data:`~dsh_tools.SchemaSpec`, or an attrs class, a dataclass or a
+            ``TypedDict`` whose fields describe the arguments (see the "Defining tools" docs
+            page for the supported field types), or a pydantic ``BaseModel`` (pydantic's
+            messages, prefixed with the path: ``"edits[0].old": Field required``).
         execute: ``async (arguments, context) -> ToolReturn``, or a plain function with the
             same arguments that the registry runs in a worker thread (it should poll
-            ``context.signal.cancelled``).
+            ``context.signal.cancelled``). Beyond a ``ToolReturn`` it may return JSON data or
+            an attrs / dataclass instance, which the model reads as compact JSON text (hence
+            the ``object`` return type).
         timeout: the cooperative budget in seconds applied by the timeout policy.
         abandon_on_cancel: for a plain ``def`` body: when the call is cancelled, report
             ``Error: tool call aborted (its worker thread was abandoned and may still be
@@ -134,12 +139,45 @@ def define_tool(
             the one rule every definition follows; or the spec has an unknown ``type``
             (``unreachable variant in validateArgs: "weird"``), is cyclic, or is nested too
             deeply.
-        TypeError: ``parameters`` is neither a spec nor an attrs class, the spec is malformed in
-            shape or cannot be read, the attrs class has a field type the DSL cannot express,
+        TypeError: ``parameters`` is neither a spec nor a supported class, the spec is
+            malformed in shape or cannot be read, the class has a field type the DSL cannot
+            express,
             ``abandon_on_cancel`` is not a ``bool``, or ``pool`` is not a non-empty ``str``;
             ``name`` is not a non-empty ``str``, ``description`` is not a ``str``, ``execute``
             is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
             neither ``None`` nor callable.
+    """
+    return build_definition(
+        name=name,
+        description=description,
+        parameters=parameters,
+        execute=execute,
+        timeout=timeout,
+        abandon_on_cancel=abandon_on_cancel,
+        is_concurrency_safe=is_concurrency_safe,
+        pool=pool,
+        present_call=present_call,
+        present_result=present_result,
+    )
+
+
+def build_definition(
+    *,
+    name: str,
+    description: str,
+    parameters: SchemaSpec | type,
+    execute: Callable[[typing.Any, ToolRunContext], object],
+    timeout: float | None = None,
+    abandon_on_cancel: bool = False,
+    is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
+    pool: str | None = None,
+    present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
+    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
+    awaited: bool | None = None,
+) -> ToolDefinition:
+    """:func:`define_tool`, for the package: ``awaited`` says whether ``execute``'s result is
+    awaited (``None``: whether ``execute`` is an async body). ``@tool`` passes a plain function
+    that returns the author's coroutine, so the author's body is awaited with no frame between.
     """
     check_definition_fields(
         name,
@@ -153,16 +191,30 @@ def define_tool(
     )
     check_timeout(name, timeout)
 
+    model = _pydantic_model(parameters)
+    if model is not None:
+        return _define_with_model(
+            model,
+            name=name,
+            description=description,
+            execute=execute,
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            pool=pool,
+            present_call=present_call,
+            present_result=present_result,
+            awaited=awaited,
+        )
     if isinstance(parameters, type):
-        if not attrs.has(parameters):
+        if not is_argument_class(parameters):
             raise TypeError(
-                f"define_tool({name}): parameters must be a schema spec or an attrs class, "
-                f"not {parameters.__qualname__}"
+                f"define_tool({name}): {_PARAMETERS_KINDS}, not {parameters.__qualname__}"
             )
         derived = derive_attrs_schema(parameters)
         spec = derived.spec
         shape = derived.shape
-        cls = parameters
+        cls: type[object] = parameters
 
         def convert(args: object) -> object:
             # The library's one converter is strict (exact JSON types, no unknown keys); the
@@ -175,13 +227,12 @@ def define_tool(
         convert = _freeze
     else:
         raise TypeError(
-            f"define_tool({name}): parameters must be a schema spec or an attrs class, "
-            f"not {type(parameters).__name__}"
+            f"define_tool({name}): {_PARAMETERS_KINDS}, not {type(parameters).__name__}"
         )
 
     validate = compile_spec(spec)
     validated_execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
-    if is_async_body(execute):
+    if is_async_body(execute) if awaited is None else awaited:
         body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
 
         # the spec form hands a frozen value to the body as it is
@@ -217,6 +268,119 @@ def define_tool(
         name=name,
         description=description,
         parameters=schema_spec_to_json_schema(spec),
+        execute=validated_execute,
+        timeout=timeout,
+        abandon_on_cancel=abandon_on_cancel,
+        is_concurrency_safe=None
+        if is_concurrency_safe is None
+        else _soft_classifier(validate, convert, is_concurrency_safe),
+        pool=pool,
+        present_call=None
+        if present_call is None
+        else _soft_call_presenter(validate, convert, present_call),
+        present_result=None
+        if present_result is None
+        else _soft_result_presenter(validate, convert, present_result),
+    )
+
+
+_PARAMETERS_KINDS = (
+    "parameters must be a schema spec, an attrs class, a dataclass, a TypedDict or a pydantic model"
+)
+
+
+# --- pydantic models --------------------------------------------------------------------------
+
+
+def _pydantic_model(parameters: object) -> type | None:
+    """``parameters`` if it is a pydantic ``BaseModel`` subclass. pydantic is never imported
+    here: a model class exists only once its author imported pydantic.
+    """
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(parameters, type):
+        return None
+    base: type = pydantic.BaseModel
+    return parameters if issubclass(parameters, base) else None
+
+
+_Parse = Callable[[object], "tuple[object, list[str]]"]
+
+
+def _model_parser(model: type) -> _Parse:
+    validate_python: Callable[[object], object] = getattr(model, "model_validate")  # noqa: B009 (pydantic is not imported)
+    validation_error: type[Exception] = sys.modules["pydantic"].ValidationError
+
+    def parse(args: object) -> tuple[object, list[str]]:
+        try:
+            return validate_python(args), []
+        except validation_error as exc:
+            errors: Callable[[], list[dict[str, object]]] = getattr(exc, "errors")  # noqa: B009
+            return None, [_model_violation(error) for error in errors()]
+
+    return parse
+
+
+def _model_violation(error: Mapping[str, object]) -> str:
+    path = ""
+    for part in typing.cast("tuple[str | int, ...]", error.get("loc", ())):
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return f'"{path or "arguments"}": {error.get("msg", "")}'
+
+
+def _define_with_model(
+    model: type,
+    *,
+    name: str,
+    description: str,
+    execute: Callable[[typing.Any, ToolRunContext], object],
+    timeout: float | None,
+    abandon_on_cancel: bool,
+    is_concurrency_safe: Callable[[typing.Any], bool] | None,
+    pool: str | None,
+    present_call: Callable[[typing.Any], ToolCallView | None] | None,
+    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None,
+    awaited: bool | None,
+) -> ToolDefinition:
+    """``define_tool`` for a pydantic model: pydantic validates and builds the instance, and
+    the model's JSON Schema is the parameters.
+    """
+    parse = _model_parser(model)
+    schema_of: Callable[[], dict[str, object]] = getattr(model, "model_json_schema")  # noqa: B009
+    json_schema = schema_of()
+
+    def validate(args: object) -> list[str]:
+        return parse(args)[1]
+
+    def convert(args: object) -> object:
+        return parse(args)[0]
+
+    validated_execute: Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]
+    if is_async_body(execute) if awaited is None else awaited:
+        body = typing.cast("Callable[[object, ToolRunContext], Awaitable[ToolReturn]]", execute)
+
+        async def validated_execute_async(args: object, context: ToolRunContext) -> ToolReturn:
+            instance, violations = parse(args)
+            if violations:
+                await trio.lowlevel.checkpoint()
+                raise ToolArgsError(violations)
+            return await body(instance, context)
+
+        validated_execute = validated_execute_async
+    else:
+        sync_body = typing.cast("Callable[[object, ToolRunContext], ToolReturn]", execute)
+
+        def validated_execute_sync(args: object, context: ToolRunContext) -> ToolReturn:
+            instance, violations = parse(args)
+            if violations:
+                raise ToolArgsError(violations)
+            return sync_body(instance, context)
+
+        validated_execute = validated_execute_sync
+
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=json_schema,
         execute=validated_execute,
         timeout=timeout,
         abandon_on_cancel=abandon_on_cancel,

@@ -12,10 +12,12 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Final, final
+from typing import Any, Final, final, overload
 
 import trio
 
+from ._arguments import parse_call_arguments
+from ._batch import ToolCallRequest
 from ._definition import ToolDefinition, ToolSchema, check_timeout, runs_in_parallel
 from ._disposer import Disposer
 from ._execution import (
@@ -25,10 +27,13 @@ from ._execution import (
     ToolExecutionMode,
     ToolExecutionResult,
     ToolGuard,
+    ToolResult,
 )
 from ._hooks import HookLists, ToolHooks
 from ._json import thaw_json
 from ._pipeline import PipelineHost, prepare
+from ._presentation import ToolCallView, ToolResultView
+from ._tool import ToolDecorator, ToolFunction, function_tool
 
 __all__ = ["ToolRegistry", "ToolScope", "pipeline_host"]
 
@@ -317,6 +322,67 @@ class ToolRegistry(_HostHolder):
         """
         return Disposer(self._global.add_guard(fn))
 
+    @overload
+    def tool(self, fn: ToolFunction, /) -> ToolDefinition: ...
+
+    @overload
+    def tool(
+        self,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        abandon_on_cancel: bool = False,
+        is_concurrency_safe: Callable[[Any], bool] | None = None,
+        pool: str | None = None,
+        present_call: Callable[[Any], ToolCallView | None] | None = None,
+        present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    ) -> ToolDecorator: ...
+
+    def tool(
+        self,
+        fn: ToolFunction | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        abandon_on_cancel: bool = False,
+        is_concurrency_safe: Callable[[Any], bool] | None = None,
+        pool: str | None = None,
+        present_call: Callable[[Any], ToolCallView | None] | None = None,
+        present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    ) -> ToolDefinition | ToolDecorator:
+        """``@registry.tool`` / ``@registry.tool(...)``: :func:`~dsh_tools.tool`, and register
+        the definition as a global tool (as :meth:`register`). The decorated name is bound to
+        the definition, so no disposer is kept: to unregister the tool later, call ``tool`` and
+        ``register`` yourself and keep ``register``'s disposer.
+
+        Raises:
+            TypeError: as :func:`~dsh_tools.tool` raises.
+            ValueError: as :func:`~dsh_tools.tool` and :meth:`register` raise.
+        """
+
+        def decorate(function: ToolFunction) -> ToolDefinition:
+            definition = function_tool(
+                function,
+                name=name,
+                description=description,
+                timeout=timeout,
+                abandon_on_cancel=abandon_on_cancel,
+                is_concurrency_safe=is_concurrency_safe,
+                pool=pool,
+                present_call=present_call,
+                present_result=present_result,
+            )
+            self.register(definition)
+            return definition
+
+        if fn is None:
+            return decorate
+        return decorate(fn)
+
     # --- scopes --------------------------------------------------------------------------
 
     def scope(self, agent: object) -> ToolScope:
@@ -378,12 +444,27 @@ class ToolRegistry(_HostHolder):
             for tool in self._visible(agent)
         ]
 
-    def execution_mode(self, call: ToolExecutionInput | ToolExecution) -> ToolExecutionMode:
+    def execution_mode(
+        self,
+        call: ToolExecutionInput | ToolExecution | ToolCallRequest,
+        *,
+        agent: object = None,
+    ) -> ToolExecutionMode:
         """How the scheduler may run ``call``: parallel only when the visible tool's
         ``is_concurrency_safe(arguments)`` returns exactly ``True``; a missing tool, a missing
         or raising classifier, or any other return value means exclusive.
+
+        A :class:`~dsh_tools.ToolCallRequest` (the model's call, not yet run) carries no agent:
+        it is classified for ``agent`` (``None``: the global tools) with its arguments parsed
+        as the scheduler parses them. Other calls carry their own agent.
         """
-        if runs_in_parallel(self._lookup(call.name, call.agent), call.arguments):
+        if isinstance(call, ToolCallRequest):
+            tool = self._lookup(call.name, agent)
+            arguments = parse_call_arguments(call.arguments)
+        else:
+            tool = self._lookup(call.name, call.agent)
+            arguments = call.arguments
+        if runs_in_parallel(tool, arguments):
             return ToolExecutionMode.PARALLEL
         return ToolExecutionMode.EXCLUSIVE
 

@@ -4,6 +4,10 @@ The pipeline, the scheduler and the timeout policy build their model-facing erro
 so each text has one home; :func:`freeze_result` / :func:`materialize` check a result as
 complete, immutable, lossless JSON, and :func:`normalize` turns a body's return value into a
 success.
+
+A deviation from the original: a body may also return JSON data (``dict``, ``list``, ``int``,
+``float``, ``bool``) or an attrs / dataclass instance, which reaches the model as one text block
+of compact JSON.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ._content import (
     UserSource,
     text_block,
 )
-from ._converter import converter
+from ._converter import content_block_classes, converter
 from ._definition import ToolOutput
 from ._errors import (
     TOOL_ABORTED,
@@ -271,18 +275,51 @@ def is_return_value(returned: object) -> bool:
 def normalize(returned: object) -> ToolExecutionResult:
     """Stage 7.6: a body's return value as a successful result. Content is not checked here:
     shape problems surface at final materialization, after post_execute.
+
+    A ``str`` is one text block, a :class:`~dsh_tools.ToolOutput` its content, and a list or
+    tuple holding a content block (or empty) is content. Any other value that is lossless JSON
+    data (``dict``, ``list``, ``int``, ``float``, ``bool``), or an attrs / dataclass instance the
+    converter unstructures to it, is one text block of compact JSON. What remains (``None``, a
+    value that is not lossless JSON) is carried as is and rejected at stage 9.
     """
     meta: JsonValue = None
     if isinstance(returned, str):
         content: tuple[object, ...] = (text_block(returned),)
     elif isinstance(returned, ToolOutput):
         content, meta = returned.content, returned.meta
-    elif isinstance(returned, list | tuple):
+    elif isinstance(returned, list | tuple) and _is_content(
+        cast("list[object] | tuple[object, ...]", returned)
+    ):
         content = tuple(cast("list[object] | tuple[object, ...]", returned))
     else:
-        # not content at all (None, a dict, a number): carried as is, rejected at stage 9
-        content = (returned,)
+        content = (_json_text(cast("object", returned)),)
     return success_result(content, meta)  # pyright: ignore[reportArgumentType] (checked at stage 9; no runtime cast on the hot path)
+
+
+def _is_content(items: list[object] | tuple[object, ...]) -> bool:
+    if not items:
+        return True
+    blocks = tuple(content_block_classes())
+    return any(isinstance(item, blocks) for item in items)
+
+
+def _json_text(value: object) -> object:
+    """One text block of ``value`` as compact JSON, or ``value`` itself when it is not lossless
+    JSON data, even once the converter has unstructured the attrs / dataclass instances in it
+    (stage 9 then rejects it).
+    """
+    if value is None:
+        return value  # most likely a forgotten ``return``: stays an error
+    if type(value) in content_block_classes():
+        return value  # a bare block is content, as it always was
+    try:
+        frozen = snapshot_json(value)
+    except (TypeError, ValueError):
+        try:
+            frozen = snapshot_json(converter.unstructure(value))
+        except Exception:
+            return value
+    return text_block(json.dumps(frozen, separators=(",", ":"), ensure_ascii=False))
 
 
 # --- the timeout policy's result -------------------------------------------------------------

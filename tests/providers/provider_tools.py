@@ -198,6 +198,29 @@ def responses_output(output: list[JsonDict]) -> JsonDict:
     }
 
 
+def responses_function_call(call_id: str, name: str, arguments: str) -> JsonDict:
+    """A Responses API ``function_call`` output item."""
+    return {
+        "type": "function_call",
+        "id": f"fc_{call_id}",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def responses_message(text: str) -> JsonDict:
+    """A Responses API assistant ``message`` output item with one text part."""
+    return {
+        "type": "message",
+        "id": "msg_scripted",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
 def load_script(relative: str) -> ModuleType:
     """Import a script of the repository (``examples/...``, ``docs/examples/...``) as a module."""
     module_name = "provider_script_" + relative.replace("/", "_").removesuffix(".py")

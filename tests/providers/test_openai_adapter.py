@@ -112,9 +112,6 @@ def test_tool_calls_read_an_sdk_message_object() -> None:
 
 
 BAD_MESSAGES: list[tuple[Any, type[Exception], str]] = [
-    ({"role": "assistant", "content": "hi"}, ValueError, "the message has no tool calls"),
-    ({"role": "assistant", "tool_calls": None}, ValueError, "the message has no tool calls"),
-    ({"role": "assistant", "tool_calls": []}, ValueError, "the message has no tool calls"),
     ({"tool_calls": "c1"}, TypeError, 'message "tool_calls" must be a list, not str'),
     ({"tool_calls": [3]}, TypeError, r"expected tool_calls\[0\] as a mapping"),
     ({"tool_calls": [{"id": "c1"}]}, ValueError, r'tool_calls\[0\] has no "function"'),
@@ -139,6 +136,21 @@ BAD_MESSAGES: list[tuple[Any, type[Exception], str]] = [
         r'tool_calls\[0\]\."id" must be a string, not int',
     ),
 ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "assistant", "content": "hi"},
+        {"role": "assistant", "tool_calls": None},
+        {"role": "assistant", "tool_calls": []},
+        ChatCompletionMessage(role="assistant", content="The answer is 42."),
+    ],
+)
+def test_a_message_without_tool_calls_has_none_to_run(
+    message: dict[str, object] | ChatCompletionMessage,
+) -> None:
+    assert [] == adapter.tool_calls(message)
 
 
 @pytest.mark.parametrize(("message", "error", "match"), BAD_MESSAGES)
@@ -236,9 +248,13 @@ def test_responses_tool_calls_pick_the_function_call_items_of_a_response() -> No
     assert expected == adapter.responses_tool_calls({"output": items})
 
 
-def test_responses_tool_calls_refuse_an_output_without_function_calls() -> None:
-    with pytest.raises(ValueError, match='the response has no "function_call" output item'):
-        adapter.responses_tool_calls({"output": [{"type": "message", "role": "assistant"}]})
+def test_a_response_without_function_calls_has_none_to_run() -> None:
+    assert [] == adapter.responses_tool_calls(
+        {"output": [{"type": "message", "role": "assistant"}]}
+    )
+
+
+def test_responses_tool_calls_name_a_bad_function_call_item() -> None:
     with pytest.raises(TypeError, match=r'output\[0\]\."arguments" must be a string, not dict'):
         adapter.responses_tool_calls(
             [{"type": "function_call", "call_id": "c", "name": "a", "arguments": {}}]

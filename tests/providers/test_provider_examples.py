@@ -15,6 +15,9 @@ from provider_tools import (
     chat_answer,
     chat_tool_calls,
     load_script,
+    responses_function_call,
+    responses_message,
+    responses_output,
 )
 
 
@@ -115,3 +118,51 @@ def test_the_examples_take_their_server_and_key_from_the_environment(
     ant = load_script("examples/anthropic_agent.py").client_from_env()
     assert ("sk-env", "http://local.test:8080/v1/") == (oai.api_key, str(oai.base_url))
     assert ("ak-env", "http://claude.test") == (ant.api_key, str(ant.base_url))
+
+
+async def test_the_openai_responses_example_completes_a_conversation_in_strict_mode(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_MODEL", "scripted-gpt")
+    example = load_script("examples/openai_responses_agent.py")
+
+    def turn1(body: JsonDict) -> JsonDict:
+        assert ("scripted-gpt", example.INSTRUCTIONS) == (body["model"], body["instructions"])
+        assert [("add", True), ("multiply", True)] == [
+            (t["name"], t["strict"]) for t in body["tools"]
+        ]
+        return responses_output(
+            [
+                responses_function_call("c1", "add", '{"a": 17, "b": 25}'),
+                responses_function_call("c2", "multiply", '{"a": 2, "b": 3, "round_to": null}'),
+            ]
+        )
+
+    def turn2(body: JsonDict) -> JsonDict:
+        assert [
+            {"type": "function_call_output", "call_id": "c1", "output": "42.0"},
+            {"type": "function_call_output", "call_id": "c2", "output": "6.0"},
+        ] == body["input"][-2:]
+        return responses_output(
+            [responses_function_call("c3", "multiply", '{"a": 42, "b": 3, "round_to": 0}')]
+        )
+
+    def turn3(body: JsonDict) -> JsonDict:
+        assert {"type": "function_call_output", "call_id": "c3", "output": "126.0"} == body[
+            "input"
+        ][-1]
+        return responses_output([responses_message("It is 126.")])
+
+    endpoint = ScriptedEndpoint([turn1, turn2, turn3])
+    client = openai.AsyncOpenAI(
+        api_key="k", base_url="http://model.test/v1", http_client=endpoint.http_client()
+    )
+    assert "It is 126." == await example.main(client=client)
+    assert [] == endpoint.failures
+    expected = [
+        '  add({"a": 17, "b": 25}) -> 42.0',
+        '  multiply({"a":2,"b":3}) -> 6.0',
+        '  multiply({"a": 42, "b": 3, "round_to": 0}) -> 126.0',
+        "It is 126.",
+    ]
+    assert expected == capsys.readouterr().out.splitlines()

@@ -65,7 +65,7 @@ def load_registry(spec: str | None) -> ToolRegistry:
     if not module_name or not attribute:
         raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")
     value: object = getattr(importlib.import_module(module_name), attribute)
-    if callable(value) and not isinstance(value, ToolRegistry):
+    if callable(value):  # a ToolRegistry is not callable: this is a factory
         value = value()
     if not isinstance(value, ToolRegistry):
         raise TypeError(f"{spec} is not a ToolRegistry (nor a function returning one)")

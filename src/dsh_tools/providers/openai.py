@@ -11,12 +11,13 @@ text, which dsh-tools always writes as ``Error: ...`` (for example ``Error: inva
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import cast
+from typing import cast, final
 
 from dsh_tools import (
     FrozenJsonObject,
     ToolBatch,
     ToolCallRequest,
+    ToolRegistry,
     ToolSchema,
     dumps_json,
     parse_call_arguments,
@@ -38,6 +39,7 @@ from ._common import (
 from ._strict import drop_optional_nulls, strict_schema
 
 __all__ = [
+    "OpenAITools",
     "responses_tool_calls",
     "responses_tool_messages",
     "responses_tool_params",
@@ -155,14 +157,13 @@ def tool_calls(
 
     Returns:
         One :class:`~dsh_tools.ToolCallRequest` per ``function`` tool call; ``arguments`` is
-        the model's JSON text as sent (re-serialized only when a ``null`` was dropped).
+        the model's JSON text as sent (re-serialized only when a ``null`` was dropped). ``[]``
+        for a message without tool calls: the model's answer, the loop's normal end.
 
     Raises:
         TypeError: ``message`` is not a mapping or SDK object (or is the whole completion), or
             a field has the wrong type (for example ``arguments`` that is not a string).
-        ValueError: the message has no tool calls (check ``message.tool_calls`` or
-            ``finish_reason`` first: a message without them is the model's final answer), or a
-            tool call lacks a field or is not a ``function`` call.
+        ValueError: a tool call lacks a field or is not a ``function`` call.
     """
     data = as_mapping(message, "a chat message")
     if "choices" in data:
@@ -170,11 +171,8 @@ def tool_calls(
             "expected a chat message, got a whole completion: pass completion.choices[0].message"
         )
     raw = data.get("tool_calls")
-    if raw is None or raw == []:
-        raise ValueError(
-            "the message has no tool calls (a message without them is the model's answer: "
-            "check message.tool_calls before asking for them)"
-        )
+    if raw is None:
+        return []  # the model answered: the loop's normal end
     restore = _strict_map(strict_schemas)
     calls: list[ToolCallRequest] = []
     for index, item in enumerate(as_list(raw, 'message "tool_calls"')):
@@ -238,11 +236,12 @@ def responses_tool_calls(
 
     Returns:
         One :class:`~dsh_tools.ToolCallRequest` per ``function_call`` item, with its
-        ``call_id`` (the id that ``function_call_output`` must answer).
+        ``call_id`` (the id that ``function_call_output`` must answer). ``[]`` for an output
+        without one: the model's answer, the loop's normal end.
 
     Raises:
         TypeError: the output or an item has the wrong shape or a field the wrong type.
-        ValueError: the output has no ``function_call`` item, or one lacks a field.
+        ValueError: a ``function_call`` item lacks a field.
     """
     if isinstance(response, Sequence) and not isinstance(response, str | bytes):
         output = as_list(response, "the output")
@@ -263,11 +262,6 @@ def responses_tool_calls(
             arguments=require_str(entry, "arguments", where),
         )
         calls.append(_restore(call, restore))
-    if not calls:
-        raise ValueError(
-            'the response has no "function_call" output item (it is the model\'s answer: '
-            "check for function calls before asking for them)"
-        )
     return calls
 
 
@@ -293,3 +287,110 @@ def responses_tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) 
     ]
     items.extend({"role": "user", "content": text} for text in context_texts(batch.contexts))
     return items
+
+
+@final
+class OpenAITools:
+    """The OpenAI side of one agent loop: the tools to offer, the calls to run, the replies.
+
+    It keeps the schemas it last sent (``params()`` / ``responses_params()``), so that in strict
+    mode the calls the model answers with are read against them: a ``null`` the model sent for
+    an optional property is dropped again, with no second list of schemas to pass. Without
+    strict mode the methods are the function forms of this module over
+    ``registry.schemas(agent)``.
+
+    Args:
+        registry: the registry whose tools are offered.
+        agent: whose view of the registry (its scope's tools and restrictions); ``None`` for the
+            global tools.
+        strict: offer strict-mode schemas (see :func:`tool_params`).
+
+    Example::
+
+        tools = OpenAITools(registry, strict=True)
+        response = await client.responses.create(model=..., input=items, tools=tools.responses_params())
+        calls = tools.responses_calls(response)  # [] when the model answered
+        batch = await run_tool_calls(registry, calls, signal=signal)
+        items += tools.responses_messages(calls, batch)
+    """
+
+    __slots__ = ("_agent", "_registry", "_sent", "_strict")
+
+    def __init__(
+        self, registry: ToolRegistry, *, agent: object = None, strict: bool = False
+    ) -> None:
+        """Offer ``registry``'s tools visible to ``agent``.
+
+        Raises:
+            TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry`, or ``strict``
+                is not a ``bool``.
+        """
+        if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+        if type(strict) is not bool:
+            raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+        self._registry = registry
+        self._agent = agent
+        self._strict = strict
+        self._sent: list[ToolSchema] | None = None
+
+    @property
+    def strict(self) -> bool:
+        """Whether strict-mode schemas are offered."""
+        return self._strict
+
+    def _schemas(self) -> list[ToolSchema]:
+        self._sent = schemas = self._registry.schemas(self._agent)
+        return schemas
+
+    def _strict_schemas(self) -> list[ToolSchema] | None:
+        if not self._strict:
+            return None
+        # before any params(): what params() would send now
+        return self._registry.schemas(self._agent) if self._sent is None else self._sent
+
+    def params(self) -> list[JsonDict]:
+        """The Chat Completions ``tools=[...]`` for the tools visible now (kept as sent).
+
+        Raises:
+            ValueError: as :func:`tool_params` in strict mode.
+        """
+        return tool_params(self._schemas(), strict=self._strict)
+
+    def responses_params(self) -> list[JsonDict]:
+        """The Responses API ``tools=[...]`` for the tools visible now (kept as sent).
+
+        Raises:
+            ValueError: as :func:`responses_tool_params` in strict mode.
+        """
+        return responses_tool_params(self._schemas(), strict=self._strict)
+
+    def calls(self, message: Mapping[str, object] | SupportsModelDump) -> list[ToolCallRequest]:
+        """The tool calls of a Chat Completions assistant message (``[]`` for an answer).
+
+        Raises:
+            TypeError: as :func:`tool_calls`.
+            ValueError: as :func:`tool_calls`.
+        """
+        return tool_calls(message, strict_schemas=self._strict_schemas())
+
+    def responses_calls(
+        self, response: Mapping[str, object] | SupportsModelDump | Sequence[object]
+    ) -> list[ToolCallRequest]:
+        """The ``function_call`` items of a Responses API output (``[]`` for an answer).
+
+        Raises:
+            TypeError: as :func:`responses_tool_calls`.
+            ValueError: as :func:`responses_tool_calls`.
+        """
+        return responses_tool_calls(response, strict_schemas=self._strict_schemas())
+
+    def messages(self, calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
+        """The Chat Completions messages for ``batch`` (see :func:`tool_messages`)."""
+        return tool_messages(calls, batch)
+
+    def responses_messages(
+        self, calls: Sequence[ToolCallRequest], batch: ToolBatch
+    ) -> list[JsonDict]:
+        """The Responses API input items for ``batch`` (see :func:`responses_tool_messages`)."""
+        return responses_tool_messages(calls, batch)

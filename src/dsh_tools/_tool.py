@@ -1,0 +1,255 @@
+"""``@tool``: a tool from a plain function, its schema from the signature and its descriptions
+from the docstring.
+
+The decorator synthesizes an attrs class with one field per parameter (annotation, default and
+docstring description) and hands it to ``define_tool``, so a function tool is validated,
+structured and described by the one path of the class form; the function is then called with
+the instance's fields as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any, overload
+
+import attrs
+
+from ._define import build_definition
+from ._definition import ToolDefinition, ToolReturn, is_async_body
+from ._execution import ToolResult, ToolRunContext
+from ._presentation import ToolCallView, ToolResultView
+
+__all__ = ["ToolDecorator", "ToolFunction", "function_tool", "tool"]
+
+ToolFunction: typing.TypeAlias = Callable[..., Awaitable[object] | object]
+"""A function that ``@tool`` turns into a definition: ``def`` or ``async def``, every parameter
+annotated."""
+
+ToolDecorator: typing.TypeAlias = Callable[[ToolFunction], ToolDefinition]
+"""What ``@tool(...)`` with options returns: a decorator that makes the definition."""
+
+
+@overload
+def tool(fn: ToolFunction, /) -> ToolDefinition: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    abandon_on_cancel: bool = False,
+    is_concurrency_safe: Callable[[Any], bool] | None = None,
+    pool: str | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDecorator: ...
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    abandon_on_cancel: bool = False,
+    is_concurrency_safe: Callable[[Any], bool] | None = None,
+    pool: str | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition | ToolDecorator:
+    """Make a :class:`~dsh_tools.ToolDefinition` from a function: ``@tool`` or ``@tool(...)``.
+
+    The function (``def`` or ``async def``) annotates every parameter. Each parameter is a
+    property of the schema, typed as an attrs-class field would be (``str``, ``int``,
+    ``float``, ``bool``, ``Literal`` of strings, ``Enum`` with string values, attrs classes,
+    dataclasses and ``TypedDict`` classes, ``list[X]`` / ``tuple[X, ...]`` / ``Sequence[X]``,
+    ``X | None``); a parameter with a default, or annotated ``X | None``, is optional. A
+    parameter annotated :class:`~dsh_tools.ToolRunContext` receives the call's context and is
+    not part of the schema.
+
+    The docstring (Google, NumPy or Sphinx style, read by ``docstring-parser``) gives the
+    description (its text before the parameter sections) and each property's description.
+
+    The body receives validated, typed values as keyword arguments; an absent optional
+    parameter gets the function's default (``None`` for ``X | None`` without one). A plain
+    ``def`` runs in a worker thread, as any sync body.
+
+    Args:
+        fn: the function, when used as ``@tool`` without parentheses.
+        name: the tool's name; the function's ``__name__`` by default.
+        description: the tool's description; the docstring's by default.
+        timeout: as for :func:`~dsh_tools.define_tool`.
+        abandon_on_cancel: as for :func:`~dsh_tools.define_tool`.
+        is_concurrency_safe: as for :func:`~dsh_tools.define_tool`; it receives an object
+            whose attributes are the validated parameters.
+        pool: as for :func:`~dsh_tools.define_tool`.
+        present_call: as for :func:`~dsh_tools.define_tool`, with that object.
+        present_result: as for :func:`~dsh_tools.define_tool`, with that object.
+
+    Returns:
+        The definition (``@tool``), or a decorator that makes it (``@tool(...)``).
+
+    Raises:
+        TypeError: at decoration time: ``fn`` is not callable; a parameter has no annotation,
+            an annotation the schema cannot express, or is ``*args`` / ``**kwargs`` /
+            positional-only (each message names the parameter); or as
+            :func:`~dsh_tools.define_tool` raises for the options.
+        ValueError: as :func:`~dsh_tools.define_tool` raises for ``timeout``.
+    """
+
+    def decorate(function: ToolFunction) -> ToolDefinition:
+        return function_tool(
+            function,
+            name=name,
+            description=description,
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            pool=pool,
+            present_call=present_call,
+            present_result=present_result,
+        )
+
+    if fn is None:
+        return decorate
+    return decorate(fn)
+
+
+def function_tool(
+    fn: ToolFunction,
+    *,
+    name: str | None,
+    description: str | None,
+    timeout: float | None,
+    abandon_on_cancel: bool,
+    is_concurrency_safe: Callable[[Any], bool] | None,
+    pool: str | None,
+    present_call: Callable[[Any], ToolCallView | None] | None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None,
+) -> ToolDefinition:
+    """The definition ``@tool`` makes of ``fn`` (see :func:`tool`)."""
+    if not callable(fn):
+        raise TypeError(f"@tool takes a function, not {type(fn).__name__}")
+    label = getattr(fn, "__name__", None) or type(fn).__name__
+    signature = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except NameError as exc:
+        raise TypeError(
+            f"@tool {label}: cannot resolve its annotations ({exc}); "
+            "define the classes it names at module level"
+        ) from exc
+    doc = _parse_docstring(inspect.getdoc(fn) or "")
+    fields: dict[str, Any] = {}
+    context_name: str | None = None
+    for parameter in signature.parameters.values():
+        shown = parameter.name
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            shown = "*" + shown
+        elif parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            shown = "**" + shown
+        if shown != parameter.name:
+            raise TypeError(
+                f'@tool {label}: parameter "{shown}" is variadic; '
+                "a tool's arguments are named properties"
+            )
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f'@tool {label}: parameter "{shown}" is positional-only; '
+                "a tool's arguments are passed by name"
+            )
+        annotation = hints.get(parameter.name, inspect.Parameter.empty)
+        if annotation is inspect.Parameter.empty:
+            raise TypeError(f'@tool {label}: parameter "{shown}" has no annotation')
+        if annotation is ToolRunContext:
+            context_name = parameter.name
+            continue
+        metadata: dict[str, str] = {}
+        if parameter.name in doc.params:
+            metadata["description"] = doc.params[parameter.name]
+        fields[parameter.name] = attrs.field(
+            type=annotation,
+            default=attrs.NOTHING
+            if parameter.default is inspect.Parameter.empty
+            else parameter.default,
+            metadata=metadata,
+            alias=parameter.name,
+        )
+    arguments_class = attrs.make_class(
+        getattr(fn, "__name__", "tool") + "_arguments",
+        fields,
+        frozen=True,
+        slots=True,
+        kw_only=True,
+    )
+    names = tuple(fields)
+    try:
+        return build_definition(
+            name=getattr(fn, "__name__", "") if name is None else name,
+            description=doc.description if description is None else description,
+            parameters=arguments_class,
+            execute=_body(fn, names, context_name),
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            pool=pool,
+            present_call=present_call,
+            present_result=present_result,
+            awaited=is_async_body(fn),
+        )
+    except TypeError as exc:
+        # the derivation names a field as ``<class>.<field>: ...``; here it is a parameter
+        prefix = arguments_class.__qualname__ + "."
+        text = str(exc)
+        if not text.startswith(prefix):
+            raise
+        parameter, _, detail = text[len(prefix) :].partition(": ")
+        raise TypeError(f'@tool {label}: parameter "{parameter}": {detail}') from None
+
+
+def _body(
+    fn: ToolFunction, names: tuple[str, ...], context_name: str | None
+) -> Callable[[Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]:
+    """``(instance, context) -> fn(name=instance.name, ..., <context_name>=context)``.
+
+    Generated, as attrs generates ``__init__``: reading each field by name and passing it by
+    keyword costs as little as a hand-written body reading the attrs instance. It is a plain
+    function even for an ``async def`` ``fn``: it returns ``fn``'s coroutine, which the
+    definition's ``execute`` awaits itself (``awaited=``), so no frame sits between them.
+    """
+    passed = [f"{name}=args.{name}" for name in names]
+    if context_name is not None:
+        passed.append(f"{context_name}=context")
+    source = f"def call(args, context):\n    return fn({', '.join(passed)})\n"
+    namespace: dict[str, Any] = {"fn": fn}
+    # parameter names are identifiers (the signature guarantees it): nothing else is formatted in
+    exec(compile(source, f"<@tool {getattr(fn, '__name__', 'function')}>", "exec"), namespace)
+    return namespace["call"]
+
+
+@attrs.frozen
+class _Doc:
+    description: str
+    params: dict[str, str]
+
+
+def _parse_docstring(text: str) -> _Doc:
+    if not text:
+        return _Doc(description="", params={})
+    # imported here: only tools defined from functions need it
+    import docstring_parser
+
+    parsed = docstring_parser.parse(text)
+    return _Doc(
+        description=(parsed.description or "").strip(),
+        params={
+            param.arg_name: param.description.strip()
+            for param in parsed.params
+            if param.description
+        },
+    )
