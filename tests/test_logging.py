@@ -160,9 +160,12 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
     [
         (
             {"x": math.inf},
-            "a body returned {'x': inf}, a dict, where str, content blocks or ToolOutput belong",
+            "a body returned {'x': inf}, a dict, where str, content blocks, ToolOutput or lossless JSON data belong",
         ),
-        (None, "a body returned None, a NoneType, where str, content blocks or ToolOutput belong"),
+        (
+            None,
+            "a body returned None, a NoneType, where str, content blocks, ToolOutput or lossless JSON data belong",
+        ),
         ([TextBlock(text="ok"), "x"], 'content[1] is "x", a str, not a content block'),
         (
             ToolOutput(content=(), meta=cast(Any, {"callback": print})),

@@ -672,8 +672,8 @@ class PreparedCall:
                 bad = self._returned
                 if bad is not _MISSING and detail.startswith("content[0] "):
                     detail = (
-                        f"a body returned {kind(bad)}, where str, content blocks or ToolOutput "
-                        "belong"
+                        f"a body returned {kind(bad)}, where str, content blocks, ToolOutput or "
+                        "lossless JSON data belong"
                     )
                 _log_invalid(self, detail)
                 final = INVALID_RESULT
