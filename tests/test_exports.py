@@ -67,6 +67,9 @@ INTERNAL: Final = frozenset(
         ("_execution", "new_execution_token"),
         # what one batch writes to its session log (the scheduler's recorder)
         ("_batch_log", "BatchLog"),
+        # the one check of an approval policy, and of a turn, step or seq number
+        ("_session", "check_approval_policy"),
+        ("_session", "check_count"),
         # the one reading of an approval answer, shared by the approval service and the pipeline
         ("_execution", "read_approval_outcome"),
         ("_execution", "run_context"),

@@ -31,7 +31,6 @@ __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps i
 
 from ._approval import ApprovalAnswerer as ApprovalAnswerer
 from ._approval import ApprovalNext as ApprovalNext
-from ._approval import ApprovalPolicy as ApprovalPolicy
 from ._approval import ApprovalScope as ApprovalScope
 from ._approval import UserApproval as UserApproval
 from ._approval import console_answerer as console_answerer
@@ -135,6 +134,7 @@ from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
 from ._session import ApprovalAskedEvent as ApprovalAskedEvent
 from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
+from ._session import ApprovalPolicy as ApprovalPolicy
 from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
 from ._session import BatchEndEvent as BatchEndEvent
 from ._session import BatchStartEvent as BatchStartEvent

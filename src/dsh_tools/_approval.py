@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Final, Literal, TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 import trio
 
@@ -42,18 +42,19 @@ from ._hooks import HookList, HookPoint, waterfall
 from ._session import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
+    ApprovalPolicy,
     ApprovalPolicyEvent,
     SessionEvent,
     SessionLog,
     TurnEndEvent,
     TurnStartEvent,
+    check_approval_policy,
 )
 from ._signal import linked_cancel_scope
 
 __all__ = [
     "ApprovalAnswerer",
     "ApprovalNext",
-    "ApprovalPolicy",
     "ApprovalScope",
     "UserApproval",
     "console_answerer",
@@ -62,24 +63,12 @@ __all__ = [
 
 logger: Final = logging.getLogger("dsh_tools")
 
-ApprovalPolicy: TypeAlias = Literal["ask", "never"]
-"""``"ask"``: answerers decide; ``"never"``: every request is rejected without asking."""
 
 ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome]]
 """Asks the rest of the answerers (``UNAVAILABLE`` at the end of the chain)."""
 
 ApprovalAnswerer: TypeAlias = Callable[[ApprovalRequest, ApprovalNext], Awaitable[ApprovalOutcome]]
 """``async (request, next) -> ApprovalOutcome``: answer, or delegate with ``return await next()``."""
-
-_POLICY_ERROR: Final = 'approval policy must be one of "ask" or "never"'
-
-
-def _check_policy(policy: object) -> ApprovalPolicy:
-    if type(policy) is not str and not isinstance(policy, str):
-        raise TypeError(_POLICY_ERROR)
-    if policy not in ("ask", "never"):
-        raise ValueError(_POLICY_ERROR)
-    return cast("ApprovalPolicy", str(policy))
 
 
 class ApprovalScope:
@@ -181,7 +170,7 @@ class UserApproval:
                 f"not {type(session).__name__}"
             )
         self._session = session
-        self._default_policy: ApprovalPolicy = _check_policy(policy)
+        self._default_policy: ApprovalPolicy = check_approval_policy(policy)
         self._answerer_list = HookList[ApprovalAnswerer]()
         self._scopes: dict[int, ApprovalScope] = {}
         self.answerers = HookPoint(self._answerer_list)
@@ -217,7 +206,7 @@ class UserApproval:
             TypeError, ValueError: ``policy`` is not ``"ask"`` or ``"never"`` (text:
                 ``approval policy must be one of "ask" or "never"``); nothing is appended.
         """
-        self._session.append(ApprovalPolicyEvent(policy=_check_policy(policy)))
+        self._session.append(ApprovalPolicyEvent(policy=check_approval_policy(policy)))
 
     async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
         """Decide ``request`` and record it (``approval/asked`` then ``approval/decided``).

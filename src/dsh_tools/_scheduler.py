@@ -45,7 +45,7 @@ from ._hooks import BatchHook, BatchNext
 from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED_BEFORE_DISPATCH, freeze_context
-from ._session import SessionLog
+from ._session import SessionLog, check_count
 from ._signal import CancelSignal, linked_cancel_scope
 
 # ToolBatch, ToolBatchInfo and ToolCallRequest live in _batch (below _hooks); importing them
@@ -95,11 +95,8 @@ def _check_entry(registry: object, session: object, turn: object, step: object) 
             f"session must be a SessionLog (with append and events) or None, "
             f"not {type(session).__name__}"
         )
-    for name, value in (("turn", turn), ("step", step)):
-        if type(value) is not int:
-            raise TypeError(f"{name} must be a non-negative int, not {value!r}")
-        if value < 0:
-            raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+    check_count("turn", turn)
+    check_count("step", step)
 
 
 async def run_tool_calls(

@@ -58,6 +58,7 @@ from ._json import JsonValue, snapshot_json
 
 __all__ = [
     "ApprovalAskedEvent",
+    "ApprovalPolicy",
     "ApprovalDecidedEvent",
     "ApprovalPolicyEvent",
     "BatchEndEvent",
@@ -72,8 +73,50 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "read_session_log",
+    "check_approval_policy",
+    "check_count",
     "session_event_from_json",
 ]
+
+ApprovalPolicy: TypeAlias = Literal["ask", "never"]
+"""``"ask"``: answerers decide; ``"never"``: every request is rejected without asking."""
+
+_POLICY_ERROR: Final = 'approval policy must be one of "ask" or "never"'
+
+
+def check_approval_policy(policy: object) -> ApprovalPolicy:
+    """``policy`` as an :data:`ApprovalPolicy` (a ``str`` subclass is read by its value).
+
+    The one check of a policy, for ``UserApproval`` and for ``approval/policy`` events.
+
+    Raises:
+        TypeError: ``policy`` is not a ``str``.
+        ValueError: it is neither ``"ask"`` nor ``"never"``.
+    """
+    if not isinstance(policy, str):
+        raise TypeError(_POLICY_ERROR)
+    value = str.__str__(policy)
+    if value == "ask":
+        return "ask"
+    if value == "never":
+        return "never"
+    raise ValueError(_POLICY_ERROR)
+
+
+def check_count(name: str, value: object) -> int:
+    """``value`` if it is a non-negative ``int`` (never a ``bool``): a turn, a step, a seq.
+
+    The one check of such a number, for the session events and ``run_tool_calls``.
+
+    Raises:
+        TypeError: ``value`` is not an ``int``.
+        ValueError: it is negative.
+    """
+    if type(value) is not int:
+        raise TypeError(f"{name} must be a non-negative int, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+    return value
 
 
 def _seqs(value: object) -> tuple[int, ...]:
@@ -94,10 +137,7 @@ def _check_seqs(_instance: object, _attribute: object, value: tuple[object, ...]
 
 
 def _count(_instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-    if type(value) is not int:
-        raise TypeError(f"{attribute.name} must be a non-negative int, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative int, not {value!r}")
+    check_count(attribute.name, value)
 
 
 def _text(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
@@ -304,8 +344,7 @@ _nonempty_str = attrs.validators.and_(
 
 
 def _turn_number(_instance: object, _attribute: object, value: int) -> None:
-    if type(value) is not int or value < 0:
-        raise ValueError(f"turn must be a non-negative int, not {value!r}")
+    check_count("turn", value)
 
 
 @attrs.frozen(kw_only=True)
@@ -352,8 +391,9 @@ class ApprovalDecidedEvent:
 
 
 def _check_policy(_instance: object, _attribute: object, value: object) -> None:
-    if value not in ("ask", "never") or type(value) is not str:
-        raise ValueError('approval policy must be one of "ask" or "never"')
+    check_approval_policy(value)
+    if type(value) is not str:  # an event holds a plain str
+        raise TypeError(_POLICY_ERROR)
 
 
 @attrs.frozen(kw_only=True)
