@@ -15,6 +15,8 @@ Python decisions (the original is TypeScript):
   UTF-8).
 - ``dict`` (and subclasses) with ``str`` keys, ``list`` and ``tuple`` are accepted; so are the
   library's own frozen values, which are returned as they are (already validated, immutable).
+- A frozen value is trusted only when the snapshot itself built it (see
+  :class:`FrozenJsonObject`); one made around the constructor is checked like a ``dict``.
 - Everything else is rejected, including ``bytes``, sets, ``str``/``int`` subclasses such as
   enums, attrs instances and dataclasses: a boundary that guesses silently loses data.
 - Cycles are detected along the current path (a sub-object shared by two siblings is fine and
@@ -68,6 +70,11 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     only from :func:`snapshot_json` (and the converter), so their content is always valid JSON
     data, and each knows how deeply it nests, which counts against :data:`MAX_DEPTH` when it is
     nested again.
+
+    That depth is also the seal: only the snapshot's own construction sets it. An instance
+    made around it (``dict.__new__(FrozenJsonObject)`` filled through ``dict`` methods) has no
+    depth, so :func:`snapshot_json` checks and copies it like any ``dict`` instead of trusting
+    it.
     """
 
     __slots__ = ("_checked_by", "_depth", "_hash")
@@ -203,8 +210,8 @@ def snapshot_json(value: object) -> JsonValue:
         JsonValueError: a value that cannot cross losslessly, a cycle, or too deep a nesting
             (a ``ValueError``). Both name the path of the offending value.
     """
-    if type(value) is FrozenJsonObject:
-        return value  # valid, immutable, and no deeper than MAX_DEPTH by construction
+    if type(value) is FrozenJsonObject and hasattr(value, "_depth"):
+        return value  # sealed: valid, immutable, and no deeper than MAX_DEPTH by construction
     if type(value) is dict:
         flat = _flat_object(value)  # pyright: ignore[reportUnknownArgumentType]
         if flat is not None:
@@ -251,8 +258,8 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
         raise _Invalid(JsonValueError, f"{value!r} is not a finite number")
     if value is None or cls is bool:
         return value  # type: ignore[return-value]
-    if cls is FrozenJsonObject:
-        # already valid and immutable; only its depth below this level needs checking
+    if cls is FrozenJsonObject and hasattr(value, "_depth"):
+        # sealed: already valid and immutable; only its depth below this level needs checking
         reach = depth + value._depth - 1  # type: ignore[union-attr]
         if reach >= MAX_DEPTH:
             raise _Invalid(JsonValueError, f"nesting deeper than {MAX_DEPTH} levels")
