@@ -77,6 +77,7 @@ __all__ = [
     "DemoBatch",
     "build_registry",
     "default_log_path",
+    "demo_registry",
     "execution_text",
     "first_line",
     "hunks",
@@ -279,6 +280,13 @@ async def _ask_before_changes(execution: ToolExecution, next: PreExecuteNext) ->
     if reason is not None:
         return Ask(reason=reason)  # noqa: ASYNC910 - the scheduler checkpoints around hooks
     return await next()
+
+
+def demo_registry() -> ToolRegistry:
+    """The demo's registry over a fresh sample workspace: what draws the demo's own cards when
+    its log is replayed (``dsh-tools replay --registry dsh_tools._demo:demo_registry LOG``).
+    """
+    return build_registry(sample_workspace())
 
 
 def build_registry(workspace: Workspace, *, approval: UserApproval | None = None) -> ToolRegistry:
