@@ -430,3 +430,8 @@ async def test_a_forged_frozen_meta_holding_nan_becomes_an_error_result_and_the_
     assert ["c1", "c1", "c2", "c2"] == [
         event.call_id for event in events if isinstance(event, ToolCallEvent | ToolResultEvent)
     ]
+
+
+def test_an_integer_too_long_to_print_is_rejected_with_its_size() -> None:
+    with pytest.raises(JsonValueError, match=re.escape("$.n: integer of 16610 bits is outside")):
+        snapshot_json({"n": 10**5000})

@@ -248,7 +248,8 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
             return value  # type: ignore[return-value]
         raise _Invalid(
-            JsonValueError, f"integer {value} is outside ±(2**53 - 1) and would lose precision"
+            JsonValueError,
+            f"integer {_int_text(value)} is outside ±(2**53 - 1) and would lose precision",  # type: ignore[arg-type]
         )
     if cls is float:
         if math.isfinite(value):  # type: ignore[arg-type]
@@ -416,6 +417,13 @@ def _check_text(text: str) -> None:
         raise _Invalid(
             JsonValueError, f"string contains a lone surrogate at index {exc.start}"
         ) from None
+
+
+def _int_text(value: int) -> str:
+    # str() refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
+    if value.bit_length() <= 1000:
+        return str(value)
+    return f"of {value.bit_length()} bits"
 
 
 def _describe(value: object) -> str:
