@@ -43,6 +43,9 @@ def demo_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+DEMO_REGISTRY = "dsh_tools._demo:demo_registry"
+
+
 def replay(path: Path, registry: str | None = None) -> tuple[int, str, list[str]]:
     console = Console(width=100, record=True, color_system=None)
     errors: list[str] = []
@@ -51,7 +54,7 @@ def replay(path: Path, registry: str | None = None) -> tuple[int, str, list[str]
 
 
 def test_every_call_is_shown_as_its_tools_card_then_its_result(demo_log: Path) -> None:
-    code, text, errors = replay(demo_log)
+    code, text, errors = replay(demo_log, DEMO_REGISTRY)
 
     assert (0, []) == (code, errors)
     for expected in (
@@ -71,8 +74,22 @@ def test_every_call_is_shown_as_its_tools_card_then_its_result(demo_log: Path) -
         assert expected in text
 
 
+def test_without_a_registry_every_call_gets_the_generic_card_and_no_demo_path(
+    demo_log: Path,
+) -> None:
+    code, text, errors = replay(demo_log)
+
+    assert (0, []) == (code, errors)
+    assert "c1 other: read_file" in text
+    assert '{"path":"README.md"}' in text
+    assert "c5 other: write_file" in text
+    assert "e1 other: run_command" in text
+    assert "/workspace/" not in text
+    assert "c1 read: Read README.md" not in text
+
+
 def test_a_result_diff_shows_the_hunks_of_the_edit(demo_log: Path) -> None:
-    _code, text, _errors = replay(demo_log)
+    _code, text, _errors = replay(demo_log, DEMO_REGISTRY)
     e2 = text.index("e2 ok Wrote src/app.py")
     assert "-    # TODO: handle errors" in text[e2:]
     assert "+    try:" in text[e2:]
@@ -94,7 +111,7 @@ def test_turns_approvals_and_contexts_appear_in_log_order(demo_log: Path) -> Non
 
 
 def test_long_output_is_cut_with_a_count_of_the_rest(demo_log: Path) -> None:
-    _code, text, _errors = replay(demo_log)
+    _code, text, _errors = replay(demo_log, DEMO_REGISTRY)
     assert "logs/build.log:12: step 1 ok" in text
     assert "logs/build.log:13: step 1 ok" not in text
     assert "... 188 more lines" in text

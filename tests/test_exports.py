@@ -29,6 +29,7 @@ INTERNAL: Final = frozenset(
         ("_demo", "DemoBatch"),
         ("_demo", "build_registry"),
         ("_demo", "default_log_path"),
+        ("_demo", "demo_registry"),
         ("_demo", "execution_text"),
         ("_demo", "first_line"),
         ("_demo", "hunks"),
@@ -58,6 +59,9 @@ INTERNAL: Final = frozenset(
         # JavaScript's number printing for model-facing texts
         ("_errors", "format_js_json"),
         ("_errors", "format_js_number"),
+        # the one way text from a model, a tool, a server or a log is made safe to print,
+        # shared by the CLI views, the demo and the console answerer
+        ("_printable", "printable"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
         ("_json", "MAX_SAFE_INTEGER"),
         # the validate-once memo: compile_spec records which validator accepted a frozen value

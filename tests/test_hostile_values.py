@@ -35,6 +35,7 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallRequest,
     ToolErrorInfo,
+    ToolOutput,
     ToolResultEvent,
     ToolRunContext,
     UserSource,
@@ -44,7 +45,7 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
-from support import registry_with, string_tool
+from support import first_text, registry_with, request, run_calls, string_tool, tool
 
 # --- surrogates ------------------------------------------------------------------------------
 
@@ -377,3 +378,60 @@ def test_a_mutation_attempt_raises_and_changes_nothing(
         frozen,
         type(frozen),
     )
+
+
+# --- frozen objects built around the constructor ------------------------------------------
+
+
+def forged_frozen(**items: object) -> FrozenJsonObject:
+    """A ``FrozenJsonObject`` made the way a careless plugin could: ``dict.__new__`` and
+    ``dict.update``, bypassing :func:`snapshot_json`."""
+    forged = dict.__new__(FrozenJsonObject)
+    dict.update(forged, items)  # pyright: ignore[reportUnknownMemberType]
+    return forged
+
+
+def test_a_frozen_object_built_around_the_constructor_is_checked_like_a_dict() -> None:
+    with pytest.raises(JsonValueError, match=re.escape("$.x: nan is not a finite number")):
+        snapshot_json(forged_frozen(x=float("nan")))
+
+
+def test_a_forged_frozen_object_nested_in_data_is_checked_at_its_path() -> None:
+    with pytest.raises(JsonValueError, match=re.escape("$.a[0].big: integer")):
+        snapshot_json({"a": [forged_frozen(big=2**60)]})
+
+
+def test_a_forged_frozen_object_with_valid_data_becomes_a_real_one() -> None:
+    forged = forged_frozen(a=1)
+    frozen = snapshot_json(forged)
+
+    assert frozen is not forged
+    assert {"a": 1} == frozen
+    assert snapshot_json(frozen) is frozen  # the real one is trusted from then on
+
+
+async def test_a_forged_frozen_meta_holding_nan_becomes_an_error_result_and_the_log_balances(
+    tmp_path: Path,
+) -> None:
+    async def body(args: object, context: ToolRunContext) -> ToolOutput:
+        await trio.lowlevel.checkpoint()
+        return ToolOutput(content=[TextBlock(text="done")], meta=forged_frozen(x=float("nan")))
+
+    registry = registry_with(tool("t", body))
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as session:
+        batch = await run_calls(registry, request("c1", "t"), request("c2", "t"), session=session)
+
+    assert [
+        "Error: tool result must be losslessly JSON-serializable",
+        "Error: tool result must be losslessly JSON-serializable",
+    ] == [first_text(result) for result in batch.results]
+    events = read_session_log(path)
+    assert ["c1", "c1", "c2", "c2"] == [
+        event.call_id for event in events if isinstance(event, ToolCallEvent | ToolResultEvent)
+    ]
+
+
+def test_an_integer_too_long_to_print_is_rejected_with_its_size() -> None:
+    with pytest.raises(JsonValueError, match=re.escape("$.n: integer of 16610 bits is outside")):
+        snapshot_json({"n": 10**5000})

@@ -505,3 +505,44 @@ def test_an_unknown_type_that_skipped_the_assertion_is_a_programming_error() -> 
 def test_every_schema_node_requires_its_type_key() -> None:
     assert frozenset({"type"}) == StructuredSchemaNode.__required_keys__
     assert frozenset({"type"}) == StructuredOutputSchema.__required_keys__
+
+
+def _deep_items(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        node = {"type": "array", "items": node}
+    return {"type": "object", "properties": {"x": node}}
+
+
+def _deep_properties(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        node = {"type": "object", "properties": {"a": node}}
+    return node
+
+
+@pytest.mark.parametrize("schema", [_deep_items(100_000), _deep_properties(100_000)])
+def test_a_very_deep_schema_is_an_output_schema_error_never_a_recursion_error(
+    schema: dict[str, Any],
+) -> None:
+    violations = _violations(schema)
+
+    assert 1 == len(violations)
+    assert violations[0].endswith("nests deeper than 64 schema levels")
+
+
+def test_a_schema_at_the_depth_limit_is_accepted() -> None:
+    assert [] == _violations_or_none(_deep_properties(63))  # 64 nodes on one path
+    assert ["schema" + ".properties.a" * 64 + " nests deeper than 64 schema levels"] == (
+        _violations_or_none(_deep_properties(64))
+    )
+
+
+def test_a_very_deep_annotation_is_reported_not_a_recursion_error() -> None:
+    value: list[Any] = []
+    for _ in range(100_000):
+        value = [value]
+
+    assert ["schema.default annotation must be JSON data"] == _violations(
+        {"type": "object", "default": value}
+    )

@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         help="show a session log through the presenter",
         description=(
             "Render a JSON Lines session log (e.g. the demo's) through the tool presenter: call "
-            "cards, results, contexts, turns and approvals, as a UI showed them live."
+            "cards, results, contexts, turns and approvals, as a UI showed them live. Text from "
+            "the log is shown as written: control characters appear as visible escapes."
         ),
     )
     replay.add_argument("log", type=Path, metavar="LOG.jsonl", help="the session log to show")
@@ -88,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         "--registry",
         metavar="MODULE:NAME",
         help="the ToolRegistry (or a function returning one) whose presenters draw the cards "
-        "(default: the demo's tools)",
+        "(default: none, every call gets the generic card of its tool name and arguments)",
     )
 
     commands.add_parser(

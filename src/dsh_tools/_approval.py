@@ -39,6 +39,7 @@ from ._disposer import Disposer
 from ._errors import error_message
 from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
 from ._hooks import HookList, HookPoint, waterfall
+from ._printable import printable
 from ._session import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
@@ -397,7 +398,7 @@ def console_answerer(
     prompt: str = _DEFAULT_PROMPT,
     read_line: Callable[[str], str] = builtins.input,
 ) -> ApprovalAnswerer:
-    """An answerer that asks on the terminal: ``y`` / ``yes`` allows the call once, ``n`` /
+    r"""An answerer that asks on the terminal: ``y`` / ``yes`` allows the call once, ``n`` /
     ``no`` / an empty line rejects it, anything else asks again.
 
     The line is read in a worker thread (``trio.to_thread.run_sync``), so the event loop keeps
@@ -408,16 +409,21 @@ def console_answerer(
 
     Args:
         prompt: a :meth:`str.format` template with ``{tool_name}``, ``{call_id}`` and
-            ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty).
+            ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty). Each value is
+            put in with its control characters (newlines too) written as visible escapes
+            (``\x1b``), so a terminal never acts on them.
         read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
     """
     lock = trio.Lock()
 
     async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+        # the request's texts come from the model, a tool or a server: shown, never interpreted
         text = prompt.format(
-            tool_name=request.tool_name,
-            call_id="" if request.call_id is None else request.call_id,
-            reason="" if request.reason is None else f" ({request.reason})",
+            tool_name=printable(request.tool_name, multiline=False),
+            call_id="" if request.call_id is None else printable(request.call_id, multiline=False),
+            reason=""
+            if request.reason is None
+            else f" ({printable(request.reason, multiline=False)})",
         )
         async with lock:
             while True:

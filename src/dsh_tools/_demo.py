@@ -65,6 +65,7 @@ from ._presentation import (
     ToolResultView,
 )
 from ._presenter import ToolPresenter
+from ._printable import printable
 from ._registry import ToolRegistry
 from ._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
 from ._session import JsonlSessionLog, SessionEvent, SessionLog, ToolCallEvent, ToolResultEvent
@@ -77,6 +78,7 @@ __all__ = [
     "DemoBatch",
     "build_registry",
     "default_log_path",
+    "demo_registry",
     "execution_text",
     "first_line",
     "hunks",
@@ -279,6 +281,13 @@ async def _ask_before_changes(execution: ToolExecution, next: PreExecuteNext) ->
     if reason is not None:
         return Ask(reason=reason)  # noqa: ASYNC910 - the scheduler checkpoints around hooks
     return await next()
+
+
+def demo_registry() -> ToolRegistry:
+    """The demo's registry over a fresh sample workspace: what draws the demo's own cards when
+    its log is replayed (``dsh-tools replay --registry dsh_tools._demo:demo_registry LOG``).
+    """
+    return build_registry(sample_workspace())
 
 
 def build_registry(workspace: Workspace, *, approval: UserApproval | None = None) -> ToolRegistry:
@@ -598,8 +607,16 @@ def first_line(text: str, width: int = 72) -> str:
     return line[:width] + (" ..." if more else "")
 
 
+def _line(text: str) -> str:
+    # tool text (ids, names, results, contexts) is shown on one line, never interpreted
+    return printable(text, multiline=False)
+
+
 def render_batch(demo: DemoBatch) -> str:
-    """The ASCII timeline of one batch, then the results the model receives."""
+    """The ASCII timeline of one batch, then the results the model receives.
+
+    Text that came from a tool or the model is shown with its control characters visible.
+    """
     end = max((b for _a, b in demo.spans.values()), default=0.0)
     width = max(round(end * COLUMNS_PER_SECOND) + 1, COLUMNS_PER_SECOND)
     lines = [
@@ -610,7 +627,7 @@ def render_batch(demo: DemoBatch) -> str:
     for tick in range(0, width + 1, COLUMNS_PER_SECOND // 2):
         label = f"{tick / COLUMNS_PER_SECOND:g}s"
         axis[tick : tick + len(label)] = list(label)
-    names = max((len(call.name) for call in demo.calls), default=0)
+    names = max((len(_line(call.name)) for call in demo.calls), default=0)
     tool = max(names, 10)
     lines.append(f"  {'call':<4} {'tool':<{tool}} |{''.join(axis).rstrip()}")
     for call, result in zip(demo.calls, demo.batch.results, strict=True):
@@ -624,16 +641,19 @@ def render_batch(demo: DemoBatch) -> str:
             stop = max(round(span[1] * COLUMNS_PER_SECOND), start + 1)
             bar = " " * start + "=" * (stop - start) + " " * max(width - stop, 0)
             when = f"{span[0]:.2f}s - {span[1]:.2f}s"
-        lines.append(f"  {call.call_id:<4} {call.name:<{tool}} |{bar}| {when:<16} {label}")
+        lines.append(
+            f"  {_line(call.call_id):<4} {_line(call.name):<{tool}} |{bar}| {when:<16} {label}"
+        )
     lines.append("")
     lines.append("  what the model receives:")
     for call, result in zip(demo.calls, demo.batch.results, strict=True):
         label = outcome(result, call.call_id in demo.spans)
-        lines.append(f"  {call.call_id:<4} {label:<24} {first_line(execution_text(result))}")
+        text = _line(first_line(execution_text(result)))
+        lines.append(f"  {_line(call.call_id):<4} {_line(label):<24} {text}")
     for context in demo.batch.contexts:
         text = " ".join(b.text for b in context.content if isinstance(b, TextBlock))
-        source = getattr(context.source, "plugin", "user")
-        lines.append(f"  context from {source}: {text}")
+        source = str(getattr(context.source, "plugin", "user"))
+        lines.append(f"  context from {_line(source)}: {_line(text)}")
     if demo.views:
         lines.append("")
         lines.append("  what a UI shows (call card -> result card):")
@@ -641,8 +661,8 @@ def render_batch(demo: DemoBatch) -> str:
             views = demo.views.get(call.call_id)
             if views is not None:
                 lines.append(
-                    f"  {call.call_id:<4} {describe_call_view(views[0])} -> "
-                    f"{describe_result_view(views[1])}"
+                    f"  {_line(call.call_id):<4} {_line(describe_call_view(views[0]))} -> "
+                    f"{_line(describe_result_view(views[1]))}"
                 )
     return "\n".join(lines)
 

@@ -15,6 +15,8 @@ Python decisions (the original is TypeScript):
   UTF-8).
 - ``dict`` (and subclasses) with ``str`` keys, ``list`` and ``tuple`` are accepted; so are the
   library's own frozen values, which are returned as they are (already validated, immutable).
+- A frozen value is trusted only when the snapshot itself built it (see
+  :class:`FrozenJsonObject`); one made around the constructor is checked like a ``dict``.
 - Everything else is rejected, including ``bytes``, sets, ``str``/``int`` subclasses such as
   enums, attrs instances and dataclasses: a boundary that guesses silently loses data.
 - Cycles are detected along the current path (a sub-object shared by two siblings is fine and
@@ -68,6 +70,11 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     only from :func:`snapshot_json` (and the converter), so their content is always valid JSON
     data, and each knows how deeply it nests, which counts against :data:`MAX_DEPTH` when it is
     nested again.
+
+    That depth is also the seal: only the snapshot's own construction sets it. An instance
+    made around it (``dict.__new__(FrozenJsonObject)`` filled through ``dict`` methods) has no
+    depth, so :func:`snapshot_json` checks and copies it like any ``dict`` instead of trusting
+    it.
     """
 
     __slots__ = ("_checked_by", "_depth", "_hash")
@@ -203,8 +210,8 @@ def snapshot_json(value: object) -> JsonValue:
         JsonValueError: a value that cannot cross losslessly, a cycle, or too deep a nesting
             (a ``ValueError``). Both name the path of the offending value.
     """
-    if type(value) is FrozenJsonObject:
-        return value  # valid, immutable, and no deeper than MAX_DEPTH by construction
+    if type(value) is FrozenJsonObject and hasattr(value, "_depth"):
+        return value  # sealed: valid, immutable, and no deeper than MAX_DEPTH by construction
     if type(value) is dict:
         flat = _flat_object(value)  # pyright: ignore[reportUnknownArgumentType]
         if flat is not None:
@@ -241,7 +248,8 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
             return value  # type: ignore[return-value]
         raise _Invalid(
-            JsonValueError, f"integer {value} is outside ±(2**53 - 1) and would lose precision"
+            JsonValueError,
+            f"integer {_int_text(value)} is outside ±(2**53 - 1) and would lose precision",  # type: ignore[arg-type]
         )
     if cls is float:
         if math.isfinite(value):  # type: ignore[arg-type]
@@ -251,8 +259,8 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
         raise _Invalid(JsonValueError, f"{value!r} is not a finite number")
     if value is None or cls is bool:
         return value  # type: ignore[return-value]
-    if cls is FrozenJsonObject:
-        # already valid and immutable; only its depth below this level needs checking
+    if cls is FrozenJsonObject and hasattr(value, "_depth"):
+        # sealed: already valid and immutable; only its depth below this level needs checking
         reach = depth + value._depth - 1  # type: ignore[union-attr]
         if reach >= MAX_DEPTH:
             raise _Invalid(JsonValueError, f"nesting deeper than {MAX_DEPTH} levels")
@@ -409,6 +417,13 @@ def _check_text(text: str) -> None:
         raise _Invalid(
             JsonValueError, f"string contains a lone surrogate at index {exc.start}"
         ) from None
+
+
+def _int_text(value: int) -> str:
+    # str() refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
+    if value.bit_length() <= 1000:
+        return str(value)
+    return f"of {value.bit_length()} bits"
 
 
 def _describe(value: object) -> str:

@@ -90,6 +90,10 @@ _CONSTRAINTS: Final = frozenset(
     {"type", "properties", "required", "additionalProperties", "items", "enum", "const"}
 )
 _ANNOTATIONS: Final = frozenset({"description", "title", "default", "examples"})
+# How many schema nodes one path may hold (and how deeply an annotation value may nest): far
+# beyond any real schema, and a few frames per level stay far below Python's recursion limit,
+# so a hostile schema gets a violation, never a RecursionError.
+_MAX_SCHEMA_DEPTH: Final = 64
 # The keywords that only some types take, in the order their misuse is reported.
 _TYPED_KEYWORDS: Final = (
     ("properties", frozenset({"object"})),
@@ -110,7 +114,9 @@ def assert_supported_output_schema(schema: StructuredOutputSchema | Mapping[str,
 
     Every node is walked (paths start at ``schema``, e.g. ``schema.properties.items.items``) and
     every violation is collected in walk order before raising, so one error lists all the fixes
-    needed. Only when nothing else is wrong is the root required to be an object.
+    needed. Only when nothing else is wrong is the root required to be an object. A path of
+    more than 64 schema nodes (``... nests deeper than 64 schema levels``), and an annotation
+    value nested deeper than that, are violations too: the walk never recurses without bound.
 
     Args:
         schema: a JSON Schema as plain data (``dict`` / ``list`` / scalars, or frozen values).
@@ -120,7 +126,7 @@ def assert_supported_output_schema(schema: StructuredOutputSchema | Mapping[str,
             ``schema.properties.x.pattern is not a supported keyword (...)``.
     """
     violations: list[str] = []
-    _walk(schema, "schema", set(), violations)
+    _walk(schema, "schema", set(), violations, 1)
     if not violations and _as_plain_object(schema)["type"] != "object":
         violations.append('schema.type must be "object" (structured output is object-rooted)')
     if violations:
@@ -137,26 +143,31 @@ def _is_plain_object(value: object) -> bool:
     return all(type(key) is str for key in typing.cast("Mapping[object, object]", value))
 
 
-def _walk(node: object, path: str, stack: set[int], out: list[str]) -> None:
+def _walk(node: object, path: str, stack: set[int], out: list[str], depth: int) -> None:
     if not _is_plain_object(node):
         out.append(f"{path} must be a schema object")
+        return
+    if depth > _MAX_SCHEMA_DEPTH:
+        out.append(f"{path} nests deeper than {_MAX_SCHEMA_DEPTH} schema levels")
         return
     if id(node) in stack:
         out.append(f"{path} is circular")
         return
     stack.add(id(node))
     try:
-        _walk_node(_as_plain_object(node), path, stack, out)
+        _walk_node(_as_plain_object(node), path, stack, out, depth)
     finally:
         stack.discard(id(node))
 
 
-def _walk_node(node: Mapping[str, object], path: str, stack: set[int], out: list[str]) -> None:
+def _walk_node(
+    node: Mapping[str, object], path: str, stack: set[int], out: list[str], depth: int
+) -> None:
     for key, value in node.items():
         if key in _CONSTRAINTS:
             continue
         if key in _ANNOTATIONS:
-            if not _is_json_data(value, set()):
+            if not _is_json_data(value, set(), 1):
                 out.append(f"{path}.{key} annotation must be JSON data")
         else:
             out.append(f"{path}.{key} {_UNSUPPORTED}")
@@ -184,10 +195,10 @@ def _walk_node(node: Mapping[str, object], path: str, stack: set[int], out: list
             out.append(f'{path}.{key} is not supported on type "{kind}"')
 
     if kind == "object":
-        _walk_object(node, allowed, path, stack, out)
+        _walk_object(node, allowed, path, stack, out, depth)
     elif kind == "array":
         if "items" in allowed:
-            _walk(node["items"], f"{path}.items", stack, out)
+            _walk(node["items"], f"{path}.items", stack, out, depth + 1)
     else:
         if "enum" in allowed:
             members = node["enum"]
@@ -202,7 +213,12 @@ def _walk_node(node: Mapping[str, object], path: str, stack: set[int], out: list
 
 
 def _walk_object(
-    node: Mapping[str, object], allowed: set[str], path: str, stack: set[int], out: list[str]
+    node: Mapping[str, object],
+    allowed: set[str],
+    path: str,
+    stack: set[int],
+    out: list[str],
+    depth: int,
 ) -> None:
     properties = node.get("properties")
     declared: Mapping[str, object] = {}
@@ -210,7 +226,7 @@ def _walk_object(
         if _is_plain_object(properties):
             declared = _as_plain_object(properties)
             for name, child in declared.items():
-                _walk(child, f"{path}.properties.{name}", stack, out)
+                _walk(child, f"{path}.properties.{name}", stack, out, depth + 1)
         else:
             out.append(f"{path}.properties must be an object of schemas")
     if "required" in allowed:
@@ -235,9 +251,11 @@ def _is_scalar(value: object) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def _is_json_data(value: object, stack: set[int]) -> bool:
+def _is_json_data(value: object, stack: set[int], depth: int) -> bool:
     if _is_scalar(value):
         return True
+    if depth > _MAX_SCHEMA_DEPTH:
+        return False
     ident = id(value)
     if isinstance(value, list | tuple):
         items: Sequence[object] = typing.cast("Sequence[object]", value)
@@ -249,7 +267,7 @@ def _is_json_data(value: object, stack: set[int]) -> bool:
         return False
     stack.add(ident)
     try:
-        return all(_is_json_data(item, stack) for item in items)
+        return all(_is_json_data(item, stack, depth + 1) for item in items)
     finally:
         stack.discard(ident)
 

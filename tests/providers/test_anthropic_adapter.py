@@ -5,22 +5,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
+import trio
 from anthropic.types import Message, MessageParam, ToolParam, ToolResultBlockParam
 from provider_tools import round_trip
 
 from dsh_tools import (
+    CancelSignal,
     HookContext,
     TextBlock,
     ToolBatch,
     ToolCallBlock,
     ToolCallRequest,
     ToolExecutionResult,
+    ToolRegistry,
+    ToolRunContext,
     ToolSchema,
     UserSource,
+    define_tool,
+    run_tool_calls,
     snapshot_json,
 )
 from dsh_tools.providers import anthropic as adapter
+from support import outcome_code
 
 SEARCH = ToolSchema(
     name="search",
@@ -84,7 +92,6 @@ def test_tool_calls_read_an_sdk_message_and_its_content_list() -> None:
 
 
 BAD_CONTENT: list[tuple[Any, type[Exception], str]] = [
-    ([{"type": "text", "text": "done"}], ValueError, 'the message has no "tool_use" block'),
     ({"content": "text"}, TypeError, 'message "content" must be a list, not str'),
     (
         [{"type": "tool_use", "id": "t", "name": "s"}],
@@ -95,11 +102,6 @@ BAD_CONTENT: list[tuple[Any, type[Exception], str]] = [
         [{"type": "tool_use", "id": "t", "name": "s", "input": "{}"}],
         TypeError,
         r'content\[0\]\."input" must be a JSON object, not str',
-    ),
-    (
-        [{"type": "tool_use", "id": "t", "name": "s", "input": {"x": float("nan")}}],
-        TypeError,
-        r'content\[0\]\."input" is not JSON data',
     ),
     (
         [{"type": "tool_use", "name": "s", "input": {}}],
@@ -182,3 +184,85 @@ def test_tool_messages_refuse_calls_that_do_not_match_the_batch() -> None:
 def test_tool_params_reject_something_that_is_not_a_tool_schema() -> None:
     with pytest.raises(TypeError, match=r"schemas\[1\] must be a ToolSchema, not str"):
         adapter.tool_params([SEARCH, "search"])  # pyright: ignore[reportArgumentType]
+
+
+def deep_input(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def cyclic_input() -> dict[str, object]:
+    value: dict[str, object] = {}
+    value["self"] = value
+    return value
+
+
+NOT_LOSSLESS = [
+    pytest.param({"x": float("nan")}, "$.x: nan is not a finite number", id="nan"),
+    pytest.param({"n": 2**60}, "$.n: integer 1152921504606846976 is outside", id="big-int"),
+    pytest.param({"s": "\ud800"}, "$.s: string contains a lone surrogate", id="surrogate"),
+    pytest.param({"b": b"x"}, "$.b: a value of type bytes is not JSON data", id="bytes"),
+    pytest.param(deep_input(900), "nesting deeper than 200 levels", id="900-deep"),
+    pytest.param(cyclic_input(), "circular reference", id="cyclic"),
+]
+
+
+@pytest.mark.parametrize(("tool_input", "reason"), NOT_LOSSLESS)
+def test_a_tool_use_whose_input_is_not_lossless_json_becomes_a_call_with_invalid_arguments(
+    tool_input: dict[str, object], reason: str
+) -> None:
+    calls = adapter.tool_calls(
+        [
+            {"type": "tool_use", "id": "t1", "name": "s", "input": {"query": "a"}},
+            {"type": "tool_use", "id": "t2", "name": "s", "input": tool_input},
+            {"type": "tool_use", "id": "t3", "name": "s", "input": {"query": "c"}},
+        ]
+    )
+
+    assert ["t1", "t2", "t3"] == [call.call_id for call in calls]
+    assert ['{"query":"a"}', '{"query":"c"}'] == [calls[0].arguments, calls[2].arguments]
+    assert calls[1].arguments.startswith("<input is not JSON data: ")
+    assert reason in calls[1].arguments
+    with pytest.raises(ValueError):
+        json.loads(calls[1].arguments)  # never JSON: the tool's validation reports it
+
+
+async def test_the_call_with_bad_input_gets_an_invalid_arguments_result_and_the_rest_run() -> None:
+    ran: list[str] = []
+
+    async def search(args: SearchArgs, context: ToolRunContext) -> str:
+        await trio.lowlevel.checkpoint()
+        ran.append(args.query)
+        return "found"
+
+    registry = ToolRegistry()
+    registry.register(define_tool(name="s", description="d", parameters=SearchArgs, execute=search))
+    calls = adapter.tool_calls(
+        [
+            {"type": "tool_use", "id": "t1", "name": "s", "input": {"query": "a"}},
+            {"type": "tool_use", "id": "t2", "name": "s", "input": cyclic_input()},
+            {"type": "tool_use", "id": "t3", "name": "s", "input": {"query": "c"}},
+        ]
+    )
+    batch = await run_tool_calls(registry, calls, signal=CancelSignal.never())
+    message = adapter.tool_messages(calls, batch)
+
+    assert ["a", "c"] == ran
+    assert [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "found"},
+        {
+            "type": "tool_result",
+            "tool_use_id": "t2",
+            "content": 'Error: invalid arguments: "arguments" must be an object',
+            "is_error": True,
+        },
+        {"type": "tool_result", "tool_use_id": "t3", "content": "found"},
+    ] == message[0]["content"]
+    assert "INVALID_ARGS" == outcome_code(batch.results[1])
+
+
+@attrs.frozen
+class SearchArgs:
+    query: str

@@ -35,6 +35,7 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallRequest,
     ToolExecutionInput,
+    ToolExecutionResult,
     ToolResultEvent,
     parse_call_arguments,
 )
@@ -51,8 +52,9 @@ from dsh_tools._demo import (
     run_demo,
     sample_workspace,
 )
+from dsh_tools._printable import printable
 
-__all__ = ["DemoView", "main_live_demo"]
+__all__ = ["DemoView", "main_live_demo", "model_receives"]
 
 COLUMNS_PER_SECOND: Final = 12
 TIMELINE_SECONDS: Final = 3.0
@@ -178,7 +180,8 @@ class DemoView:
         barrier = next((c for c in in_flight if not c.parallel), None)
         if barrier is not None:
             slots.append("   barrier: ", style="bold")
-            slots.append(f"{barrier.request.call_id} {barrier.request.name} runs alone", "cyan")
+            who = f"{barrier.request.call_id} {barrier.request.name}"
+            slots.append(f"{_line(who)} runs alone", "cyan")
         header = Table.grid(padding=(0, 2))
         header.add_row(
             ProgressBar(total=len(batch.calls), completed=done, width=30),
@@ -196,8 +199,8 @@ class DemoView:
         table.add_column("status", no_wrap=True)
         for call in batch.calls:
             table.add_row(
-                call.request.call_id,
-                call.request.name,
+                Text(_line(call.request.call_id)),
+                Text(_line(call.request.name)),
                 Text("pool" if call.parallel else "barrier", "dim" if call.parallel else "cyan"),
                 self._bar(batch.opened, call, now),
                 self._status(call),
@@ -232,7 +235,23 @@ class DemoView:
             state = "running" if call.started is not None else "waiting"
             return Text(state, _STYLES[state])
         label = _LABELS.get(call.code, call.code)
-        return Text(label, _STYLES.get(call.code, "red"))
+        return Text(_line(label), _STYLES.get(call.code, "red"))
+
+
+def _line(text: str) -> str:
+    return printable(text, multiline=False)
+
+
+def model_receives(call: ToolCallRequest, result: ToolExecutionResult, *, dispatched: bool) -> Text:
+    """One line of the summary: the call id, its outcome, the first line of its text (tool text
+    is shown as written, never read as markup, its control characters visible).
+    """
+    label = outcome(result, dispatched)
+    return Text.assemble(
+        f"  {_line(call.call_id):<4} ",
+        (f"{_line(label):<24}", _STYLES.get(label, "red")),
+        f" {_line(first_line(execution_text(result)))}",
+    )
 
 
 @attrs.define(eq=False)
@@ -271,15 +290,13 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
         for demo in batches:
             console.print(f"[bold]{demo.title}[/bold]: what the model receives")
             for call, result in zip(demo.calls, demo.batch.results, strict=True):
-                label = outcome(result, call.call_id in demo.spans)
-                style = _STYLES.get(label, "red")
                 console.print(
-                    f"  {call.call_id:<4} [{style}]{label:<24}[/{style}] {first_line(execution_text(result))}",
+                    model_receives(call, result, dispatched=call.call_id in demo.spans),
                     highlight=False,
                     no_wrap=True,
                     overflow="ellipsis",
                 )
         written = len(session.events()) - first_seq
-    console.print(f"session log ({written} events): {path}", highlight=False)
+    console.print(Text(f"session log ({written} events): {_line(str(path))}"), highlight=False)
     sys.stdout.flush()
     return 0

@@ -1,13 +1,21 @@
-"""``dsh-tools replay LOG.jsonl``: a session log shown the way a UI showed it live.
+r"""``dsh-tools replay LOG.jsonl``: a session log shown the way a UI showed it live.
 
 Every ``tool/call`` and ``tool/result`` goes through a :class:`~dsh_tools.ToolPresenter`, so a
 call appears as its tool's own card (a terminal, a diff, a read with its file locations) and
 its result as the result card; contexts, turns and approval requests appear in log order.
 Presenters are pure functions of the events, so a replay shows what the live run showed.
 
-The presenter needs the tools' definitions: by default the demo's tools (the demo's logs replay
-with their real cards), or the registry named by ``--registry MODULE:NAME``. Calls of tools the
-registry does not know get the presenter's generic fallback card.
+The presenter needs the tools' definitions: the registry named by ``--registry MODULE:NAME``.
+Without one, every call gets the presenter's generic card (its tool name and arguments), as do
+calls of tools the named registry does not know: a log says nothing about which tools wrote it,
+so replay never guesses.
+
+A log is input like any other (it may come from another machine, or an attacker): every text
+it holds is shown, never interpreted. Views are built from ``rich`` ``Text`` objects, never from
+markup strings, so ``[/bold]`` in a call id or a result prints as itself, and every text passes
+through :func:`~dsh_tools._printable.printable` first, so control characters (``ESC ]0;``
+retitling the terminal, ``ESC [2J`` clearing it, ``ESC ]52;`` writing the clipboard) and lone
+surrogates are shown as visible escapes (``\x1b]0;``) and never reach the terminal.
 """
 
 from __future__ import annotations
@@ -50,17 +58,17 @@ from dsh_tools import (
     read_session_log,
     thaw_json,
 )
-from dsh_tools._demo import build_registry, sample_workspace
+from dsh_tools._printable import printable
 
 __all__ = ["load_registry", "main_replay", "render_event"]
 
 
 def load_registry(spec: str | None) -> ToolRegistry:
     """The registry named ``MODULE:NAME`` (a :class:`~dsh_tools.ToolRegistry`, or a callable
-    returning one), or the demo's registry when ``spec`` is ``None``.
+    returning one), or an empty registry when ``spec`` is ``None`` (every card is generic).
     """
     if spec is None:
-        return build_registry(sample_workspace())
+        return ToolRegistry()
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")
@@ -76,12 +84,22 @@ def _texts(content: Iterable[object] | None) -> str:
     return "\n".join(b.text for b in content or () if isinstance(b, TextBlock))
 
 
+def _line(text: str) -> str:
+    """Text from the log, safe to show on one line (a call id, a name, a title)."""
+    return printable(text, multiline=False)
+
+
+def _shown(text: str, style: str = "") -> Text:
+    """Text from the log as a ``Text`` (never markup), newlines kept, controls made visible."""
+    return Text(printable(text), style)
+
+
 MAX_LINES = 12
 """Result text longer than this is cut (the log keeps all of it)."""
 
 
 def _clip(text: str) -> Text:
-    lines = text.rstrip("\n").splitlines()
+    lines = printable(text).rstrip("\n").split("\n")
     if len(lines) <= MAX_LINES:
         return Text("\n".join(lines))
     shown = Text("\n".join(lines[:MAX_LINES]))
@@ -92,19 +110,20 @@ def _clip(text: str) -> Text:
 def _diff(diff: FileDiff) -> Syntax:
     old = (diff.old_text or "").splitlines(keepends=True)
     new = diff.new_text.splitlines(keepends=True)
-    label = "/dev/null" if diff.old_text is None else diff.path
-    text = "".join(difflib.unified_diff(old, new, label, diff.path))
+    path = _line(diff.path)
+    label = "/dev/null" if diff.old_text is None else path
+    text = printable("".join(difflib.unified_diff(old, new, label, path)))
     return Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
 
 
 def _call_card(event: ToolCallEvent, view: ToolCallView) -> Panel:
     parts: list[RenderableType] = []
     if isinstance(view, TerminalCallView):
-        parts.append(Text.assemble(("$ ", "bold"), (view.title, "bold")))
+        parts.append(Text.assemble(("$ ", "bold"), (_line(view.title), "bold")))
         if view.description:
-            parts.append(Text(view.description, "dim"))
+            parts.append(_shown(view.description, "dim"))
         if view.cwd:
-            parts.append(Text(f"in {view.cwd}", "dim"))
+            parts.append(Text(f"in {_line(view.cwd)}", "dim"))
         kind = "execute"
     elif isinstance(view, DiffCallView):
         parts.extend(_diff(diff) for diff in view.diffs)
@@ -113,16 +132,16 @@ def _call_card(event: ToolCallEvent, view: ToolCallView) -> Panel:
         kind = str(view.kind or "other")
         for location in view.locations or ():
             line = "" if location.line is None else f":{location.line}"
-            parts.append(Text(f"@ {location.path}{line}", "cyan"))
+            parts.append(Text(f"@ {_line(location.path)}{line}", "cyan"))
         if view.raw_input is not None:
             raw = dumps_json(thaw_json(view.raw_input))
-            parts.append(Text(raw, "dim"))
+            parts.append(_shown(raw, "dim"))
         if view.content:
-            parts.append(Text(_texts(view.content)))
-    title = view.title
+            parts.append(_shown(_texts(view.content)))
+    title = Text.assemble((_line(event.call_id), "bold"), f" {_line(kind)}: {_line(view.title)}")
     return Panel(
-        Group(*parts) if parts else Text(f"{event.name} {event.arguments}", "dim"),
-        title=f"[bold]{event.call_id}[/bold] {kind}: {title}",
+        Group(*parts) if parts else _shown(f"{event.name} {event.arguments}", "dim"),
+        title=title,
         title_align="left",
         border_style="blue",
     )
@@ -132,7 +151,7 @@ def _status(event: ToolResultEvent) -> tuple[str, str]:
     if not event.is_error:
         return "ok", "green"
     if event.error is not None:
-        return event.error.code, "red"
+        return _line(event.error.code), "red"
     return "error", "red"
 
 
@@ -145,14 +164,14 @@ def _result_card(event: ToolResultEvent, view: ToolResultView) -> Panel:
         if view.exit_code is not None:
             parts.append(Text(f"exit {view.exit_code}", "green" if view.exit_code == 0 else "red"))
         if view.signal is not None:
-            parts.append(Text(f"signal {view.signal}", "red"))
+            parts.append(Text(f"signal {_line(str(view.signal))}", "red"))
     elif isinstance(view, DiffResultView):
         parts.extend(_diff(diff) for diff in view.diffs)
     elif isinstance(view, GenericResultView):  # pyright: ignore[reportUnnecessaryIsInstance]
         parts.append(_clip(_texts(view.content)))
-    title = f"[bold]{event.call_id}[/bold] [{style}]{status}[/{style}]"
+    title = Text.assemble((_line(event.call_id), "bold"), " ", (status, style))
     if view.title:
-        title += f" {view.title}"
+        title.append(f" {_line(view.title)}")
     return Panel(Group(*parts), title=title, title_align="left", border_style=style)
 
 
@@ -164,34 +183,38 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
         # ``surface_op``: a replacement such as pruning is not a new result
         surface_op: object = getattr(event, "surface_op", None)
         if surface_op not in (None, "append"):
-            return Text(f"  {event.call_id}: result replaced ({surface_op})", "dim")
+            return Text(
+                f"  {_line(event.call_id)}: result replaced ({_line(str(surface_op))})", "dim"
+            )
         return _result_card(event, presenter.present_result(event))
     if isinstance(event, ContextMessageEvent):
         source = getattr(event.source, "plugin", "user")
         return Text.assemble(
-            ("context ", "bold magenta"), (f"from {source}: ", "magenta"), _texts(event.content)
+            ("context ", "bold magenta"),
+            (f"from {_line(str(source))}: ", "magenta"),
+            _shown(_texts(event.content)),
         )
     if isinstance(event, TurnStartEvent):
-        return Rule(f"turn {event.turn}", style="bold")
+        return Rule(Text(f"turn {event.turn}"), style="bold")
     if isinstance(event, TurnEndEvent):
-        return Rule(f"end of turn {event.turn} ({event.kind})", style="dim")
+        return Rule(Text(f"end of turn {event.turn} ({_line(event.kind)})"), style="dim")
     if isinstance(event, ApprovalAskedEvent):
-        reason = f": {event.reason}" if event.reason else ""
-        call = f" ({event.call_id})" if event.call_id else ""
+        reason = f": {_line(event.reason)}" if event.reason else ""
+        call = f" ({_line(event.call_id)})" if event.call_id else ""
         return Text.assemble(
-            ("? ", "bold yellow"), f"approval asked for {event.tool_name}{call}{reason}"
+            ("? ", "bold yellow"), f"approval asked for {_line(event.tool_name)}{call}{reason}"
         )
     if isinstance(event, ApprovalDecidedEvent):
         style = "green" if event.outcome == "allowed-once" else "red"
-        return Text.assemble(("  ", ""), ("approval " + str(event.outcome), style))
+        return Text.assemble(("  ", ""), ("approval " + _line(str(event.outcome)), style))
     if isinstance(event, ApprovalPolicyEvent):
-        return Text(f"approval policy: {event.policy}", "yellow")
+        return Text(f"approval policy: {_line(str(event.policy))}", "yellow")
     if isinstance(event, BatchStartEvent):
-        calls = ", ".join(call.call_id for call in event.calls)
-        return Text(f"batch {event.batch_id}: {calls}", "dim")
+        calls = ", ".join(_line(call.call_id) for call in event.calls)
+        return Text(f"batch {_line(event.batch_id)}: {calls}", "dim")
     if isinstance(event, BatchEndEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return Text(f"end of batch {event.batch_id} ({event.reason})", "dim")
-    return Text(repr(event), "dim")  # an event type added later
+        return Text(f"end of batch {_line(event.batch_id)} ({_line(event.reason)})", "dim")
+    return Text(_line(repr(event)), "dim")  # an event type added later
 
 
 def _print_error(text: str) -> None:
@@ -207,7 +230,11 @@ def main_replay(
 ) -> int:
     """Show the session log at ``path``; return the process exit code."""
     console = console if console is not None else Console()
-    report = err if err is not None else _print_error
+    sink = err if err is not None else _print_error
+
+    def report(text: str) -> None:
+        sink(printable(text))  # error texts quote the log (a path, a line, a presenter's text)
+
     try:
         events = read_session_log(path)
         tools = load_registry(registry)
@@ -218,9 +245,11 @@ def main_replay(
     presenter = ToolPresenter(
         tools, on_error=lambda exc, call_id: problems.append(f"{call_id}: {exc}")
     )
-    console.print(f"[bold]{path}[/bold]: {len(events)} events", highlight=False)
+    console.print(
+        Text.assemble((_line(str(path)), "bold"), f": {len(events)} events"), highlight=False
+    )
     for event in events:
-        console.print(render_event(presenter, event))
+        console.print(render_event(presenter, event), highlight=False)
     for problem in problems:
         report(f"presenter error (fell back to a generic card): {problem}")
     return 0

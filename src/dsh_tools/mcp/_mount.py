@@ -4,6 +4,16 @@ Each server tool becomes a raw :class:`~dsh_tools.ToolDefinition` whose body val
 arguments against the server's input schema with ``jsonschema``, calls the tool through the
 client, and maps the MCP result onto a tool result. ``mount_mcp`` owns one background task (the
 ``tools/list_changed`` listener) in its own nursery, so nothing outlives the ``async with``.
+
+A server is untrusted input: a tool it lists that cannot be mounted (an empty name, a schema
+that is not lossless JSON) is skipped with a warning; structured content that is not lossless
+JSON is dropped with a warning and the text kept; and validating arguments against a schema the
+server wrote runs in a worker thread when the schema holds a regular expression, because a
+``pattern`` can backtrack for minutes (``^(a+)+$`` against ``"aaaa...!"``) and ``re`` cannot be
+interrupted: on the event loop it would block every task, deadlines included. The call waits for the thread as a checkpoint, so the batch's
+signal cancels it on time; the thread is abandoned (it ends when the match does, its answer
+is dropped). A mount runs at most four validations at a time, so a server
+cannot pile up runaway threads: later calls wait for a slot, still cancellable.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from dsh_tools import (
     ContentBlock,
     Disposer,
     HarnessError,
+    JsonSnapshotError,
     JsonValue,
     TextBlock,
     ToolArgsError,
@@ -36,6 +47,7 @@ from dsh_tools import (
     ToolRegistry,
     ToolRunContext,
     ToolScope,
+    snapshot_json,
     thaw_json,
 )
 
@@ -52,6 +64,9 @@ logger: Final = logging.getLogger("dsh_tools")
 
 MCP_TOOL_ERROR: Final = "MCP_TOOL_ERROR"
 """The error code of a result the MCP server itself marked ``isError``."""
+
+_VALIDATION_THREADS: Final = 4
+"""How many argument validations of one mount may run at once (each in a worker thread)."""
 
 MountTarget: TypeAlias = ToolRegistry | ToolScope
 """Where ``mount_mcp`` registers the server's tools."""
@@ -146,6 +161,9 @@ class _ArgsChecker:
         except jsonschema.exceptions.SchemaError as exc:
             logger.warning('MCP tool "%s" has an invalid input schema: %s', name, exc.message)
             return cls(None, f'tool "{name}" has an invalid input schema: {exc.message}')
+        except RecursionError:
+            logger.warning('MCP tool "%s" has an input schema too deep to check', name)
+            return cls(None, f'tool "{name}" has an invalid input schema: nested too deeply')
         return cls(validator_class(schema), None)
 
     def check(self, arguments: object) -> None:
@@ -182,12 +200,22 @@ def _content(blocks: Sequence[mcp.types.ContentBlock]) -> list[ContentBlock]:
     return [TextBlock(text=_text(block)) for block in blocks]
 
 
-def _output(result: mcp.types.CallToolResult) -> ToolOutput:
+def _output(remote: str, result: mcp.types.CallToolResult) -> ToolOutput:
     content = _content(result.content)
     if result.is_error:
         text = "\n".join(block.text for block in content if isinstance(block, TextBlock))
         raise McpToolError(text or "the MCP tool reported an error")
-    structured: JsonValue = result.structured_content
+    structured: JsonValue = None
+    if result.structured_content is not None:
+        try:
+            structured = snapshot_json(result.structured_content)
+        except JsonSnapshotError as exc:
+            # the text content is the tool's answer; one unreadable extra must not replace it
+            logger.warning(
+                'MCP tool "%s": structured content dropped, it is not lossless JSON: %s',
+                remote,
+                exc,
+            )
     return ToolOutput(content=content, meta=structured)
 
 
@@ -198,27 +226,61 @@ def _read_only(_arguments: object) -> bool:
     return True
 
 
-def _definition(client: mcp.Client, tool: mcp.types.Tool, name: str) -> ToolDefinition:
-    checker = _ArgsChecker.for_schema(name, tool.input_schema)
+def _definition(
+    client: mcp.Client, tool: mcp.types.Tool, name: str, validations: trio.CapacityLimiter
+) -> ToolDefinition:
+    """The mounted tool, or a ``TypeError`` / ``ValueError`` when the server's tool cannot be
+    one (an empty name, a schema that is not lossless JSON).
+    """
     remote = tool.name
+    if not remote:
+        raise ValueError("an MCP tool needs a non-empty name")
+    # fails before the (slower) schema check when the schema is not lossless JSON
+    parameters = snapshot_json(tool.input_schema)
+    checker = _ArgsChecker.for_schema(name, tool.input_schema)
+    # only a regular expression can make jsonschema run without bound on a small argument
+    in_thread = _uses_regex(parameters)
 
     async def call(arguments: JsonValue, context: ToolRunContext) -> ToolOutput:
         plain = thaw_json(arguments)
-        checker.check(plain)
+        if in_thread:
+            # the server's pattern may backtrack without bound: off the loop, and abandoned
+            # when the call is cancelled
+            await trio.to_thread.run_sync(
+                checker.check, plain, abandon_on_cancel=True, limiter=validations
+            )
+        else:
+            checker.check(plain)
         try:
             result = await client.call_tool(remote, cast("dict[str, Any]", plain))
         except mcp.MCPError as exc:
             raise McpConnectionError(f'MCP tool "{remote}" failed: {exc}') from exc
-        return _output(result)
+        return _output(remote, result)
 
     read_only = tool.annotations is not None and tool.annotations.read_only_hint is True
     return ToolDefinition(
         name=name,
         description=tool.description or "",
-        parameters=tool.input_schema,
+        parameters=cast("Mapping[str, object]", parameters),
         execute=call,
         is_concurrency_safe=_read_only if read_only else None,
     )
+
+
+def _uses_regex(schema: JsonValue) -> bool:
+    """Whether a schema holds a ``pattern`` or ``patternProperties`` keyword anywhere (a
+    property that happens to be called so counts too: the cost is only a thread hop).
+    """
+    stack: list[JsonValue] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif isinstance(node, Mapping):
+            if "pattern" in node or "patternProperties" in node:
+                return True
+            stack.extend(node.values())
+    return False
 
 
 def _fingerprint(tool: mcp.types.Tool) -> str:
@@ -259,6 +321,9 @@ class MountedServer:
     _registrations: _Registrations = attrs.field(alias="registrations")
     _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _syncs: int = attrs.field(init=False, default=0)
+    _validations: trio.CapacityLimiter = attrs.field(
+        init=False, factory=lambda: trio.CapacityLimiter(_VALIDATION_THREADS)
+    )
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -272,7 +337,9 @@ class MountedServer:
 
     async def sync(self) -> None:
         """Fetch the server's tool list and bring the registrations in line with it: new tools
-        are registered, removed ones unregistered, changed ones replaced.
+        are registered, removed ones unregistered, changed ones replaced. A tool that cannot be
+        mounted (an empty name, an input schema that is not lossless JSON) is skipped with a
+        warning on logger ``dsh_tools``; the others mount.
 
         ``mount_mcp`` calls this on entry and on every ``tools/list_changed`` event; call it
         yourself for a server that cannot send those events (an MCP connection older than
@@ -299,11 +366,13 @@ class MountedServer:
                     if current[0] == fingerprint:
                         continue
                     mounted.pop(name)[1]()
+                try:
+                    definition = _definition(self._client, tool, name, self._validations)
+                except (TypeError, ValueError) as exc:
+                    logger.warning("MCP tool %r skipped: %s", tool.name, exc)
+                    continue
                 # recorded at once, so a later failure still leaves every registration known
-                mounted[name] = (
-                    fingerprint,
-                    self._target.register(_definition(self._client, tool, name)),
-                )
+                mounted[name] = (fingerprint, self._target.register(definition))
             registrations.entries = {name: mounted[name] for name in listed if name in mounted}
 
 
@@ -371,7 +440,12 @@ async def mount_mcp(
 
     Each tool's ``parameters`` is the server's input schema as given. Before a call, the
     arguments are validated against it with ``jsonschema`` (violations become an
-    ``INVALID_ARGS`` result with path messages such as ``"servers[1].host" must be a string``).
+    ``INVALID_ARGS`` result with path messages such as ``"servers[1].host" must be a string``),
+    in a worker thread the call abandons when it is cancelled when the schema holds a
+    ``pattern`` (or ``patternProperties``): one can backtrack for minutes, and the event loop
+    (with every deadline) must not wait for it. A tool that cannot be mounted (an empty name, an input schema that
+    is not lossless JSON) is skipped with a warning; structured content that is not lossless
+    JSON is dropped with a warning, and the text content kept.
     A tool annotated ``readOnlyHint: true`` may run in parallel pools. Cancelling the call
     (through its signal) cancels the request, and the SDK sends MCP's cancel notification.
     Text content becomes :class:`~dsh_tools.TextBlock`; other content a text rendering naming

@@ -6,10 +6,18 @@ as they are: they are read through ``model_dump()``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import cast
+from typing import Final, cast
 
-from dsh_tools import ToolBatch, ToolCallRequest, ToolSchema, dumps_json
+from dsh_tools import (
+    JsonSnapshotError,
+    ToolBatch,
+    ToolCallRequest,
+    ToolSchema,
+    dumps_json,
+    snapshot_json,
+)
 
 from ._common import (
     JsonDict,
@@ -25,6 +33,8 @@ from ._common import (
 )
 
 __all__ = ["tool_calls", "tool_messages", "tool_params"]
+
+logger: Final = logging.getLogger("dsh_tools")
 
 
 def tool_params(schemas: Iterable[ToolSchema]) -> list[JsonDict]:
@@ -55,14 +65,19 @@ def tool_calls(
             other types (text, thinking, server tool use) are skipped.
 
     Returns:
-        One :class:`~dsh_tools.ToolCallRequest` per ``tool_use`` block. Anthropic sends the
-        input as a JSON object; ``arguments`` is its compact JSON text.
+        One :class:`~dsh_tools.ToolCallRequest` per ``tool_use`` block, or ``[]`` for a
+        message without one (the model's answer: the loop's normal end). Anthropic sends the
+        input as a JSON object; ``arguments`` is its compact JSON text. An input that is not
+        lossless JSON data (NaN, an integer beyond ±(2**53 - 1), a lone surrogate, a value
+        of another type, a cycle, nesting deeper than :data:`~dsh_tools.MAX_DEPTH`) gives
+        ``arguments`` that are not JSON (``<input is not JSON data: $.x: ...>``, also logged
+        at warning level on logger ``dsh_tools``): that call gets its tool's
+        invalid-arguments result and the other calls run.
 
     Raises:
         TypeError: the content or a block has the wrong shape, or a field the wrong type
-            (``input`` must be a JSON object).
-        ValueError: there is no ``tool_use`` block (check ``stop_reason == "tool_use"``
-            first: a message without one is the model's answer), or a block lacks a field.
+            (``input`` must be a mapping).
+        ValueError: a block lacks a field.
     """
     if isinstance(content, Sequence) and not isinstance(content, str | bytes):
         blocks = as_list(content, "the content")
@@ -83,23 +98,29 @@ def tool_calls(
             raise TypeError(
                 f'{where}."input" must be a JSON object, not {type(tool_input).__name__}'
             )
-        try:
-            arguments = dumps_json(plain_json(cast("Mapping[str, object]", tool_input)))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f'{where}."input" is not JSON data: {exc}') from exc
         calls.append(
             ToolCallRequest(
                 call_id=require_str(block, "id", where),
                 name=require_str(block, "name", where),
-                arguments=arguments,
+                arguments=_arguments(cast("Mapping[str, object]", tool_input), where),
             )
         )
-    if not calls:
-        raise ValueError(
-            'the message has no "tool_use" block (it is the model\'s answer: check '
-            'stop_reason == "tool_use" before asking for tool calls)'
-        )
     return calls
+
+
+def _arguments(tool_input: Mapping[str, object], where: str) -> str:
+    """The compact JSON text of a ``tool_use`` input, or, when the input is not lossless JSON
+    data, a text that is not JSON at all (``<input is not JSON data: $.x: ...>``): that one call
+    then gets its tool's invalid-arguments result, as an OpenAI call whose argument text does
+    not parse does, while the message's other calls run (the API wants a ``tool_result`` for
+    every ``tool_use``).
+    """
+    try:
+        # the boundary's own check: bounded depth, cycles, NaN, unsafe integers, surrogates
+        return dumps_json(snapshot_json(dict(tool_input)))
+    except JsonSnapshotError as exc:
+        logger.warning('%s: the "input" of a tool_use is not JSON data: %s', where, exc)
+        return f"<input is not JSON data: {exc}>"
 
 
 def tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
