@@ -40,7 +40,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.__main__ import main
-from dsh_tools._demo import DemoBatch, Workspace, build_registry, hunks, outcome, run_demo
+from dsh_tools.demo import DemoBatch, Workspace, build_registry, hunks, outcome, run_demo
 
 
 def run_on_virtual_time() -> tuple[list[DemoBatch], MemorySessionLog]:

@@ -24,18 +24,6 @@ INTERNAL: Final = frozenset(
         ("_converter", "register_wire_class"),
         # the annotation fix-up dsh_tools runs before renaming its classes' __module__
         ("_converter", "resolve_types"),
-        # the bundled demo behind ``python -m dsh_tools``
-        ("_demo", "DemoAgent"),
-        ("_demo", "DemoBatch"),
-        ("_demo", "build_registry"),
-        ("_demo", "default_log_path"),
-        ("_demo", "demo_registry"),
-        ("_demo", "execution_text"),
-        ("_demo", "first_line"),
-        ("_demo", "hunks"),
-        ("_demo", "main_demo"),
-        ("_demo", "run_demo"),
-        ("_demo", "sample_workspace"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
         ("_hooks", "HookLists"),

@@ -21,9 +21,9 @@ from dsh_tools import (
     ToolExecutionResult,
     console_answerer,
 )
-from dsh_tools._demo import DemoBatch, render_batch
 from dsh_tools._printable import printable
 from dsh_tools.cli.live_demo import model_receives
+from dsh_tools.demo import DemoBatch, render_batch
 from hostile_logs import HOSTILE_TEXTS
 
 HOSTILE = "".join(HOSTILE_TEXTS.values())

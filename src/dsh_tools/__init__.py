@@ -9,7 +9,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   CLI          __main__
 #   integrations acp cli mcp otel providers testing (subpackages, most behind optional
 #                extras; never imported from the core, only by __main__)
-#   demo         _demo
+#   demo         demo (the bundled demo agent: a product on top of the core)
 #   batches      _presenter (views for events) _scheduler _timeout (a policy)
 #                _timeline (when each body ran)
 #   registry     _registry _approval (the user-approval service)

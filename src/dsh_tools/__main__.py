@@ -167,7 +167,7 @@ def _run(arguments: list[str]) -> int:
         _quiet_library_logs()
     if command == "demo" and (args.plain or args.ask):
         # --ask prompts on the terminal (y/n): the ASCII timeline, not the live view, owns it
-        from ._demo import main_demo  # imported late: the CLI's help needs none of it
+        from .demo import main_demo  # imported late: the CLI's help needs none of it
 
         try:
             return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)

@@ -1,4 +1,4 @@
-"""``dsh-tools demo``: the scripted turn of :mod:`dsh_tools._demo` as a live ``rich`` view.
+"""``dsh-tools demo``: the scripted turn of :mod:`dsh_tools.demo` as a live ``rich`` view.
 
 It runs in real time (about three seconds) and redraws as the registry reports: one panel per
 batch with a progress bar, the pool filling and draining (``max_parallel_tool_calls`` slots),
@@ -39,7 +39,8 @@ from dsh_tools import (
     ToolResultEvent,
     parse_call_arguments,
 )
-from dsh_tools._demo import (
+from dsh_tools._printable import printable
+from dsh_tools.demo import (
     BATCH_1,
     BATCH_2,
     INTERRUPT_AFTER,
@@ -52,7 +53,6 @@ from dsh_tools._demo import (
     run_demo,
     sample_workspace,
 )
-from dsh_tools._printable import printable
 
 __all__ = ["DemoView", "main_live_demo", "model_receives"]
 

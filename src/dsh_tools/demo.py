@@ -285,7 +285,7 @@ async def _ask_before_changes(execution: ToolExecution, next: PreExecuteNext) ->
 
 def demo_registry() -> ToolRegistry:
     """The demo's registry over a fresh sample workspace: what draws the demo's own cards when
-    its log is replayed (``dsh-tools replay --registry dsh_tools._demo:demo_registry LOG``).
+    its log is replayed (``dsh-tools replay --registry dsh_tools.demo:demo_registry LOG``).
     """
     return build_registry(sample_workspace())
 
@@ -465,6 +465,7 @@ class DemoAgent:
     """The agent the demo's calls belong to (approval routes requests by agent)."""
 
     def __repr__(self) -> str:
+        """A short, stable name for logs."""
         return "<demo agent>"
 
 
@@ -690,6 +691,7 @@ def describe_result_view(view: ToolResultView) -> str:
 
 
 def default_log_path() -> Path:
+    """A fresh temporary file for the demo's session log."""
     handle, name = tempfile.mkstemp(prefix="dsh-tools-demo-", suffix=".jsonl")
     os.close(handle)
     return Path(name)
