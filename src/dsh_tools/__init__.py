@@ -21,7 +21,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   converter    _converter (cattrs, for the values)
 #   definitions  _definition
 #   values       _presentation _execution _attrs_schema (specs from attrs classes)
-#                _structured (the output-schema subset)
+#                _output_schema (the output-schema subset)
 #                _schema (the schema DSL)
 #                _signal _content _arguments
 #                _disposer _json
@@ -109,6 +109,12 @@ from ._json import JsonValue as JsonValue
 from ._json import dumps_json as dumps_json
 from ._json import snapshot_json as snapshot_json
 from ._json import thaw_json as thaw_json
+from ._output_schema import StructuredOutputSchema as StructuredOutputSchema
+from ._output_schema import StructuredScalar as StructuredScalar
+from ._output_schema import StructuredSchemaNode as StructuredSchemaNode
+from ._output_schema import StructuredSchemaType as StructuredSchemaType
+from ._output_schema import assert_supported_output_schema as assert_supported_output_schema
+from ._output_schema import validate_structured_value as validate_structured_value
 from ._presentation import DiffCallView as DiffCallView
 from ._presentation import DiffResultView as DiffResultView
 from ._presentation import FileDiff as FileDiff
@@ -155,12 +161,6 @@ from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 from ._sqlite_log import SqliteSessionLog as SqliteSessionLog
-from ._structured import StructuredOutputSchema as StructuredOutputSchema
-from ._structured import StructuredScalar as StructuredScalar
-from ._structured import StructuredSchemaNode as StructuredSchemaNode
-from ._structured import StructuredSchemaType as StructuredSchemaType
-from ._structured import assert_supported_output_schema as assert_supported_output_schema
-from ._structured import validate_structured_value as validate_structured_value
 from ._timeline import TimelineRecorder as TimelineRecorder
 from ._timeline import TimelineSpan as TimelineSpan
 from ._timeout import install_timeout_policy as install_timeout_policy
