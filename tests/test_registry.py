@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import attrs
 import pytest
+import trio
 
 from dsh_tools import (
     Disposer,
+    PreExecuteNext,
+    PreToolDecision,
     ToolCallRequest,
     ToolDefinition,
+    ToolExecution,
     ToolExecutionMode,
     ToolRegistry,
+    ToolRegistryStatistics,
+    ToolRunContext,
     ToolSchema,
     define_tool,
 )
-from support import Agent, execution_input, ok_body
+from support import Agent, execution_input, ok_body, registry_with, tool
 
 
 def _tool(name: str, **kwargs: Any) -> ToolDefinition:
@@ -804,3 +811,59 @@ async def test_a_closed_scope_refuses_hooks_and_keeps_none_of_them() -> None:
 
     expected = []
     assert expected == heard
+
+
+# --- statistics ---------------------------------------------------------------------------------
+
+
+def test_registry_statistics_count_tools_scopes_guards_and_listeners() -> None:
+    registry = ToolRegistry(thread_limit=3)
+    registry.register(tool("a", ok_body))
+    registry.register(tool("b", ok_body))
+    scope = registry.scope(Agent())
+    scope.register(tool("c", ok_body))
+    registry.guard(lambda execution: None)
+    scope.guard(lambda execution: None)
+    remove = registry.hooks.result.add(lambda execution, result: None)
+    scope.hooks.pre_execute.add(_allow_all)
+
+    before = registry.statistics()
+    remove()
+    scope.close()
+
+    assert (
+        ToolRegistryStatistics(
+            tools=2, scopes=1, guards=2, listeners=2, worker_threads=0, thread_limit=3
+        )
+        == before
+    )
+    assert (
+        ToolRegistryStatistics(
+            tools=2, scopes=0, guards=1, listeners=0, worker_threads=0, thread_limit=3
+        )
+        == registry.statistics()
+    )
+
+
+async def _allow_all(execution: ToolExecution, next_: PreExecuteNext) -> PreToolDecision:
+    return await next_()
+
+
+async def test_registry_statistics_count_sync_bodies_running_in_worker_threads() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def blocking(args: object, context: ToolRunContext) -> str:
+        entered.set()
+        release.wait()
+        return "done"
+
+    registry = registry_with(tool("sync", blocking))
+    seen: list[int] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(registry.execute, execution_input("sync", {}))
+        await trio.to_thread.run_sync(entered.wait)
+        seen.append(registry.statistics().worker_threads)
+        release.set()
+    seen.append(registry.statistics().worker_threads)
+
+    assert [1, 0] == seen

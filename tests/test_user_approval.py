@@ -25,6 +25,7 @@ from dsh_tools import (
     TurnEndEvent,
     TurnStartEvent,
     UserApproval,
+    UserApprovalStatistics,
     converter,
     session_turn,
 )
@@ -710,3 +711,29 @@ def test_closing_a_scope_twice_is_harmless_and_reprs_say_what_they_are() -> None
 def test_a_policy_event_validates_its_policy() -> None:
     with pytest.raises(ValueError, match=r'^approval policy must be one of "ask" or "never"$'):
         ApprovalPolicyEvent(policy="always")  # type: ignore[arg-type]
+
+
+async def test_statistics_count_answerers_scopes_and_requests_waiting_for_a_decision() -> None:
+    session = _open_session()
+    approval = UserApproval(session)
+    gate = trio.Event()
+
+    async def waits(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+        await gate.wait()
+        return ALLOWED
+
+    approval.answerers.add(waits)
+    approval.scope(AGENT).answerers.add(_answer(REJECTED))
+    seen: list[UserApprovalStatistics] = [approval.statistics()]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approval.request, _request(agent=Agent()))
+        await trio.testing.wait_all_tasks_blocked()
+        seen.append(approval.statistics())
+        gate.set()
+    seen.append(approval.statistics())
+
+    assert [
+        UserApprovalStatistics(answerers=2, scopes=1, pending=0),
+        UserApprovalStatistics(answerers=2, scopes=1, pending=1),
+        UserApprovalStatistics(answerers=2, scopes=1, pending=0),
+    ] == seen

@@ -33,6 +33,7 @@ from ._approval import ApprovalAnswerer as ApprovalAnswerer
 from ._approval import ApprovalNext as ApprovalNext
 from ._approval import ApprovalScope as ApprovalScope
 from ._approval import UserApproval as UserApproval
+from ._approval import UserApprovalStatistics as UserApprovalStatistics
 from ._approval import console_answerer as console_answerer
 from ._approval import session_turn as session_turn
 from ._arguments import parse_call_arguments as parse_call_arguments
@@ -130,6 +131,7 @@ from ._presenter import ToolPresenter as ToolPresenter
 from ._presenter import console_block as console_block
 from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
+from ._registry import ToolRegistryStatistics as ToolRegistryStatistics
 from ._registry import ToolScope as ToolScope
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
@@ -272,6 +274,7 @@ __all__ = [
     "ToolOutput",
     "ToolPresenter",
     "ToolRegistry",
+    "ToolRegistryStatistics",
     "ToolResult",
     "ToolResultBlock",
     "ToolResultEvent",
@@ -283,6 +286,7 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "UserApproval",
+    "UserApprovalStatistics",
     "UserSource",
     "assert_supported_output_schema",
     "console_answerer",

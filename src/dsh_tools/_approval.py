@@ -33,6 +33,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Final, TypeAlias, cast
 
+import attrs
 import trio
 
 from ._disposer import Disposer
@@ -58,6 +59,7 @@ __all__ = [
     "ApprovalNext",
     "ApprovalScope",
     "UserApproval",
+    "UserApprovalStatistics",
     "console_answerer",
     "session_turn",
 ]
@@ -70,6 +72,18 @@ ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome]]
 
 ApprovalAnswerer: TypeAlias = Callable[[ApprovalRequest, ApprovalNext], Awaitable[ApprovalOutcome]]
 """``async (request, next) -> ApprovalOutcome``: answer, or delegate with ``return await next()``."""
+
+
+@attrs.frozen(kw_only=True)
+class UserApprovalStatistics:
+    """What :meth:`UserApproval.statistics` reports: a frozen snapshot, not a live view."""
+
+    answerers: int
+    """Answerers registered, global and scoped."""
+    scopes: int
+    """Agent scopes open."""
+    pending: int
+    """Requests asked and not yet decided (each waits for an answerer)."""
 
 
 class ApprovalScope:
@@ -156,7 +170,7 @@ class UserApproval:
             ``events``).
     """
 
-    __slots__ = ("_answerer_list", "_default_policy", "_scopes", "_session", "answerers")
+    __slots__ = ("_answerer_list", "_default_policy", "_pending", "_scopes", "_session", "answerers")
 
     answerers: HookPoint[ApprovalAnswerer]
     """``add(fn, *, prepend=False) -> Disposer`` for answerers heard by every agent."""
@@ -174,7 +188,16 @@ class UserApproval:
         self._default_policy: ApprovalPolicy = check_approval_policy(policy)
         self._answerer_list = HookList[ApprovalAnswerer]()
         self._scopes: dict[int, ApprovalScope] = {}
+        self._pending = 0
         self.answerers = HookPoint(self._answerer_list)
+
+    def statistics(self) -> UserApprovalStatistics:
+        """How many answerers and scopes the service holds and how many requests wait for a
+        decision right now. Not a checkpoint.
+        """
+        return UserApprovalStatistics(
+            answerers=len(self._answerer_list), scopes=len(self._scopes), pending=self._pending
+        )
 
     @property
     def session(self) -> SessionLog:
@@ -238,6 +261,7 @@ class UserApproval:
                 reason=request.reason,
             )
         )
+        self._pending += 1
         try:
             outcome = await self._decide(request, policy)
         except BaseException:
@@ -250,6 +274,8 @@ class UserApproval:
             except Exception:
                 logger.exception("approval %s: could not append approval/decided", request_id)
             raise
+        finally:
+            self._pending -= 1
         self._session.append(ApprovalDecidedEvent(id=request_id, outcome=outcome))
         return outcome
 

@@ -122,6 +122,10 @@ class HookList(Generic[F]):
         self._global_fns = ()
         self._per_agent = {}
 
+    def __len__(self) -> int:
+        """How many listeners are registered (global and scoped)."""
+        return len(self._entries)
+
     def add(self, fn: F, scope: object = None, *, prepend: bool = False) -> Disposer:
         """Add ``fn`` (heard by calls of ``scope``'s agent, or by every call when ``None``)."""
         if not callable(fn):

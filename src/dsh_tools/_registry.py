@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, final, overload
 
+import attrs
 import trio
 
 from ._arguments import parse_call_arguments
@@ -35,9 +36,29 @@ from ._pipeline import PipelineHost, prepare
 from ._presentation import ToolCallView, ToolResultView
 from ._tool import ToolDecorator, ToolFunction, function_tool
 
-__all__ = ["ToolRegistry", "ToolScope", "pipeline_host"]
+__all__ = ["ToolRegistry", "ToolRegistryStatistics", "ToolScope", "pipeline_host"]
 
 logger: Final = logging.getLogger("dsh_tools")
+
+
+@attrs.frozen(kw_only=True)
+class ToolRegistryStatistics:
+    """What :meth:`ToolRegistry.statistics` reports: a frozen snapshot for tests and
+    debugging (trio's ``statistics()`` convention), not a live view.
+    """
+
+    tools: int
+    """Global tools registered."""
+    scopes: int
+    """Agent scopes open (each may hold tools, guards and hooks of its own)."""
+    guards: int
+    """Guards registered, global and scoped."""
+    listeners: int
+    """Hook listeners registered, over every hook point, global and scoped."""
+    worker_threads: int
+    """Sync tool bodies running in worker threads right now."""
+    thread_limit: int
+    """The most sync bodies that run in worker threads at once."""
 
 
 class _GuardEntry:
@@ -53,7 +74,7 @@ class _GuardTable:
 
     A guard added during an evaluation is seen by that evaluation (same table). When the last
     guard goes, the layer gets a fresh table: an evaluation still walking the old one does not
-    see guards added afterwards (upstream's generation rule, §2.9).
+    see guards added afterwards (the original's generation rule).
     """
 
     __slots__ = ("items", "iterating", "live")
@@ -290,6 +311,32 @@ class ToolRegistry(_HostHolder):
             evaluate_guards=self._evaluate_guards,
             approval=approval,
             thread_limiter=self._thread_limiter,
+        )
+
+    def statistics(self) -> ToolRegistryStatistics:
+        """How many tools, scopes, guards and listeners the registry holds, and how many of
+        its worker threads are busy. Not a checkpoint.
+        """
+        state = self._state
+        layers = (state.global_layer, *(layer for _scope, layer in state.scopes.values()))
+        hooks = state.hook_lists
+        return ToolRegistryStatistics(
+            tools=len(state.global_layer.tools),
+            scopes=len(state.scopes),
+            guards=sum(layer.guards.live for layer in layers),
+            listeners=sum(
+                len(hook_list)
+                for hook_list in (
+                    hooks.pre_execute,
+                    hooks.execute,
+                    hooks.post_execute,
+                    hooks.result,
+                    hooks.change,
+                    hooks.batch,
+                )
+            ),
+            worker_threads=int(self._thread_limiter.borrowed_tokens),
+            thread_limit=int(self._thread_limiter.total_tokens),
         )
 
     @property
