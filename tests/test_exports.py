@@ -89,7 +89,6 @@ INTERNAL: Final = frozenset(
         ("_results", "freeze_result"),
         ("_results", "is_return_value"),
         ("_results", "kind"),
-        ("_results", "materialize"),
         ("_results", "normalize"),
         ("_results", "printable"),
         ("_results", "reason_text"),

@@ -25,14 +25,21 @@ from dsh_tools import (
     register_content_block,
     snapshot_json,
 )
-from dsh_tools._results import ABORTED
-from dsh_tools._results import materialize as _materialize
+from dsh_tools._results import ABORTED, INVALID_RESULT, Invalid, freeze_result
 from support import execution_input, registry_with, tool
 
 INVALID = ToolExecutionResult(
     content=(TextBlock(text="Error: tool result must be losslessly JSON-serializable"),),
     is_error=True,
 )
+
+
+def _materialize(result: object) -> ToolExecutionResult:
+    """Stage 9's outcome for ``result``: frozen, or the canonical invalid-result error."""
+    try:
+        return freeze_result(result)
+    except Invalid:
+        return INVALID_RESULT
 
 
 def _result(**changes: Any) -> ToolExecutionResult:

@@ -170,7 +170,14 @@ class UserApproval:
             ``events``).
     """
 
-    __slots__ = ("_answerer_list", "_default_policy", "_pending", "_scopes", "_session", "answerers")
+    __slots__ = (
+        "_answerer_list",
+        "_default_policy",
+        "_pending",
+        "_scopes",
+        "_session",
+        "answerers",
+    )
 
     answerers: HookPoint[ApprovalAnswerer]
     """``add(fn, *, prepend=False) -> Disposer`` for answerers heard by every agent."""

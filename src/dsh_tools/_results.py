@@ -1,7 +1,7 @@
 """The canonical results and the final check every result passes (stage 9 of the pipeline).
 
 The pipeline, the scheduler and the timeout policy build their model-facing error results here,
-so each text has one home; :func:`freeze_result` / :func:`materialize` check a result as
+so each text has one home; :func:`freeze_result` checks a result as
 complete, immutable, lossless JSON, and :func:`normalize` turns a body's return value into a
 success.
 
@@ -58,7 +58,6 @@ __all__ = [
     "freeze_result",
     "is_return_value",
     "kind",
-    "materialize",
     "normalize",
     "printable",
     "reason_text",
@@ -258,14 +257,6 @@ def freeze_result(result: object) -> ToolExecutionResult:
     if frozen_meta is meta and all(a is b for a, b in zip(frozen_contexts, contexts, strict=True)):
         return result
     return attrs.evolve(result, additional_contexts=frozen_contexts, meta=frozen_meta)
-
-
-def materialize(result: object) -> ToolExecutionResult:
-    """Stage 9 without logging: the frozen result, or the canonical invalid-result error."""
-    try:
-        return freeze_result(result)
-    except Invalid:
-        return INVALID_RESULT
 
 
 def is_return_value(returned: object) -> bool:

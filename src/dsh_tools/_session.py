@@ -540,9 +540,6 @@ def session_event_from_json(data: object) -> SessionEvent:
     return cast("SessionEvent", event)
 
 
-event_from_wire = session_event_from_json  # the name the library's own modules used first
-
-
 def _describe_error(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
