@@ -7,6 +7,7 @@ internal with the reason it is shared between modules only.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import tomllib
@@ -99,6 +100,20 @@ INTERNAL: Final = frozenset(
         ("_signal", "fuse"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_registry", "pipeline_host"),
+        # shared between the core's modules: the content and meta readers, the converter's
+        # content classes and wire messages, the compiled spec validator, the error info of
+        # an exception, the definition's field check, the session log's event encoding
+        ("_content", "content_blocks"),
+        ("_content", "unchecked_meta"),
+        ("_converter", "content_block_classes"),
+        ("_converter", "wire_error_messages"),
+        ("_definition", "check_definition_fields"),
+        ("_errors", "error_info"),
+        ("_json", "json_kind"),
+        ("_schema", "compile_spec"),
+        ("_session", "check_event"),
+        ("_session", "encode_event_line"),
+        ("_session", "json_problem"),
     }
 )
 
@@ -171,3 +186,33 @@ def test_the_version_is_the_distribution_version_of_pyproject() -> None:
     expected = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
 
     assert expected == dsh_tools.__version__
+
+
+def _relative_imports() -> list[tuple[str, str, str]]:
+    """``(importing file, private module, name)`` for each ``from ._x import name`` in src."""
+    root = Path(dsh_tools.__file__).parent
+    found: list[tuple[str, str, str]] = []
+    for path in sorted(root.rglob("*.py")):
+        package = path.relative_to(root.parent).with_suffix("").parts[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level == 0 or node.module is None:
+                continue
+            base = package[: len(package) - node.level + 1]
+            target = ".".join((*base, node.module))
+            if target.rsplit(".", 1)[-1].startswith("_"):
+                found.extend(
+                    (path.name, target, alias.name) for alias in node.names if alias.name != "*"
+                )
+    return found
+
+
+def test_a_private_module_imports_from_another_only_what_that_one_exports() -> None:
+    imports = _relative_imports()
+    outside = [
+        (importer, target, name)
+        for importer, target, name in imports
+        if name not in getattr(importlib.import_module(target), "__all__", ())
+    ]
+
+    assert imports  # the walk found the package's imports
+    assert [] == outside

@@ -13,7 +13,8 @@ import json
 import json.scanner
 from typing import Final
 
-from ._json import FrozenJsonObject, JsonSnapshotError, JsonValue, snapshot_json
+from ._errors import JsonSnapshotError
+from ._json import FrozenJsonObject, JsonValue, snapshot_json
 
 __all__ = ["parse_call_arguments"]
 

@@ -45,7 +45,9 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "UserSource",
+    "content_blocks",
     "text_block",
+    "unchecked_meta",
 ]
 
 

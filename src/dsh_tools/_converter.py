@@ -87,7 +87,14 @@ from ._presentation import (
     ToolResultView,
 )
 
-__all__ = ["converter", "register_content_block", "register_wire_class", "resolve_types"]
+__all__ = [
+    "content_block_classes",
+    "converter",
+    "register_content_block",
+    "register_wire_class",
+    "resolve_types",
+    "wire_error_messages",
+]
 
 T = TypeVar("T")
 

@@ -28,6 +28,7 @@ __all__ = [
     "ToolOutput",
     "ToolReturn",
     "ToolSchema",
+    "check_definition_fields",
     "check_timeout",
     "is_async_body",
     "runs_in_parallel",

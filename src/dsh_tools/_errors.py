@@ -31,10 +31,6 @@ from typing import cast
 import attrs
 
 __all__ = [
-    "UNPRINTABLE",
-    "TOOL_ABORTED",
-    "TOOL_ABORTED_BEFORE_DISPATCH",
-    "TOOL_TIMEOUT",
     "HarnessError",
     "JsonSnapshotError",
     "JsonTypeError",
@@ -42,9 +38,14 @@ __all__ = [
     "OutputSchemaError",
     "SessionLogCorruptError",
     "SessionLogLockedError",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_TIMEOUT",
     "ToolArgsError",
     "ToolErrorInfo",
     "ToolNotFoundError",
+    "UNPRINTABLE",
+    "error_info",
     "error_message",
     "format_js_json",
     "format_js_number",

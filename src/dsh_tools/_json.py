@@ -34,12 +34,13 @@ from typing import Any, Final, NoReturn, SupportsIndex, TypeAlias, cast, final
 from ._errors import JsonSnapshotError, JsonTypeError, JsonValueError
 
 __all__ = [
-    "MAX_DEPTH",
-    "MAX_SAFE_INTEGER",
+    "CHECKED_BY",
     "FrozenJsonObject",
     "JsonValue",
-    "CHECKED_BY",
+    "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
     "dumps_json",
+    "json_kind",
     "mark_checked",
     "snapshot_json",
     "thaw_json",

@@ -42,6 +42,7 @@ from ._content import HookContext, text_block
 from ._definition import is_async_body
 from ._errors import (
     HarnessError,
+    JsonSnapshotError,
     ToolNotFoundError,
     error_message,
 )
@@ -67,7 +68,7 @@ from ._execution import (
     success_result,
 )
 from ._hooks import waterfall
-from ._json import FrozenJsonObject, JsonSnapshotError, JsonValue, snapshot_json
+from ._json import FrozenJsonObject, JsonValue, snapshot_json
 from ._results import (
     ABANDONED,
     ABORTED,

@@ -33,9 +33,9 @@ from typing import Final, TypeAlias, cast
 import attrs
 
 from ._arguments import parse_call_arguments
-from ._errors import error_message
+from ._errors import JsonSnapshotError, error_message
 from ._execution import ToolResult
-from ._json import JsonSnapshotError, JsonValue, snapshot_json
+from ._json import JsonValue, snapshot_json
 from ._presentation import (
     DiffCallView,
     DiffResultView,

@@ -34,6 +34,7 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "compile_spec",
     "schema_spec_to_json_schema",
     "validate_args",
 ]

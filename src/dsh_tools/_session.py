@@ -58,8 +58,8 @@ from ._json import JsonValue, snapshot_json
 
 __all__ = [
     "ApprovalAskedEvent",
-    "ApprovalPolicy",
     "ApprovalDecidedEvent",
+    "ApprovalPolicy",
     "ApprovalPolicyEvent",
     "BatchEndEvent",
     "BatchStartEvent",
@@ -72,9 +72,12 @@ __all__ = [
     "ToolResultEvent",
     "TurnEndEvent",
     "TurnStartEvent",
-    "read_session_log",
     "check_approval_policy",
     "check_count",
+    "check_event",
+    "encode_event_line",
+    "json_problem",
+    "read_session_log",
     "session_event_from_json",
 ]
 

@@ -39,6 +39,7 @@ import trio
 import trio.testing
 
 from ._approval import ApprovalAnswerer, UserApproval, console_answerer, session_turn
+from ._batch import ToolBatch, ToolCallRequest
 from ._content import HookContext, PluginSource, TextBlock
 from ._define import define_tool
 from ._definition import ToolOutput
@@ -67,7 +68,7 @@ from ._presentation import (
 from ._presenter import ToolPresenter
 from ._printable import printable
 from ._registry import ToolRegistry
-from ._scheduler import ToolBatch, ToolCallRequest, run_tool_calls
+from ._scheduler import run_tool_calls
 from ._session import JsonlSessionLog, SessionEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelController
 from ._timeline import TimelineRecorder
