@@ -150,7 +150,9 @@ _set_depth: Final = FrozenJsonObject.__dict__["_depth"].__set__
 _set_hash: Final = FrozenJsonObject.__dict__["_hash"].__set__
 CHECKED_BY: Final = "_checked_by"
 """The slot where :func:`mark_checked` records the last argument validator that accepted a
-frozen object (internal). Read it as ``getattr(value, CHECKED_BY, None)``: unset means none.
+frozen object (internal). Read it as ``getattr(value, CHECKED_BY, None)``: ``None`` (set when
+the object is built, so that the read never raises and catches an ``AttributeError``) means
+none.
 
 A frozen value cannot change, so a validator that accepted it once accepts it again: the
 classifier and the body of a ``define_tool`` tool validate a call's arguments once between them
@@ -302,6 +304,7 @@ def _flat_object(value: dict[object, object]) -> FrozenJsonObject | None:
     frozen = _new_object(FrozenJsonObject)
     _fill(frozen, value)  # type: ignore[arg-type]
     _set_depth(frozen, 1)
+    mark_checked(frozen, None)  # set: reading an unset slot would raise (and catch) an error
     return frozen
 
 
@@ -360,6 +363,7 @@ def _snap_object(value: dict[object, object], depth: int, walk: _Walk) -> Frozen
     frozen = _new_object(FrozenJsonObject)
     _fill(frozen, out)
     _set_depth(frozen, deepest - depth + 1)
+    mark_checked(frozen, None)
     if outer_deepest > deepest:
         walk.deepest = outer_deepest
     return frozen
