@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh_tools import Disposer
+from dsh_tools._disposer import DisposerGroup
 
 
 def _counting() -> tuple[Disposer, list[str]]:
@@ -95,3 +96,26 @@ def test_a_disposer_s_repr_shows_its_state() -> None:
     dispose()
 
     assert (before, repr(dispose)) == ("<Disposer active>", "<Disposer disposed>")
+
+
+def test_a_group_releases_what_it_holds_last_first_and_forgets_what_was_released_alone() -> None:
+    order: list[str] = []
+    group = DisposerGroup("this scope")
+    first = group.own(Disposer(lambda: order.append("first")))
+    group.own(Disposer(lambda: order.append("second")))
+    group.own(Disposer(lambda: order.append("third")))
+    first()
+
+    assert group.close() is True
+    assert group.close() is False
+    assert ["first", "third", "second"] == order
+
+
+def test_a_closed_group_undoes_a_late_registration_and_refuses_it() -> None:
+    undone: list[str] = []
+    group = DisposerGroup("this scope")
+    group.close()
+
+    with pytest.raises(RuntimeError, match=r"^this scope is closed$"):
+        group.own(Disposer(lambda: undone.append("late")))
+    assert ["late"] == undone

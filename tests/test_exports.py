@@ -60,6 +60,8 @@ INTERNAL: Final = frozenset(
         ("_execution", "new_execution_token"),
         # what one batch writes to its session log (the scheduler's recorder)
         ("_batch_log", "BatchLog"),
+        # what a scope uses to own the registrations made through it
+        ("_disposer", "DisposerGroup"),
         # the one check of an approval policy, and of a turn, step or seq number
         ("_session", "check_approval_policy"),
         ("_session", "check_count"),

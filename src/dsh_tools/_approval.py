@@ -36,7 +36,7 @@ from typing import Final, TypeAlias, cast
 import attrs
 import trio
 
-from ._disposer import Disposer
+from ._disposer import DisposerGroup
 from ._errors import error_message
 from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
 from ._hooks import HookList, HookPoint, waterfall
@@ -93,7 +93,7 @@ class ApprovalScope:
     removes every answerer added through it.
     """
 
-    __slots__ = ("_closed", "_owned", "_scopes", "agent", "answerers")
+    __slots__ = ("_owned", "_scopes", "agent", "answerers")
 
     agent: object
     """The agent (compared by identity)."""
@@ -111,32 +111,22 @@ class ApprovalScope:
         # on close)
         self._scopes = scopes
         self.agent = agent
-        self._closed = False
-        self._owned: list[Disposer] = []
-        self.answerers = HookPoint(answerer_list, agent, self._own)
+        self._owned = owned = DisposerGroup("this approval scope")
+        self.answerers = HookPoint(answerer_list, agent, owned.own)
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` has run."""
-        return self._closed
-
-    def _own(self, disposer: Disposer) -> Disposer:
-        if self._closed:
-            disposer()
-            raise RuntimeError("this approval scope is closed")
-        self._owned.append(disposer)
-        return disposer
+        return self._owned.closed
 
     def close(self) -> None:
         """Remove every answerer added through this scope, last first. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        while self._owned:
-            self._owned.pop()()
-        scopes = self._scopes
-        if scopes.get(id(self.agent)) is self:
-            del scopes[id(self.agent)]
+        try:
+            self._owned.close()
+        finally:
+            scopes = self._scopes
+            if scopes.get(id(self.agent)) is self:
+                del scopes[id(self.agent)]
 
     def __enter__(self) -> ApprovalScope:
         return self
@@ -145,7 +135,7 @@ class ApprovalScope:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
+        state = "closed" if self._owned.closed else "open"
         return f"<ApprovalScope {state} agent={self.agent!r}>"
 
 

@@ -1,4 +1,6 @@
-"""`Disposer`: the undo handle every registration returns."""
+"""`Disposer`, the undo handle every registration returns, and `DisposerGroup`, what a scope
+uses to own the registrations made through it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import final
 
 import attrs
 
-__all__ = ["Disposer"]
+__all__ = ["Disposer", "DisposerGroup"]
 
 
 def _nothing() -> None:
@@ -61,3 +63,71 @@ class Disposer:
 
     def __repr__(self) -> str:
         return f"<Disposer {'disposed' if self._undo is None else 'active'}>"
+
+
+@final
+class DisposerGroup:
+    """The registrations one scope owns (a :class:`~dsh_tools.ToolScope`, an approval scope):
+    released together by :meth:`close`, last first; a closed group refuses new ones.
+
+    Args:
+        what: how the owner is named in the error a closed group raises
+            (``"this tool scope"``).
+    """
+
+    __slots__ = ("_closed", "_next_key", "_owned", "_what")
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._owned: dict[int, Disposer] = {}
+        self._next_key = 0
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._closed
+
+    def check_open(self) -> None:
+        """Raise ``RuntimeError`` once the group is closed."""
+        if self._closed:
+            raise RuntimeError(f"{self._what} is closed")
+
+    def own(self, disposer: Disposer) -> Disposer:
+        """Take ``disposer`` into the group; return the disposer the caller gets back (it also
+        leaves the group). A closed group undoes it at once (it was already registered, e.g. a
+        hook added through a closed scope's hook point), then raises.
+        """
+        if self._closed:
+            disposer()
+            self.check_open()
+        key = self._next_key
+        self._next_key = key + 1
+        owned = self._owned
+
+        def undo() -> None:
+            owned.pop(key, None)
+            disposer()
+
+        held = owned[key] = Disposer(undo)
+        return held
+
+    def close(self) -> bool:
+        """Undo every registration still held, last first; ``False`` if already closed.
+
+        Every one is undone even if one raises; the first error is raised afterwards.
+        """
+        if self._closed:
+            return False
+        self._closed = True
+        error: Exception | None = None
+        while self._owned:
+            _key, disposer = self._owned.popitem()
+            try:
+                disposer()
+            except Exception as exc:
+                if error is None:
+                    error = exc
+        if error is not None:
+            raise error
+        return True

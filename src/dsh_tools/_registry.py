@@ -20,7 +20,7 @@ import trio
 from ._arguments import parse_call_arguments
 from ._batch import ToolCallRequest
 from ._definition import ToolDefinition, ToolSchema, check_timeout, runs_in_parallel
-from ._disposer import Disposer
+from ._disposer import Disposer, DisposerGroup
 from ._execution import (
     ApprovalService,
     ToolExecution,
@@ -566,15 +566,7 @@ class ToolScope:
     fresh one.
     """
 
-    __slots__ = (
-        "_closed",
-        "_layer",
-        "_next_key",
-        "_owned",
-        "_state",
-        "agent",
-        "hooks",
-    )
+    __slots__ = ("_layer", "_owned", "_state", "agent", "hooks")
 
     agent: object
     """The agent this scope belongs to (compared by identity)."""
@@ -588,35 +580,14 @@ class ToolScope:
         self._state = state
         self.agent = agent
         self._layer = layer = _Layer()
-        self._owned: dict[int, Disposer] = {}
-        self._next_key = 0
-        self._closed = False
-        self.hooks = ToolHooks(state.hook_lists, agent, self._own)
+        self._owned = owned = DisposerGroup("this tool scope")
+        self.hooks = ToolHooks(state.hook_lists, agent, owned.own)
         state.scopes[id(agent)] = (self, layer)
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` has run."""
-        return self._closed
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this tool scope is closed")
-
-    def _own(self, disposer: Disposer) -> Disposer:
-        if self._closed:
-            # a hook added through a closed scope's ``hooks`` is already in the list: undo it
-            disposer()
-            self._check_open()
-        key = self._next_key
-        self._next_key = key + 1
-
-        def undo() -> None:
-            self._owned.pop(key, None)
-            disposer()
-
-        owned = self._owned[key] = Disposer(undo)
-        return owned
+        return self._owned.closed
 
     def register(self, definition: ToolDefinition) -> Disposer:
         """Register a tool for this agent only; it shadows a global tool of the same name.
@@ -625,8 +596,8 @@ class ToolScope:
             TypeError: as :meth:`ToolRegistry.register`.
             ValueError: this scope already has a tool of that name.
         """
-        self._check_open()
-        return self._own(self._state.register(self._layer, definition, scoped=True))
+        self._owned.check_open()
+        return self._owned.own(self._state.register(self._layer, definition, scoped=True))
 
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a guard evaluated for this agent's allowed calls, after every global guard.
@@ -634,8 +605,8 @@ class ToolScope:
         Raises:
             TypeError: as :meth:`ToolRegistry.guard`.
         """
-        self._check_open()
-        return self._own(Disposer(self._layer.add_guard(fn)))
+        self._owned.check_open()
+        return self._owned.own(Disposer(self._layer.add_guard(fn)))
 
     def restrict(
         self, allow: Collection[str] | None = None, deny: Collection[str] | None = None
@@ -652,7 +623,7 @@ class ToolScope:
                 global tool.
             TypeError: ``allow`` / ``deny`` is a bare ``str`` or holds non-``str`` names.
         """
-        self._check_open()
+        self._owned.check_open()
         if allow is None and deny is None:
             raise ValueError(
                 "ToolScope.restrict() is a no-op: pass `allow` and/or `deny` (an empty filter "
@@ -681,7 +652,7 @@ class ToolScope:
                 self._state.emit_change()
 
         self._state.commit(lift)
-        return self._own(Disposer(lift))
+        return self._owned.own(Disposer(lift))
 
     def close(self) -> None:
         """Unwind every registration made through this scope, last first. Idempotent.
@@ -689,23 +660,13 @@ class ToolScope:
         Every registration is undone even if one undo raises (a ``change`` listener); the first
         error is raised afterwards.
         """
-        if self._closed:
-            return
-        self._closed = True
-        error: Exception | None = None
-        while self._owned:
-            _key, disposer = self._owned.popitem()
-            try:
-                disposer()
-            except Exception as exc:
-                if error is None:
-                    error = exc
-        scopes = self._state.scopes
-        entry = scopes.get(id(self.agent))
-        if entry is not None and entry[0] is self:
-            del scopes[id(self.agent)]
-        if error is not None:
-            raise error
+        try:
+            self._owned.close()
+        finally:
+            scopes = self._state.scopes
+            entry = scopes.get(id(self.agent))
+            if entry is not None and entry[0] is self:
+                del scopes[id(self.agent)]
 
     def __enter__(self) -> ToolScope:
         return self
@@ -714,7 +675,7 @@ class ToolScope:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
+        state = "closed" if self._owned.closed else "open"
         return f"<ToolScope {state} agent={self.agent!r}>"
 
 
