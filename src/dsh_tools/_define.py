@@ -215,12 +215,17 @@ def build_definition(
         spec = derived.spec
         shape = derived.shape
         cls: type[object] = parameters
+        hooks: list[Callable[[object, type[object]], object]] = []
 
         def convert(args: object) -> object:
             # The library's one converter is strict (exact JSON types, no unknown keys); the
             # shaper hands it only declared keys, with ints for integral floats, so validated
-            # arguments always structure.
-            return converter.structure(shape(typing.cast("Mapping[str, object]", args)), cls)
+            # arguments always structure. Its hook for the class is looked up once, at the
+            # first call (not at definition: hooks the converter gains meanwhile still count),
+            # instead of dispatching on every call.
+            if not hooks:
+                hooks.append(converter.get_structure_hook(cls))
+            return hooks[0](shape(typing.cast("Mapping[str, object]", args)), cls)
 
     elif isinstance(parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         spec = parameters
