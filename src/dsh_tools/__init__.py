@@ -12,7 +12,8 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   demo         demo (the bundled demo agent: a product on top of the core)
 #   batches      _presenter (views for events) _scheduler _timeout (a policy)
 #                _timeline (when each body ran)
-#   registry     _registry _approval (the user-approval service)
+#   registry     _registry _approval (the user-approval service) _batch_log (a batch's
+#                session events) _sqlite_log (the SQLite session log)
 #   functions    _tool (@tool: a definition from a function's signature and docstring)
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
@@ -24,7 +25,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #                _output_schema (the output-schema subset)
 #                _schema (the schema DSL)
 #                _signal _content _arguments
-#                _disposer _json
+#                _disposer _json _printable (text made safe to print)
 #                _errors (every exception, in one tree)
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
