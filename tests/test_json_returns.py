@@ -11,20 +11,12 @@ import attrs
 import pytest
 
 from dsh_tools import (
-    CancelSignal,
     TextBlock,
-    ToolExecutionInput,
     ToolExecutionResult,
     ToolRunContext,
     snapshot_json,
 )
-from support import error_result, registry_with, tool
-
-
-def _input() -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id="call-1", name="t", arguments=snapshot_json({}), signal=CancelSignal.never()
-    )
+from support import error_result, execution_input, registry_with, tool
 
 
 async def _result_of(returned: object) -> ToolExecutionResult:
@@ -32,7 +24,7 @@ async def _result_of(returned: object) -> ToolExecutionResult:
         return returned
 
     registry = registry_with(tool("t", body, description="d", parameters={"type": "object"}))
-    return await registry.execute(_input())
+    return await registry.execute(execution_input("t", call_id="call-1"))
 
 
 def _text(text: str) -> ToolExecutionResult:
