@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dsh_tools import read_session_log
+from dsh_tools import SqliteSessionLog, TurnStartEvent, read_session_log
 from dsh_tools.__main__ import main
 from dsh_tools.cli import bench
 from dsh_tools.cli.bench_view import main_bench, render_report
 from dsh_tools.cli.live_demo import main_live_demo
+from dsh_tools.cli.replay import main_replay
+from dsh_tools.demo import default_log_path
 
 WITHOUT_RICH = (
     "import sys; sys.modules['rich'] = None; "
@@ -184,3 +186,42 @@ def test_the_live_demo_ends_with_what_the_model_received(tmp_path: Path) -> None
     assert "c4   TOOL_TIMEOUT             Error: tool call timed out after 1000ms" in text
     assert "d2   ABORTED                  Error: tool call aborted" in text
     assert f"session log (25 events): {log}" in text
+
+
+def test_the_demo_logs_to_sqlite_by_default_and_replay_reads_it(tmp_path: Path) -> None:
+    log = tmp_path / "demo.db"
+
+    demo = subprocess.run(
+        [sys.executable, "-m", "dsh_tools", "demo", "--plain", "--log", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    replay = subprocess.run(
+        [sys.executable, "-m", "dsh_tools", "replay", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert (0, "") == (demo.returncode, demo.stderr)
+    assert 25 == len(SqliteSessionLog.read(log))
+    assert (0, "") == (replay.returncode, replay.stderr)
+    assert f"{log}: 25 events" in replay.stdout
+
+
+def test_the_demo_s_default_log_is_a_sqlite_file() -> None:
+    assert ".db" == default_log_path().suffix
+
+
+def test_replay_of_a_session_a_sqlite_log_does_not_hold_is_a_clear_error(tmp_path: Path) -> None:
+    log = tmp_path / "agent.db"
+    with SqliteSessionLog(log, session_id="agent-1") as session:
+        session.append(TurnStartEvent(turn=1))
+    errors: list[str] = []
+
+    code = main_replay(log, session="agent-2", console=Console(record=True), err=errors.append)
+
+    assert (1, [f"dsh-tools replay: {log}: no session 'agent-2'"]) == (code, errors)

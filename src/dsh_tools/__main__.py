@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         "--log",
         type=Path,
         metavar="PATH",
-        help="append the session log here (default: a fresh file in the temp directory)",
+        help="append the session log here: JSON Lines for a .jsonl path, else SQLite "
+        "(default: a fresh SQLite file in the temp directory)",
     )
     demo.add_argument(
         "--real-time",
@@ -79,12 +80,21 @@ def _parser() -> argparse.ArgumentParser:
         "replay",
         help="show a session log through the presenter",
         description=(
-            "Render a JSON Lines session log (e.g. the demo's) through the tool presenter: call "
+            "Render a session log (JSON Lines or SQLite, e.g. the demo's) through the tool "
+            "presenter: call "
             "cards, results, contexts, turns and approvals, as a UI showed them live. Text from "
             "the log is shown as written: control characters appear as visible escapes."
         ),
     )
-    replay.add_argument("log", type=Path, metavar="LOG.jsonl", help="the session log to show")
+    replay.add_argument(
+        "log", type=Path, metavar="LOG", help="the session log to show (JSON Lines or SQLite)"
+    )
+    replay.add_argument(
+        "--session",
+        default="default",
+        metavar="ID",
+        help="which session of a SQLite log to show (default: %(default)s)",
+    )
     replay.add_argument(
         "--registry",
         metavar="MODULE:NAME",
@@ -199,7 +209,7 @@ def _run(arguments: list[str]) -> int:
     if command == "replay":
         from .cli.replay import main_replay
 
-        return main_replay(args.log, registry=args.registry)
+        return main_replay(args.log, registry=args.registry, session=args.session)
     raise AssertionError(f"unhandled command {command!r}")  # argparse rejects the rest
 
 

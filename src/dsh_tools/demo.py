@@ -27,7 +27,6 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-import os
 import shlex
 import sys
 import tempfile
@@ -71,6 +70,7 @@ from ._registry import ToolRegistry
 from ._scheduler import run_tool_calls
 from ._session import JsonlSessionLog, SessionEvent, SessionLog, ToolCallEvent, ToolResultEvent
 from ._signal import CancelController
+from ._sqlite_log import SqliteSessionLog
 from ._timeline import TimelineRecorder
 from ._timeout import install_timeout_policy
 
@@ -79,6 +79,7 @@ __all__ = [
     "DemoBatch",
     "build_registry",
     "default_log_path",
+    "open_file_log",
     "demo_registry",
     "execution_text",
     "first_line",
@@ -692,10 +693,18 @@ def describe_result_view(view: ToolResultView) -> str:
 
 
 def default_log_path() -> Path:
-    """A fresh temporary file for the demo's session log."""
-    handle, name = tempfile.mkstemp(prefix="dsh-tools-demo-", suffix=".jsonl")
-    os.close(handle)
-    return Path(name)
+    """A fresh path in the temporary folder for the demo's session log (a SQLite file)."""
+    folder = tempfile.mkdtemp(prefix="dsh-tools-demo-")
+    return Path(folder) / "session.db"
+
+
+def open_file_log(path: Path) -> JsonlSessionLog | SqliteSessionLog:
+    """The session log at ``path``: JSON Lines for a ``.jsonl`` file, else SQLite (the
+    embedded default), session ``"default"``.
+    """
+    if path.suffix == ".jsonl":
+        return JsonlSessionLog(path)
+    return SqliteSessionLog(path)
 
 
 def main_demo(
@@ -714,7 +723,7 @@ def main_demo(
         file=stream,
         flush=True,
     )
-    with JsonlSessionLog(path) as session:
+    with open_file_log(path) as session:
         first_seq = len(session.events())
         batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
         written = len(session.events()) - first_seq

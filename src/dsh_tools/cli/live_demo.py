@@ -27,7 +27,6 @@ from rich.text import Text
 
 from dsh_tools import (
     CancelSignal,
-    JsonlSessionLog,
     SessionEvent,
     SessionLog,
     TimelineRecorder,
@@ -49,6 +48,7 @@ from dsh_tools.demo import (
     default_log_path,
     execution_text,
     first_line,
+    open_file_log,
     outcome,
     run_demo,
     sample_workspace,
@@ -274,7 +274,7 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
     """Run the demo in real time under a live view; then print what the model received."""
     console = console if console is not None else Console()
     path = log if log is not None else default_log_path()
-    with JsonlSessionLog(path) as session:
+    with open_file_log(path) as session:
         first_seq = len(session.events())
         view = DemoView()
         recorder = TimelineRecorder(on_change=view.on_span)

@@ -1,4 +1,4 @@
-r"""``dsh-tools replay LOG.jsonl``: a session log shown the way a UI showed it live.
+r"""``dsh-tools replay LOG``: a session log (JSON Lines or SQLite) shown the way a UI showed it live.
 
 Every ``tool/call`` and ``tool/result`` goes through a :class:`~dsh_tools.ToolPresenter`, so a
 call appears as its tool's own card (a terminal, a diff, a read with its file locations) and
@@ -24,6 +24,7 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -43,6 +44,7 @@ from dsh_tools import (
     FileDiff,
     GenericResultView,
     SessionEvent,
+    SqliteSessionLog,
     TerminalCallView,
     TerminalResultView,
     TextBlock,
@@ -78,6 +80,18 @@ def load_registry(spec: str | None) -> ToolRegistry:
     if not isinstance(value, ToolRegistry):
         raise TypeError(f"{spec} is not a ToolRegistry (nor a function returning one)")
     return value
+
+
+_SQLITE_HEADER: Final = b"SQLite format 3\x00"
+
+
+def _read_log(path: Path, session: str) -> list[SessionEvent]:
+    """The events of the log at ``path``: a SQLite file (by its header) or JSON Lines."""
+    with path.open("rb") as file:
+        header = file.read(len(_SQLITE_HEADER))
+    if header == _SQLITE_HEADER:
+        return SqliteSessionLog.read(path, session)
+    return read_session_log(path)
 
 
 def _texts(content: Iterable[object] | None) -> str:
@@ -225,10 +239,13 @@ def main_replay(
     path: Path,
     *,
     registry: str | None = None,
+    session: str = "default",
     console: Console | None = None,
     err: Callable[[str], object] | None = None,
 ) -> int:
-    """Show the session log at ``path``; return the process exit code."""
+    """Show the session log at ``path`` (JSON Lines, or session ``session`` of a SQLite log);
+    return the process exit code.
+    """
     console = console if console is not None else Console()
     sink = err if err is not None else _print_error
 
@@ -236,9 +253,9 @@ def main_replay(
         sink(printable(text))  # error texts quote the log (a path, a line, a presenter's text)
 
     try:
-        events = read_session_log(path)
+        events = _read_log(path, session)
         tools = load_registry(registry)
-    except (OSError, ValueError, TypeError, ImportError, AttributeError) as exc:
+    except (OSError, ValueError, TypeError, LookupError, ImportError, AttributeError) as exc:
         report(f"dsh-tools replay: {exc}")
         return 1
     problems: list[str] = []
