@@ -80,6 +80,7 @@ def test_the_public_names_of_the_core_are_exported() -> None:
         "ReasoningBlock",
         "TOOL_ABORTED",
         "TOOL_ABORTED_BEFORE_DISPATCH",
+        "TOOL_INTERRUPTED",
         "TOOL_TIMEOUT",
         "TextBlock",
         "ToolArgsError",

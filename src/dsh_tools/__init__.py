@@ -60,6 +60,7 @@ from ._definition import ToolSchema as ToolSchema
 from ._disposer import Disposer as Disposer
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_INTERRUPTED as TOOL_INTERRUPTED
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._errors import HarnessError as HarnessError
 from ._errors import JsonSnapshotError as JsonSnapshotError
@@ -237,6 +238,7 @@ __all__ = [
     "StructuredSchemaType",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_INTERRUPTED",
     "TOOL_TIMEOUT",
     "TerminalCallView",
     "TerminalResultView",
