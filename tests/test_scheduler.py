@@ -668,11 +668,13 @@ async def test_an_abort_during_a_pool_drains_in_flight_calls_then_skips_the_rest
         batch = await run_tool_calls(
             registry, calls, signal=controller.signal, max_parallel_tool_calls=3, session=session
         )
-    # c1 finished at t=1 and committed; c4 took its slot and finished at t=2, but commits
-    # only after c2, when the batch is already aborted, so its success becomes ABORTED like
-    # c2's; c3 failed at t=2, before the abort, and its own failure stays; c5 never started
-    assert codes(batch) == [None, "ABORTED", None, "ABORTED", "ABORTED_BEFORE_DISPATCH"]
+    # c1 finished at t=1 and committed; c4 took its slot and finished at t=2, before the
+    # abort: it commits only after c2, when the batch is already aborted, and keeps its own
+    # success (honest interrupts); the abort reached only c2's running body; c3 failed at t=2,
+    # before the abort, and its own failure stays; c5 never started
+    assert codes(batch) == [None, "ABORTED", None, None, "ABORTED_BEFORE_DISPATCH"]
     assert texts(batch)[2] == "Error: own failure"
+    assert texts(batch)[3] == "done c4"
     assert trio.current_time() == 2.5
     expected = [
         "call c1",

@@ -126,7 +126,8 @@ async def run_tool_calls(
         registry: the registry whose pipeline runs each call.
         calls: the calls of one assistant message, in model order.
         signal: the step's cancel signal, shared by every call. Once it fires, no further call
-            starts, bodies in flight drain (their successes become ``ABORTED``), and every call
+            starts, bodies in flight drain (a body the interrupt reached gives ``ABORTED``; one that
+            had settled keeps its outcome), and every call
             that never started gets an ``ABORTED_BEFORE_DISPATCH`` result.
         agent: the agent the calls belong to (routes them to its registry scope).
         max_parallel_tool_calls: the most bodies in flight at once (a positive ``int``; ``1``
