@@ -19,6 +19,7 @@ from dsh_tools import (
     ApprovalOutcome,
     ApprovalRequest,
     Ask,
+    BatchStartEvent,
     CancelController,
     CancelSignal,
     ExecuteNext,
@@ -529,7 +530,8 @@ async def test_a_failing_append_is_not_balanced_and_its_error_propagates() -> No
     with pytest.raises(OSError, match="disk full"):
         await run_calls(registry, request("c1", "t"), session=session)
 
-    assert [ToolCallEvent] == [type(event) for event in session.events()]
+    # no tool/result and no batch/end: once an append failed, nothing more is written
+    assert [BatchStartEvent, ToolCallEvent] == [type(event) for event in session.events()]
 
 
 # --- pools: one cancel scope linked to the signal for every body of the pool ---------------

@@ -39,7 +39,7 @@ def test_demo_plain_works_without_rich(tmp_path: Path) -> None:
     done = run_without_rich("demo", "--plain", "--log", str(log))
     assert (0, "") == (done.returncode, done.stderr)
     assert "  c5   write_file |                            ======" in done.stdout
-    assert 25 == len(read_session_log(log))
+    assert 29 == len(read_session_log(log))
 
 
 @pytest.mark.parametrize(
@@ -183,4 +183,4 @@ def test_the_live_demo_ends_with_what_the_model_received(tmp_path: Path) -> None
     text = console.export_text()
     assert "c4   TOOL_TIMEOUT             Error: tool call timed out after 1000ms" in text
     assert "d2   ABORTED                  Error: tool call aborted" in text
-    assert f"session log (25 events): {log}" in text
+    assert f"session log (29 events): {log}" in text

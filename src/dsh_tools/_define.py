@@ -51,6 +51,7 @@ def define_tool(
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[A], bool] | None = None,
     pool: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[A], ToolCallView | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -67,6 +68,7 @@ def define_tool(
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
     pool: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
     present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -82,6 +84,7 @@ def define_tool(
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
     pool: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition:
@@ -122,6 +125,8 @@ def define_tool(
         is_concurrency_safe: ``(arguments) -> bool``; ``True`` lets a call join a parallel pool.
         pool: the capacity class of the tool's calls (``run_tool_calls(..., pool_limits=...)``
             limits how many of a class run at once inside a parallel pool).
+        idempotent: running the body twice with the same arguments is harmless
+            (``resume_tool_calls`` may run an interrupted call again).
         present_call: ``(arguments) -> ToolCallView | None``.
         present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
 
@@ -224,6 +229,7 @@ def define_tool(
         if is_concurrency_safe is None
         else _soft_classifier(validate, convert, is_concurrency_safe),
         pool=pool,
+        idempotent=idempotent,
         present_call=None
         if present_call is None
         else _soft_call_presenter(validate, convert, present_call),

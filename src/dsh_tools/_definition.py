@@ -192,6 +192,11 @@ def _check_abandon(_instance: object, _attribute: object, value: object) -> None
         raise TypeError(f"abandon_on_cancel must be a bool, not {type(value).__name__}")
 
 
+def _check_idempotent(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not bool:
+        raise TypeError(f"idempotent must be a bool, not {type(value).__name__}")
+
+
 def _check_pool(instance: ToolDefinition, _attribute: object, value: object) -> None:
     if value is not None and (type(value) is not str or not value):
         raise TypeError(
@@ -221,6 +226,11 @@ class ToolDefinition:
         pool: the capacity class of the tool's calls (e.g. ``"network"``): inside a parallel
             pool a call also needs a free slot of its class, whose size
             ``run_tool_calls(..., pool_limits=...)`` sets. ``None``: no class.
+        idempotent: running the body twice with the same arguments is harmless. When a batch
+            is resumed after its process stopped while this tool's call ran,
+            ``resume_tool_calls`` runs the call again (the body's
+            ``context.idempotency_key`` is the same on every attempt); otherwise the call gets
+            ``TOOL_INTERRUPTED``. Never shown to the model.
         present_call / present_result: pure render-intent presenters for UIs.
     """
 
@@ -234,6 +244,7 @@ class ToolDefinition:
         default=None, repr=False, validator=_callable_field
     )
     pool: str | None = attrs.field(default=None, validator=_check_pool)
+    idempotent: bool = attrs.field(default=False, validator=_check_idempotent)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
     )

@@ -130,12 +130,30 @@ _view_parent: Final = ToolExecution.__dict__["parent"].__set__
 @attrs.frozen(kw_only=True)
 class ToolRunContext(ToolExecution):
     """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
-    caller and any wrapper) plus :meth:`defer_context`.
+    caller and any wrapper) plus :meth:`defer_context`, :attr:`attempt` and
+    :attr:`idempotency_key`.
+
+    Attributes:
+        attempt: how many times this call's body has been started, this run included: ``1``
+            on the first run; ``resume_tool_calls`` runs an interrupted call of an idempotent
+            tool again with the next attempt.
     """
 
     _deferred: list[HookContext] = attrs.field(
         alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
     )
+    attempt: int = 1
+    # the id of the batch the call belongs to (None: run by registry.execute, outside a batch)
+    _batch_id: str | None = attrs.field(alias="_batch_id", default=None, repr=False)
+
+    @property
+    def idempotency_key(self) -> str:
+        """What a body passes to an API that deduplicates: ``"<batch_id>/<call_id>"``, the same
+        on every attempt of the call. Outside a batch (``registry.execute``) there is no batch
+        id, and the key is the ``call_id`` alone: the caller owns its uniqueness.
+        """
+        batch_id = self._batch_id
+        return self.call_id if batch_id is None else f"{batch_id}/{self.call_id}"
 
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result; deferred contexts come first, in call order,
@@ -147,6 +165,8 @@ class ToolRunContext(ToolExecution):
 
 
 _context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
+_context_attempt: Final = ToolRunContext.__dict__["attempt"].__set__
+_context_batch_id: Final = ToolRunContext.__dict__["_batch_id"].__set__
 
 
 def run_context(
@@ -158,6 +178,8 @@ def run_context(
     agent: object | None,
     parent: ToolExecutionToken | None,
     deferred: list[HookContext],
+    batch_id: str | None = None,
+    attempt: int = 1,
 ) -> ToolRunContext:
     """A body's context built without attrs' ``__init__``, for the pipeline's hot path
     (internal): the same object ``ToolRunContext(...)`` gives, with no check.
@@ -171,6 +193,8 @@ def run_context(
     _view_agent(context, agent)
     _view_parent(context, parent)
     _context_deferred(context, deferred)
+    _context_attempt(context, attempt)
+    _context_batch_id(context, batch_id)
     return context
 
 

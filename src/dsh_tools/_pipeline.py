@@ -32,7 +32,7 @@ import contextlib
 import inspect
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import attrs
@@ -185,13 +185,16 @@ class CallRequest(Protocol):
 @attrs.frozen(eq=False)
 class CallEnv:
     """What the calls of one batch share: the pipeline host, the caller's signal, the agent the
-    calls belong to, and the token of an enclosing execution.
+    calls belong to, the token of an enclosing execution, the batch's id (``None`` outside a
+    batch) and, in a resumed batch, the attempt of each call run again (by call id).
     """
 
     host: PipelineHost
     signal: CancelSignal
     agent: object | None = None
     parent: ToolExecutionToken | None = None
+    batch_id: str | None = None
+    attempts: Mapping[str, int] | None = None
 
 
 class PreparedCall:
@@ -465,6 +468,7 @@ class PreparedCall:
         deferred = self._deferred
         if deferred is None:
             deferred = self._deferred = []
+        attempts = env.attempts
         return run_context(
             self.token,
             request.call_id,
@@ -474,6 +478,8 @@ class PreparedCall:
             env.agent,
             env.parent,
             deferred,
+            env.batch_id,
+            1 if attempts is None else attempts.get(request.call_id, 1),
         )
 
     async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final, cast
@@ -179,16 +180,22 @@ async def run_tool_calls(
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}")
+    # one id per batch, also without a session log: it is half of every idempotency key
+    batch_id = str(uuid.uuid4())
     batch = _Batch(
         registry=registry,
         calls=requests,
         signal=signal,
         agent=agent,
         cap=cap,
-        log=None if session is None else BatchLog(session, requests, turn, step),
+        # an empty batch has nothing to resume: it writes no events, not even its bracket
+        log=None
+        if session is None or not requests
+        else BatchLog(session, requests, turn, step, batch_id),
         capacity=_Capacity(limits) if limits else None,
         turn=turn,
         step=step,
+        batch_id=batch_id,
     )
     listeners = batch.host.hooks.batch.for_agent(agent)
     if not listeners:
@@ -333,6 +340,9 @@ class _Batch:
     capacity: _Capacity | None
     turn: int
     step: int
+    batch_id: str
+    # a resumed batch: the attempt of each call run again, by call id (None: a fresh batch)
+    attempts: dict[str, int] | None = None
     # the next call's parsed arguments, kept from its classification for its start
     next_index: int = -1
     next_arguments: object = None
@@ -359,7 +369,7 @@ class _Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
-        self.env = CallEnv(self.host, self.signal, self.agent)
+        self.env = CallEnv(self.host, self.signal, self.agent, None, self.batch_id, self.attempts)
         self.prepared = [None] * n
         self.ready = bytearray(n)
         self.results = [None] * n
@@ -369,12 +379,15 @@ class _Batch:
         token = _ACTIVE_BATCH.set(self)
         try:
             return await self._run()
-        except BaseException:
+        except BaseException as exc:
             # caller-scope cancellation, or the scheduler itself failed: every tool/call we
-            # appended still gets its tool/result (synchronously: no checkpoint needed)
+            # appended still gets its tool/result (synchronously: no checkpoint needed), then
+            # the batch its batch/end
             self.active = False
-            if self.log is not None:
-                self.committed += self.log.balance(self._uncommitted())
+            log = self.log
+            if log is not None:
+                self.committed += log.balance(self._uncommitted())
+                log.end_after_failure("aborted" if isinstance(exc, trio.Cancelled) else "failed")
             raise
         finally:
             self.active = False
@@ -399,16 +412,28 @@ class _Batch:
     async def _run(self) -> ToolBatch:
         # a checkpoint on every path, also when no call runs (empty or pre-cancelled batch)
         await trio.lowlevel.checkpoint()
+        log = self.log
+        if log is not None and not log.started:
+            log.start()
         n = len(self.calls)
         while self.started < n and not self.signal.cancelled:
             if self._is_parallel(self.started):
                 await _lone_as_itself(self._run_pool())
             else:
                 await self._run_barrier()
+        return self.close()
+
+    def close(self) -> ToolBatch:
+        """Give every call that never started its result, then append the batch's contexts and
+        its ``batch/end``; the batch.
+        """
+        n = len(self.calls)
         self._skip_unstarted()
         self.active = False
-        if self.log is not None:
-            self.log.contexts(self.contexts)
+        log = self.log
+        if log is not None:
+            log.contexts(self.contexts)
+            log.end("aborted" if self.signal.cancelled else "completed")
         results = tuple(self.results)
         assert self.committed == n  # every call has its result
         return ToolBatch(
