@@ -100,6 +100,12 @@ INTERNAL: Final = frozenset(
         ("_results", "valid_str"),
         # one signal for several: the pipeline (wrapper signals) and the timeout policy use it
         ("_signal", "fuse"),
+        # the lane of a batch finished from its log, and the argument checks it shares with
+        # run_tool_calls
+        ("_scheduler", "ResumedBatch"),
+        ("_scheduler", "check_cap"),
+        ("_scheduler", "check_entry"),
+        ("_scheduler", "check_pool_limits"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_registry", "pipeline_host"),
     }

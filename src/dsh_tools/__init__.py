@@ -126,6 +126,8 @@ from ._presenter import console_block as console_block
 from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
+from ._resume import recover_session as recover_session
+from ._resume import resume_tool_calls as resume_tool_calls
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
@@ -292,7 +294,9 @@ __all__ = [
     "linked_cancel_scope",
     "parse_call_arguments",
     "read_session_log",
+    "recover_session",
     "register_content_block",
+    "resume_tool_calls",
     "run_tool_calls",
     "schema_spec_to_json_schema",
     "session_event_from_json",

@@ -45,13 +45,20 @@ from ._execution import ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
 from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
-from ._results import ABORTED_BEFORE_DISPATCH, freeze_context
+from ._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED, freeze_context
 from ._session import SessionLog
 from ._signal import CancelSignal, linked_cancel_scope
 
 # ToolBatch, ToolBatchInfo and ToolCallRequest live in _batch (below _hooks); importing them
 # from here keeps working
-__all__ = ["inject_context", "run_tool_calls"]
+__all__ = [
+    "ResumedBatch",
+    "check_cap",
+    "check_entry",
+    "check_pool_limits",
+    "inject_context",
+    "run_tool_calls",
+]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
@@ -61,7 +68,7 @@ logger: Final = logging.getLogger("dsh_tools")
 _POOL_LIMITS_TYPE: Final = "pool_limits must map class names (str) to positive integers"
 
 
-def _check_pool_limits(value: object) -> dict[str, int]:
+def check_pool_limits(value: object) -> dict[str, int]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -78,7 +85,7 @@ def _check_pool_limits(value: object) -> dict[str, int]:
     return limits
 
 
-def _check_cap(value: object) -> int:
+def check_cap(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("max_parallel_tool_calls must be a positive integer")
     if value < 1:
@@ -86,7 +93,7 @@ def _check_cap(value: object) -> int:
     return value
 
 
-def _check_entry(registry: object, session: object, turn: object, step: object) -> None:
+def check_entry(registry: object, session: object, turn: object, step: object) -> None:
     if not isinstance(registry, ToolRegistry):
         raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
     if session is not None and not (
@@ -171,11 +178,11 @@ async def run_tool_calls(
 
     This is a checkpoint on every path.
     """
-    cap = _check_cap(max_parallel_tool_calls)
-    limits = _check_pool_limits(pool_limits)
+    cap = check_cap(max_parallel_tool_calls)
+    limits = check_pool_limits(pool_limits)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
-    _check_entry(registry, session, turn, step)
+    check_entry(registry, session, turn, step)
     requests = tuple(calls)
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -617,6 +624,56 @@ class _Batch:
                 self.log.result(index, aborted)
             self.results[index] = aborted
         self.started = self.committed = len(self.calls)
+
+
+@attrs.define(eq=False, slots=True)
+class ResumedBatch(_Batch):
+    """A batch finished from its session log after its process stopped (``resume_tool_calls``).
+
+    The caller primes it with :meth:`prime`: the committed prefix (results as logged, their
+    contexts in the FIFO). Each call in ``[committed, dangling)`` had its ``tool/call`` logged
+    but no ``tool/result``: one in ``interrupted`` commits ``TOOL_INTERRUPTED`` (pointing at
+    its logged ``tool/call``, no stage runs), the others run again through the pipeline with
+    their next attempt. Calls from ``dangling`` on start as in a fresh batch. The lane, the
+    pools and the barriers are the fresh batch's own.
+    """
+
+    dangling: int = 0
+    interrupted: frozenset[int] = frozenset()
+
+    def prime(self, results: list[ToolExecutionResult]) -> None:
+        """Take the committed prefix: ``results`` as logged, in model order."""
+        count = len(results)
+        self.results[:count] = results
+        self.committed = self.started = count
+        for result in results:
+            self.contexts.extend(result.additional_contexts)
+
+    def _start(self, index: int) -> PreparedCall:
+        if index not in self.interrupted:
+            return super()._start(index)
+        self.started = index + 1
+        if self.next_index == index:
+            self.next_index = -1
+            self.next_arguments = None
+        prepared = PreparedCall(self.env, self.calls[index], None).final_result(INTERRUPTED)
+        self.prepared[index] = prepared
+        return prepared
+
+    def _uncommitted(self) -> Iterator[tuple[int, ToolExecutionResult]]:
+        for index, result in super()._uncommitted():
+            yield index, (INTERRUPTED if index in self.interrupted else result)
+
+    def _skip_unstarted(self) -> None:
+        # a dangling call that did not start again (the signal fired) may have run before the
+        # process stopped: TOOL_INTERRUPTED, pointing at its logged tool/call
+        for index in range(self.started, self.dangling):
+            if self.log is not None:
+                self.log.result(index, INTERRUPTED)
+            self.results[index] = INTERRUPTED
+        if self.started < self.dangling:
+            self.started = self.committed = self.dangling
+        super()._skip_unstarted()
 
 
 # the name of every pool's body tasks in trio's task tree: one shared string (trio would format

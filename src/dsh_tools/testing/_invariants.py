@@ -125,7 +125,9 @@ def _last_attempts(
     call_events: list[tuple[int, ToolCallEvent]], problems: list[str]
 ) -> list[tuple[int, ToolCallEvent]]:
     """The last attempt's ``tool/call`` of each call (a call re-run after an interruption logs
-    one per attempt, numbered from 1); a gap in the numbering is a problem.
+    one per attempt, numbered from 1), in the order of the calls' first attempts (a call run
+    again when its batch was resumed may follow the first ``tool/call`` of later calls); a gap
+    in the numbering is a problem.
     """
     last: dict[str, tuple[int, ToolCallEvent]] = {}
     for seq, event in call_events:
@@ -137,8 +139,7 @@ def _last_attempts(
                 f"expected {expected}"
             )
         last[event.call_id] = (seq, event)
-    kept = {seq for seq, _ in last.values()}
-    return [(seq, event) for seq, event in call_events if seq in kept]
+    return list(last.values())  # a dict keeps the order in which each call first appeared
 
 
 def _check_log(
