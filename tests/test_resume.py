@@ -23,12 +23,15 @@ from dsh_tools import (
     CancelSignal,
     ContextMessageEvent,
     MemorySessionLog,
+    PreExecuteNext,
+    PreToolDecision,
     SessionEvent,
     TextBlock,
     ToolBatch,
     ToolCallEvent,
     ToolCallRequest,
     ToolDefinition,
+    ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
     ToolResultEvent,
@@ -279,6 +282,43 @@ async def test_a_resume_whose_signal_fires_interrupts_the_calls_it_did_not_run_a
     ]
     assert ([], "aborted") == (lab.runs, getattr(session.events()[-1], "reason", None))
     check_batch(CALLS, resumed, session)
+
+
+async def test_a_resume_cancelled_by_its_caller_still_balances_every_dangling_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    _, events = await record()
+    count = index_of(events, ToolResultEvent, "c1")  # c1 and c2 dangling
+    session = cut(events, count)
+    registry = Lab().registry()
+
+    async def slow_policy(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        await trio.sleep(10)  # c1's policy is still deciding when the caller gives up
+        return await next()
+
+    registry.hooks.pre_execute.add(slow_policy)
+    with trio.move_on_after(1) as scope:
+        await resume_tool_calls(registry, session, signal=NEVER)
+    assert scope.cancelled_caught
+    added = session.events()[count:]
+    assert ["ToolCallEvent", "ToolResultEvent", "ToolResultEvent", "BatchEndEvent"] == [
+        type(e).__name__ for e in added
+    ]
+    c1_again, c1_result, c2_result, end = added
+    assert isinstance(c1_again, ToolCallEvent)
+    assert isinstance(c1_result, ToolResultEvent)
+    assert isinstance(c2_result, ToolResultEvent)
+    assert isinstance(end, BatchEndEvent)
+    assert (2, (count,), "ABORTED_BEFORE_DISPATCH") == (
+        c1_again.attempt,
+        c1_result.source_event_seqs,
+        c1_result.error and c1_result.error.code,
+    )
+    assert ((index_of(events, ToolCallEvent, "c2"),), "TOOL_INTERRUPTED", "aborted") == (
+        c2_result.source_event_seqs,
+        c2_result.error and c2_result.error.code,
+        end.reason,
+    )
 
 
 # --- bad input -----------------------------------------------------------------------------

@@ -428,9 +428,9 @@ class _Batch:
                 await _lone_as_itself(self._run_pool())
             else:
                 await self._run_barrier()
-        return self.close()
+        return self._close()
 
-    def close(self) -> ToolBatch:
+    def _close(self) -> ToolBatch:
         """Give every call that never started its result, then append the batch's contexts and
         its ``batch/end``; the batch.
         """
@@ -663,6 +663,9 @@ class ResumedBatch(_Batch):
     def _uncommitted(self) -> Iterator[tuple[int, ToolExecutionResult]]:
         for index, result in super()._uncommitted():
             yield index, (INTERRUPTED if index in self.interrupted else result)
+        # the dangling calls not started again also have a tool/call without its tool/result
+        for index in range(self.started, self.dangling):
+            yield index, INTERRUPTED
 
     def _skip_unstarted(self) -> None:
         # a dangling call that did not start again (the signal fired) may have run before the
