@@ -32,7 +32,7 @@ import contextlib
 import inspect
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import attrs
@@ -55,6 +55,7 @@ from ._execution import (
     Deny,
     PostToolDecision,
     PreToolDecision,
+    RunBatch,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
@@ -185,16 +186,15 @@ class CallRequest(Protocol):
 @attrs.frozen(eq=False)
 class CallEnv:
     """What the calls of one batch share: the pipeline host, the caller's signal, the agent the
-    calls belong to, the token of an enclosing execution, the batch's id (``None`` outside a
-    batch) and, in a resumed batch, the attempt of each call run again (by call id).
+    calls belong to, the token of an enclosing execution, and the batch (its id, and the
+    attempts of a resumed batch's calls; ``None`` outside a batch).
     """
 
     host: PipelineHost
     signal: CancelSignal
     agent: object | None = None
     parent: ToolExecutionToken | None = None
-    batch_id: str | None = None
-    attempts: Mapping[str, int] | None = None
+    batch: RunBatch | None = None
 
 
 class PreparedCall:
@@ -468,7 +468,6 @@ class PreparedCall:
         deferred = self._deferred
         if deferred is None:
             deferred = self._deferred = []
-        attempts = env.attempts
         return run_context(
             self.token,
             request.call_id,
@@ -478,8 +477,7 @@ class PreparedCall:
             env.agent,
             env.parent,
             deferred,
-            env.batch_id,
-            1 if attempts is None else attempts.get(request.call_id, 1),
+            env.batch,
         )
 
     async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:

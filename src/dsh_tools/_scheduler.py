@@ -41,7 +41,7 @@ from ._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
 from ._batch_log import BatchLog
 from ._content import HookContext
 from ._definition import ToolDefinition, runs_in_parallel
-from ._execution import ToolExecutionResult
+from ._execution import RunBatch, ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
 from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
@@ -376,7 +376,9 @@ class _Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
-        self.env = CallEnv(self.host, self.signal, self.agent, None, self.batch_id, self.attempts)
+        self.env = CallEnv(
+            self.host, self.signal, self.agent, None, RunBatch(self.batch_id, self.attempts)
+        )
         self.prepared = [None] * n
         self.ready = bytearray(n)
         self.results = [None] * n
