@@ -105,6 +105,7 @@ INTERNAL: Final = frozenset(
         # the lane of a batch finished from its log, and the argument checks it shares with
         # run_tool_calls
         ("_scheduler", "ResumedBatch"),
+        ("_scheduler", "capacity_of"),
         ("_scheduler", "check_cap"),
         ("_scheduler", "check_entry"),
         ("_scheduler", "check_pool_limits"),

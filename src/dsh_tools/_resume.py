@@ -28,11 +28,11 @@ from ._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
 from ._scheduler import (
     DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     ResumedBatch,
+    capacity_of,
     check_cap,
     check_entry,
     check_pool_limits,
 )
-from ._scheduler import _Capacity as Capacity  # pyright: ignore[reportPrivateUsage]
 from ._session import (
     BatchEndEvent,
     BatchStartEvent,
@@ -285,7 +285,7 @@ async def resume_tool_calls(
         agent=agent,
         cap=cap,
         log=_primed_log(session, batch, attempts),
-        capacity=Capacity(limits) if limits else None,
+        capacity=capacity_of(limits),
         turn=start.turn,
         step=start.step,
         batch_id=start.batch_id,

@@ -53,6 +53,7 @@ from ._signal import CancelSignal, linked_cancel_scope
 # from here keeps working
 __all__ = [
     "ResumedBatch",
+    "capacity_of",
     "check_cap",
     "check_entry",
     "check_pool_limits",
@@ -83,6 +84,11 @@ def check_pool_limits(value: object) -> dict[str, int]:
             raise ValueError(f'pool_limits["{name}"] must be a positive integer')
         limits[name] = limit
     return limits
+
+
+def capacity_of(limits: dict[str, int]) -> _Capacity | None:
+    """The capacity classes of a batch with ``limits`` (checked), ``None`` without limits."""
+    return _Capacity(limits) if limits else None
 
 
 def check_cap(value: object) -> int:
@@ -199,7 +205,7 @@ async def run_tool_calls(
         log=None
         if session is None or not requests
         else BatchLog(session, requests, turn, step, batch_id),
-        capacity=_Capacity(limits) if limits else None,
+        capacity=capacity_of(limits),
         turn=turn,
         step=step,
         batch_id=batch_id,

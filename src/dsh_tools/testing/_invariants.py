@@ -295,7 +295,8 @@ def check_batch(
     the ``context/message`` events equal ``batch.contexts``. When the log brackets the batch
     (its last ``batch/start`` opens the batch's events), also: ``batch/start`` lists exactly
     the calls, every call of it has one ``tool/call`` per attempt (numbered from 1; the checks
-    above apply to the last attempt's) and one ``tool/result`` (whose ``contexts`` equal the
+    above apply to the last attempt's, ordered by each call's first attempt) and one
+    ``tool/result`` (whose ``contexts`` equal the
     result's ``additional_contexts``), and a ``batch/end`` of the same batch is the last event.
 
     With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
