@@ -154,6 +154,58 @@ async def test_a_suspended_batch_is_resumed(autojump_clock: trio.testing.MockClo
     assert "completed" == getattr(session.events()[-1], "reason", None)
 
 
+async def test_an_open_batch_before_a_finished_one_is_the_one_resumed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    batch, events = await record()
+    count = index_of(events, ToolResultEvent, "c1")  # c1 and c2 dangling
+    session = cut(events, count)
+    later = [request("d1", "put")]
+    await run_tool_calls(Lab().registry(), later, signal=NEVER, session=session)
+    lab = Lab()
+    resumed = await resume_tool_calls(lab.registry(), session, signal=NEVER)
+    assert resumed is not None
+    assert (["put c1", INTERRUPTED_TEXT], ["c1", "c3", "c4", "c5", "c6"]) == (
+        [first_text(r) for r in resumed.results[:2]],
+        sorted(lab.ran()),
+    )
+    assert resumed.results[2:] == batch.results[2:]
+    # both batches have ended now
+    assert None is await resume_tool_calls(lab.registry(), session, signal=NEVER)
+
+
+async def test_a_batch_whose_tool_body_ran_a_batch_of_its_own_is_resumed_around_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    session = MemorySessionLog()
+    lab = Lab()
+    registry = lab.registry()
+
+    async def delegate(_args: object, context: ToolRunContext) -> str:
+        inner = await run_tool_calls(
+            registry, [request("i1", "put")], signal=context.signal, session=session
+        )
+        return f"inner said {first_text(inner.results[0])}"
+
+    registry.register(
+        ToolDefinition(name="delegate", description="d", parameters={}, execute=delegate)
+    )
+    outer = [request("o1", "delegate"), request("o2", "put")]
+    await run_tool_calls(registry, outer, signal=NEVER, session=session)
+    events = session.events()
+    # the process stopped after the inner batch ended, before o1 committed
+    inner_end = next(
+        i for i, e in enumerate(events) if isinstance(e, BatchEndEvent) and i < len(events) - 1
+    )
+    cut_session = cut(events, inner_end + 1)
+    resumed = await resume_tool_calls(registry, cut_session, signal=NEVER)
+    assert resumed is not None
+    assert [INTERRUPTED_TEXT, "put o2"] == [first_text(r) for r in resumed.results]
+    o1_result = cut_session.events()[index_of(cut_session.events(), ToolResultEvent, "o1")]
+    assert isinstance(o1_result, ToolResultEvent)
+    assert (index_of(events, ToolCallEvent, "o1"),) == o1_result.source_event_seqs
+
+
 # --- the three kinds of calls --------------------------------------------------------------
 
 

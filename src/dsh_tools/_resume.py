@@ -71,19 +71,40 @@ def _disagrees(start: BatchStartEvent, seq: int, what: str) -> ValueError:
     )
 
 
+def _last_open_start(events: Sequence[SessionEvent]) -> tuple[int | None, dict[str, int]]:
+    """Where the session's last open batch starts (its ``batch/end`` missing, or the last one
+    ``"suspended"``), or ``None``; and the index of each batch's last ``batch/end``.
+    """
+    last_end: dict[str, int] = {}
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, BatchEndEvent):
+            last_end.setdefault(event.batch_id, index)  # scanning back: the last one
+        elif isinstance(event, BatchStartEvent):
+            end = last_end.get(event.batch_id)
+            if end is None:
+                return index, last_end
+            closing = events[end]
+            assert isinstance(closing, BatchEndEvent)
+            if closing.reason == "suspended":
+                return index, last_end
+    return None, last_end
+
+
 def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
-    """The session's last batch if it is still open, read and checked; ``None`` otherwise.
+    """The session's last open batch, read and checked; ``None`` if every batch has ended.
+
+    The batch's events are those after its ``batch/start`` that belong to no other batch: a
+    batch started later (by one of its tool bodies, or by another task on the same log) owns
+    the ``tool/call`` and ``tool/result`` events of its own calls, and the ``context/message``
+    events, up to its last ``batch/end``.
 
     Raises:
         ValueError: the batch's events disagree with its ``batch/start`` (a ``tool/call`` of
             a call it does not list, or with other arguments, out of model order, or a
             ``tool/result`` out of model order), or its calls repeat a call id.
     """
-    begin = None
-    for index in range(len(events) - 1, -1, -1):
-        if isinstance(events[index], BatchStartEvent):
-            begin = index
-            break
+    begin, last_end = _last_open_start(events)
     if begin is None:
         return None
     start = events[begin]
@@ -97,13 +118,28 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
             f"batch {start.batch_id}: its calls repeat a call id, so its events cannot be told "
             "apart and the batch cannot be finished from the log"
         )
-    reason = None
+    # the other batches open at this point of the log: the index of their last batch/end and
+    # their call ids
+    others: dict[str, tuple[int, frozenset[str]]] = {}
     call_seqs: list[int] = []
     attempts: list[int] = []
     results: list[ToolResultEvent] = []
     contexts_logged = 0
     for seq in range(begin + 1, len(events)):
         event = events[seq]
+        if others:
+            others = {key: value for key, value in others.items() if value[0] >= seq}
+        if isinstance(event, BatchStartEvent):
+            if event.batch_id != start.batch_id:
+                others[event.batch_id] = (
+                    last_end.get(event.batch_id, len(events)),
+                    frozenset(call.call_id for call in event.calls),
+                )
+            continue
+        if isinstance(event, ToolCallEvent | ToolResultEvent) and any(
+            event.call_id in other_ids for _, other_ids in others.values()
+        ):
+            continue  # another batch's call
         if isinstance(event, ToolCallEvent):
             index = index_of.get(event.call_id)
             if index is None:
@@ -134,13 +170,8 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
             if committed >= len(call_seqs) or event.call_id != ids[committed]:
                 raise _disagrees(start, seq, f"tool/result {event.call_id!r} is out of model order")
             results.append(event)
-        elif isinstance(event, ContextMessageEvent):
-            if len(results) == n:  # the batch's contexts follow its last result
-                contexts_logged += 1
-        elif isinstance(event, BatchEndEvent) and event.batch_id == start.batch_id:
-            reason = event.reason
-    if reason is not None and reason != "suspended":
-        return None
+        elif isinstance(event, ContextMessageEvent) and not others and len(results) == n:
+            contexts_logged += 1  # the batch's contexts follow its last result
     return _OpenBatch(
         start=start,
         results=tuple(results),
@@ -197,8 +228,10 @@ async def resume_tool_calls(
     approvals: object = None,
     on_interrupted: OnInterrupted = "rerun-idempotent",
 ) -> ToolBatch | None:
-    """Finish the session's last batch if its process stopped before its ``batch/end`` (or
-    it ended ``"suspended"``), in the same log, and return it; ``None`` if there is none.
+    """Finish the session's last open batch (its process stopped before its ``batch/end``,
+    or it ended ``"suspended"``) in the same log, and return it; ``None`` if there is none.
+    Events of other batches in the log (one a tool body ran, or a later one) are told apart
+    by their brackets and left alone.
 
     - Calls with a logged ``tool/result`` are returned as logged: no hook, guard or body runs
       again. The scheduler commits in model order, so they are a prefix of the batch.
@@ -233,8 +266,8 @@ async def resume_tool_calls(
         on_interrupted: ``"rerun-idempotent"`` (the default) or ``"abort"``.
 
     Returns:
-        The finished batch, or ``None`` when the session's last batch has ended (or the log
-        has no batch).
+        The finished batch, or ``None`` when every batch of the session has ended (or the
+        log has no batch).
 
     Raises:
         TypeError: ``session`` is not a :class:`~dsh_tools.SessionLog`, ``registry`` is not a
@@ -298,7 +331,7 @@ async def resume_tool_calls(
 
 
 def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
-    """Close the session's open batch without running anything, for a loop that would rather
+    """Close the session's last open batch without running anything, for a loop that would rather
     tell the model than resume.
 
     Each call with a ``tool/call`` but no ``tool/result`` gets ``TOOL_INTERRUPTED`` (pointing
@@ -308,8 +341,8 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
 
     Returns:
         Every ``tool/result`` of the batch in model order (the logged ones and the new ones):
-        what the model is told. Empty when the session's last batch has ended (or the log has
-        no batch); then nothing is appended.
+        what the model is told. Empty when every batch of the session has ended (or the log
+        has no batch); then nothing is appended.
 
     Raises:
         TypeError: ``session`` is not a :class:`~dsh_tools.SessionLog`.
