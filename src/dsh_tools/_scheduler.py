@@ -146,8 +146,13 @@ async def run_tool_calls(
         agent: the agent the calls belong to (routes them to its registry scope).
         max_parallel_tool_calls: the most bodies in flight at once (a positive ``int``; ``1``
             runs every call serially).
-        session: where to append durable events: ``tool/call`` when a call starts,
-            ``tool/result`` when it commits, then one ``context/message`` per batch context.
+        session: where to append durable events: ``batch/start`` (every call, with a fresh
+            batch id), ``tool/call`` when a call starts, ``tool/result`` when it commits (with
+            the result's contexts), one ``context/message`` per batch context, then
+            ``batch/end`` (``completed``; ``aborted`` once ``signal`` fired or the caller's
+            scope was cancelled; ``failed`` when the scheduler itself raised). An empty batch
+            appends nothing. :func:`~dsh_tools.resume_tool_calls` finishes a batch whose
+            process stopped from these events.
         turn: recorded on the events.
         step: recorded on the events.
         pool_limits: capacity classes, e.g. ``{"network": 2, "shell": 1}``: inside a parallel
