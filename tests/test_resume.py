@@ -423,6 +423,38 @@ async def test_results_out_of_model_order_are_refused(
         await resume_tool_calls(Lab().registry(), session, signal=NEVER)
 
 
+async def test_a_tool_call_of_a_call_the_batch_does_not_list_is_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    _, events = await record()
+    count = index_of(events, ToolResultEvent, "c1")
+    stranger = ToolCallEvent(turn=0, step=0, call_id="x9", name="put", arguments="{}")
+    session = cut([*events[:count], stranger], count + 1)
+    with pytest.raises(ValueError, match="tool/call 'x9' is not a call of it"):
+        await resume_tool_calls(Lab().registry(), session, signal=NEVER)
+
+
+async def test_a_tool_call_that_skips_a_call_is_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    _, events = await record()
+    skipped = [e for e in events if not (isinstance(e, ToolCallEvent) and e.call_id == "c1")]
+    session = cut(skipped, index_of(skipped, ToolCallEvent, "c2") + 1)
+    with pytest.raises(ValueError, match=r"tool/call 'c2' \(attempt 1\) is out of model order"):
+        await resume_tool_calls(Lab().registry(), session, signal=NEVER)
+
+
+async def test_a_batch_whose_calls_repeat_a_call_id_is_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    calls = [request("c1", "put"), request("c1", "put")]
+    _, events = await record(calls)
+    session = cut(events, 2)
+    with pytest.raises(ValueError, match="its calls repeat a call id"):
+        await resume_tool_calls(Lab().registry(), session, signal=NEVER)
+    assert events[:2] == session.events()
+
+
 async def test_a_session_that_is_not_a_log_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="session must be a SessionLog"):
         await resume_tool_calls(Lab().registry(), [], signal=NEVER)  # pyright: ignore[reportArgumentType]
