@@ -141,6 +141,25 @@ def test_a_non_canonical_abort_is_named() -> None:
         check_batch(CALLS, attrs.evolve(batch, results=(fake, *batch.results[1:])))
 
 
+def test_an_interrupted_result_under_the_wrong_error_name_is_named() -> None:
+    batch, _ = run()
+    fake = attrs.evolve(
+        batch.results[0],
+        content=(
+            TextBlock(
+                text="Error: tool call interrupted: the process stopped while it ran; "
+                "its effects are unknown"
+            ),
+        ),
+        is_error=True,
+        error=_abort_info("TOOL_INTERRUPTED"),
+    )
+    with pytest.raises(
+        AssertionError, match="has code TOOL_INTERRUPTED but is not the canonical result"
+    ):
+        check_batch(CALLS, attrs.evolve(batch, results=(fake, *batch.results[1:])))
+
+
 def _abort_info(code: str) -> ToolErrorInfo:
     return ToolErrorInfo(name="AbortError", code=code)
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dsh_tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_INTERRUPTED,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -25,9 +26,14 @@ from ._scripted import ScriptedTool
 
 __all__ = ["check_batch"]
 
+# code -> (text, error name) of each canonical result
 _CANONICAL = {
-    TOOL_ABORTED: "Error: tool call aborted",
-    TOOL_ABORTED_BEFORE_DISPATCH: "Error: tool call aborted before dispatch",
+    TOOL_ABORTED: ("Error: tool call aborted", "AbortError"),
+    TOOL_ABORTED_BEFORE_DISPATCH: ("Error: tool call aborted before dispatch", "AbortError"),
+    TOOL_INTERRUPTED: (
+        "Error: tool call interrupted: the process stopped while it ran; its effects are unknown",
+        "ToolInterruptedError",
+    ),
 }
 
 
@@ -284,9 +290,10 @@ def check_batch(
 ) -> None:
     """Assert the scheduler's invariants for one finished batch.
 
-    Checked always: exactly one result per call; every cancellation result is the canonical
-    one (``Error: tool call aborted`` / ``... before dispatch``, ``AbortError``); every
-    result's contexts reach ``batch.contexts`` in model order.
+    Checked always: exactly one result per call; every cancellation or interruption result is
+    the canonical one (``Error: tool call aborted`` / ``... before dispatch``, ``AbortError``;
+    ``Error: tool call interrupted: ...``, ``ToolInterruptedError``); every result's contexts
+    reach ``batch.contexts`` in model order.
 
     With ``log`` (the session the batch appended to, or its events; earlier events are
     ignored): one ``tool/call`` per call in model order with the model's name and arguments;
@@ -316,7 +323,9 @@ def check_batch(
         code = _code(result)
         canonical = _CANONICAL.get(code)
         if canonical is not None and (
-            _text(result) != canonical or result.error is None or result.error.name != "AbortError"
+            _text(result) != canonical[0]
+            or result.error is None
+            or result.error.name != canonical[1]
         ):
             problems.append(
                 f"result {index} has code {code} but is not the canonical result: {_text(result)!r}"
