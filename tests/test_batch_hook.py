@@ -10,8 +10,10 @@ import trio
 import trio.testing
 
 from dsh_tools import (
+    BatchEndEvent,
     BatchHook,
     BatchNext,
+    BatchStartEvent,
     CancelSignal,
     MemorySessionLog,
     TextBlock,
@@ -266,7 +268,8 @@ async def test_a_raising_listener_propagates_after_the_batch_it_ran_has_finished
     with pytest.raises(LookupError, match="listener bug"):
         await run_calls(registry, request("1", "a"), session=session)
     assert [5] == finished_at
-    assert [ToolCallEvent, ToolResultEvent] == [type(event) for event in session.events()]
+    expected = [BatchStartEvent, ToolCallEvent, ToolResultEvent, BatchEndEvent]
+    assert expected == [type(event) for event in session.events()]
 
 
 async def test_a_listener_raising_before_next_runs_no_call() -> None:

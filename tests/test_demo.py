@@ -88,7 +88,7 @@ def test_the_write_defers_a_context_that_follows_the_results() -> None:
     batches, session = run_on_virtual_time()
     assert len(batches[0].batch.contexts) == 1
     assert (
-        type(session.events()[16]).__name__.replace("ContextMessageEvent", "context/message")
+        type(session.events()[17]).__name__.replace("ContextMessageEvent", "context/message")
         == "context/message"
     )
 
@@ -101,7 +101,7 @@ def test_the_session_log_balances_every_call_with_one_result() -> None:
     expected = ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "d1", "d2", "d3", "d4"]
     assert expected == calls
     assert expected == results
-    assert len(events) == 25
+    assert len(events) == 29  # two batches, each bracketed by batch/start and batch/end
 
 
 def test_main_prints_the_timeline_and_the_log_path(
@@ -110,7 +110,7 @@ def test_main_prints_the_timeline_and_the_log_path(
     log = tmp_path / "demo.jsonl"
     assert main(["demo", "--plain", "--log", str(log)]) == 0
     out = capsys.readouterr().out
-    assert f"session log (25 events): {log}" in out
+    assert f"session log (29 events): {log}" in out
     assert "  c4   fetch_url  |        ====================           | 0.40s - 1.40s" in out
     assert 'c7   INVALID_ARGS             Error: invalid arguments: "path" must be a string' in out
 
@@ -137,7 +137,7 @@ def test_the_demo_runs_as_a_command_and_names_every_outcome(tmp_path: Path) -> N
         "Error: tool call aborted before dispatch",
     ):
         assert label in done.stdout
-    assert len(read_session_log(log)) == 25
+    assert len(read_session_log(log)) == 29
 
 
 def test_the_command_line_requires_a_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -290,7 +290,7 @@ def test_a_command_that_fails_shows_its_exit_code() -> None:
             signal=CancelController().signal,
             session=session,
         )
-        call, result = session.events()
+        _start, call, result, _end = session.events()
         assert isinstance(call, ToolCallEvent)
         assert isinstance(result, ToolResultEvent)
         presenter.present_call(call)

@@ -8,15 +8,18 @@ import pytest
 from dsh_tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_INTERRUPTED,
     TOOL_TIMEOUT,
     HarnessError,
     OutputSchemaError,
+    TextBlock,
     ToolArgsError,
     ToolErrorInfo,
     ToolNotFoundError,
     error_message,
 )
 from dsh_tools._errors import error_info, format_js_json, format_js_number
+from dsh_tools._results import INTERRUPTED
 
 
 class _Unprintable(Exception):
@@ -54,6 +57,20 @@ def test_the_synthetic_codes_are_the_original_s() -> None:
         "ABORTED_BEFORE_DISPATCH",
         "TOOL_TIMEOUT",
     )
+
+
+def test_the_interrupted_result_has_its_exact_text_name_and_code() -> None:
+    assert (
+        (
+            TextBlock(
+                text="Error: tool call interrupted: the process stopped while it ran; "
+                "its effects are unknown"
+            ),
+        ),
+        True,
+        ToolErrorInfo(name="ToolInterruptedError", code="TOOL_INTERRUPTED"),
+    ) == (INTERRUPTED.content, INTERRUPTED.is_error, INTERRUPTED.error)
+    assert TOOL_INTERRUPTED == "TOOL_INTERRUPTED"
 
 
 # --- HarnessError and its subclasses -------------------------------------------------------

@@ -63,11 +63,14 @@ INTERNAL: Final = frozenset(
         # what a scope uses to own the registrations made through it
         ("_disposer", "DisposerGroup"),
         # the one check of an approval policy, and of a turn, step or seq number
+        ("_session", "BatchEndReason"),
         ("_session", "check_approval_policy"),
         ("_session", "check_count"),
         # the one reading of an approval answer, shared by the approval service and the pipeline
         ("_execution", "read_approval_outcome"),
         ("_execution", "run_context"),
+        # what the bodies of one batch share (their attempt and idempotency key)
+        ("_execution", "RunBatch"),
         ("_content", "text_block"),
         ("_execution", "success_result"),
         # the stages of one call, driven by the registry and the scheduler
@@ -83,7 +86,9 @@ INTERNAL: Final = frozenset(
         ("_results", "ABORTED"),
         ("_results", "ABORTED_BEFORE_DISPATCH"),
         ("_results", "INVALID_ARGUMENTS"),
+        ("_results", "INTERRUPTED"),
         ("_results", "INVALID_RESULT"),
+        ("_results", "TOOL_INTERRUPTED_ERROR_NAME"),
         ("_results", "TOOL_TIMEOUT_ERROR_NAME"),
         ("_results", "Invalid"),
         ("_results", "describe"),
@@ -100,6 +105,14 @@ INTERNAL: Final = frozenset(
         ("_results", "valid_str"),
         # one signal for several: the pipeline (wrapper signals) and the timeout policy use it
         ("_signal", "fuse"),
+        # the lane of a batch finished from its log, and the argument checks it shares with
+        # run_tool_calls
+        ("_scheduler", "DEFAULT_MAX_PARALLEL_TOOL_CALLS"),
+        ("_scheduler", "ResumedBatch"),
+        ("_scheduler", "capacity_of"),
+        ("_scheduler", "check_cap"),
+        ("_scheduler", "check_entry"),
+        ("_scheduler", "check_capacity_limits"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_registry", "pipeline_host"),
         # shared between the core's modules: the content and meta readers, the converter's

@@ -19,6 +19,7 @@ from dsh_tools import (
     ApprovalOutcome,
     ApprovalRequest,
     Ask,
+    BatchStartEvent,
     Block,
     CancelSignal,
     Deny,
@@ -464,7 +465,10 @@ async def test_a_lone_surrogate_from_the_model_never_loses_the_batch(
 
     batch = await run_calls(registry, call, session=session)
 
-    events = session.events()
+    events = session.events()[1:-1]  # inside the batch/start .. batch/end bracket
+    start = session.events()[0]
+    assert isinstance(start, BatchStartEvent)
+    assert (call,) == start.calls
     assert (
         [expected_text],
         [ToolCallEvent, ToolResultEvent],

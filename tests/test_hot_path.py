@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 import dsh_tools._schema
 from dsh_tools import (
     TOOL_ABORTED,
+    BatchEndEvent,
+    BatchStartEvent,
     CancelController,
     CancelSignal,
     FrozenJsonObject,
@@ -389,7 +391,14 @@ async def test_a_classifier_that_cancels_the_caller_stops_its_call_before_it_sta
 
     assert scope.cancelled_caught
     assert [1] == ran
-    assert [(ToolCallEvent, "c1"), (ToolResultEvent, "c1")] == [
-        (type(event), event.call_id)  # type: ignore[union-attr]
-        for event in log.events()
-    ]
+    events = log.events()
+    assert (
+        [(ToolCallEvent, "c1"), (ToolResultEvent, "c1")]
+        == [
+            (type(event), event.call_id)  # type: ignore[union-attr]
+            for event in events[1:-1]
+        ]
+    )
+    # the caller's scope was cancelled: the batch ends "aborted"
+    assert (BatchStartEvent, BatchEndEvent) == (type(events[0]), type(events[-1]))
+    assert "aborted" == getattr(events[-1], "reason", None)

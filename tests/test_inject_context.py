@@ -9,6 +9,8 @@ import pytest
 import trio
 
 from dsh_tools import (
+    BatchEndEvent,
+    BatchStartEvent,
     CancelSignal,
     ContextMessageEvent,
     MemorySessionLog,
@@ -63,8 +65,9 @@ async def test_an_injection_while_an_earlier_call_runs_precedes_later_commits_an
     events = session.events()
     assert (
         ["injected", "slow's own", "injector's own"],
-        [ToolCallEvent, ToolCallEvent, ToolResultEvent, ToolResultEvent]
-        + [ContextMessageEvent] * 3,
+        [BatchStartEvent, ToolCallEvent, ToolCallEvent, ToolResultEvent, ToolResultEvent]
+        + [ContextMessageEvent] * 3
+        + [BatchEndEvent],
         {"rows": (1,)},
     ) == (
         [plugin_label(context) for context in batch.contexts],

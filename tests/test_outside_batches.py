@@ -9,6 +9,8 @@ import pytest
 import trio
 
 from dsh_tools import (
+    BatchEndEvent,
+    BatchStartEvent,
     CancelSignal,
     ContextMessageEvent,
     FrozenJsonObject,
@@ -115,18 +117,26 @@ async def test_a_tool_body_can_run_a_batch_of_its_own_and_its_contexts_stay_apar
     assert ["inner said inner with 1 context(s)"] == _text(batch)
     assert (_context("outer context"),) == batch.contexts
     assert [
+        ("start", None),
         ("call", "outer"),
+        ("start", None),
         ("call", "inner"),
         ("result", "inner"),
         ("context", None),
+        ("end", None),
         ("result", "outer"),
         ("context", None),
+        ("end", None),
     ] == [
         (
             "call"
             if isinstance(e, ToolCallEvent)
             else "result"
             if isinstance(e, ToolResultEvent)
+            else "start"
+            if isinstance(e, BatchStartEvent)
+            else "end"
+            if isinstance(e, BatchEndEvent)
             else "context",
             getattr(e, "call_id", None),
         )

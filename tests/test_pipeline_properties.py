@@ -137,7 +137,8 @@ ABORTED = Expected(True, "Error: tool call aborted", TOOL_ABORTED)
 def expected_result(chain: Chain) -> Expected:
     """The exact final result of the chain, derived without the pipeline:
     which stage decides, whether it is a final-result (skips ``post_execute``) or a
-    post-result, and how a cancelled signal replaces a success."""
+    post-result, and how a signal that fired while the body or a wrapper ran replaces a
+    success."""
     if chain.pre_cancelled:
         return ABORTED_BEFORE_DISPATCH  # stage 1: final
     cancelled = False
@@ -222,11 +223,13 @@ def expected_result(chain: Chain) -> Expected:
     # an error already)
     outcome = replace_if_cancelled(outcome)
 
+    # honest interrupts: from here on the outcome has settled, and a signal that fires while
+    # post_execute decides replaces nothing
     if not chain.post:  # stage 8 with no listener: the default accept
-        return replace_if_cancelled(outcome)
+        return outcome
     for action in chain.post:
         if action == "cancel":
-            cancelled = True
+            pass
         elif action == "accept":  # replaces the content only: the error flag and info stay
             outcome = Expected(outcome.is_error, "accepted", outcome.code)
             break
@@ -235,7 +238,7 @@ def expected_result(chain: Chain) -> Expected:
             break
         elif action == "raise":
             return Expected(True, "Error: post failed")
-    return replace_if_cancelled(outcome)
+    return outcome
 
 
 class Approval:

@@ -80,6 +80,7 @@ def test_the_public_names_of_the_core_are_exported() -> None:
         "ReasoningBlock",
         "TOOL_ABORTED",
         "TOOL_ABORTED_BEFORE_DISPATCH",
+        "TOOL_INTERRUPTED",
         "TOOL_TIMEOUT",
         "TextBlock",
         "ToolArgsError",
@@ -95,6 +96,18 @@ def test_the_public_names_of_the_core_are_exported() -> None:
     }
 
     assert set() == core - set(dsh_tools.__all__)
+
+
+def test_the_durable_batch_names_are_exported() -> None:
+    durable = {
+        "BatchEndEvent",
+        "BatchStartEvent",
+        "TOOL_INTERRUPTED",
+        "recover_session",
+        "resume_tool_calls",
+    }
+
+    assert set() == durable - set(dsh_tools.__all__)
 
 
 def test_the_presenter_and_user_approval_names_are_exported() -> None:

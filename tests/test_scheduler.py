@@ -4,6 +4,7 @@ structured concurrency. Every timeline runs on trio's virtual clock."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 
 import attrs
@@ -13,6 +14,8 @@ import trio.testing
 
 from dsh_tools import (
     Allow,
+    BatchEndEvent,
+    BatchStartEvent,
     CancelController,
     CancelSignal,
     ContextMessageEvent,
@@ -582,7 +585,11 @@ async def test_events_carry_turn_step_and_the_raw_arguments() -> None:
     session = MemorySessionLog()
     call = ToolCallRequest(call_id="c1", name="p", arguments='{"d":0,  "z": 1}')
     await run_tool_calls(lab.registry(), [call], signal=NEVER, session=session, turn=4, step=7)
+    start = session.events()[0]
+    assert isinstance(start, BatchStartEvent)
+    batch_id = start.batch_id
     expected = [
+        BatchStartEvent(turn=4, step=7, batch_id=batch_id, calls=[call]),
         ToolCallEvent(turn=4, step=7, call_id="c1", name="p", arguments='{"d":0,  "z": 1}'),
         ToolResultEvent(
             turn=4,
@@ -590,10 +597,12 @@ async def test_events_carry_turn_step_and_the_raw_arguments() -> None:
             call_id="c1",
             content=[TextBlock(text="done c1")],
             is_error=False,
-            source_event_seqs=(0,),
+            source_event_seqs=(1,),
         ),
+        BatchEndEvent(turn=4, step=7, batch_id=batch_id, reason="completed"),
     ]
     assert expected == session.events()
+    assert str(uuid.UUID(batch_id)) == batch_id
 
 
 async def test_contexts_follow_every_result_in_model_order(
@@ -620,7 +629,7 @@ async def test_contexts_follow_every_result_in_model_order(
 async def test_the_result_event_carries_the_error_of_a_failed_call() -> None:
     session = MemorySessionLog()
     await run_tool_calls(ToolRegistry(), [request("c1", "nope")], signal=NEVER, session=session)
-    result = session.events()[1]
+    result = session.events()[2]
     assert isinstance(result, ToolResultEvent)
     assert (result.error and result.error.code, result.is_error) == ("UNKNOWN_TOOL", True)
 
@@ -668,11 +677,13 @@ async def test_an_abort_during_a_pool_drains_in_flight_calls_then_skips_the_rest
         batch = await run_tool_calls(
             registry, calls, signal=controller.signal, max_parallel_tool_calls=3, session=session
         )
-    # c1 finished at t=1 and committed; c4 took its slot and finished at t=2, but commits
-    # only after c2, when the batch is already aborted, so its success becomes ABORTED like
-    # c2's; c3 failed at t=2, before the abort, and its own failure stays; c5 never started
-    assert codes(batch) == [None, "ABORTED", None, "ABORTED", "ABORTED_BEFORE_DISPATCH"]
+    # c1 finished at t=1 and committed; c4 took its slot and finished at t=2, before the
+    # abort: it commits only after c2, when the batch is already aborted, and keeps its own
+    # success (honest interrupts); the abort reached only c2's running body; c3 failed at t=2,
+    # before the abort, and its own failure stays; c5 never started
+    assert codes(batch) == [None, "ABORTED", None, None, "ABORTED_BEFORE_DISPATCH"]
     assert texts(batch)[2] == "Error: own failure"
+    assert texts(batch)[3] == "done c4"
     assert trio.current_time() == 2.5
     expected = [
         "call c1",
@@ -761,8 +772,8 @@ async def test_a_failing_session_append_cancels_and_awaits_every_body_before_it_
     tasks_before = trio.lowlevel.current_statistics().tasks_living
     calls = [request("c1", "p", d=1), request("c2", "p", d=10), request("c3", "p", d=10)]
     with pytest.raises(OSError, match=r"^disk full$"):
-        # events: call c1, call c2, call c3, then the result of c1 fails at t=1
-        await run_tool_calls(lab.registry(), calls, signal=NEVER, session=FailingSession(3))
+        # events: batch/start, call c1, call c2, call c3, then the result of c1 fails at t=1
+        await run_tool_calls(lab.registry(), calls, signal=NEVER, session=FailingSession(4))
     assert lab.times("end") == {"c1": 1.0, "c2": 1.0, "c3": 1.0}
     assert trio.current_time() == 1.0
     assert tasks_before == trio.lowlevel.current_statistics().tasks_living

@@ -1,4 +1,4 @@
-"""Capacity classes: ``ToolDefinition.pool`` and ``run_tool_calls(..., pool_limits=...)``.
+"""Capacity classes: ``ToolDefinition.capacity_class`` and ``run_tool_calls(..., capacity_limits=...)``.
 
 Inside a parallel pool a call also needs a free slot of its class, and calls still start in
 model order (a call waiting for its class holds back the calls behind it). Pinned timelines on
@@ -40,14 +40,16 @@ def spans(recorder: TimelineRecorder) -> dict[str, tuple[float, float | None]]:
 async def test_three_network_calls_limited_to_one_run_one_after_another_in_model_order(
     registry: ToolRegistry, autojump_clock: trio.testing.MockClock
 ) -> None:
-    scripted_tool("fetch", sleep(1), pool="network").register(registry)
+    scripted_tool("fetch", sleep(1), capacity_class="network").register(registry)
     scripted_tool("read", sleep(1)).register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
     calls = [request(f"c{i}", "fetch" if i % 2 else "read") for i in range(1, 7)]
     # c1 fetch, c2 read, c3 fetch, c4 read, c5 fetch, c6 read
 
-    await run_tool_calls(registry, calls, signal=CancelSignal.never(), pool_limits={"network": 1})
+    await run_tool_calls(
+        registry, calls, signal=CancelSignal.never(), capacity_limits={"network": 1}
+    )
 
     expected = {
         "c1": (0.0, 1.0),
@@ -64,7 +66,7 @@ async def test_three_network_calls_limited_to_one_run_one_after_another_in_model
 async def test_without_limits_the_same_batch_runs_at_once(
     registry: ToolRegistry, autojump_clock: trio.testing.MockClock
 ) -> None:
-    scripted_tool("fetch", sleep(1), pool="network").register(registry)
+    scripted_tool("fetch", sleep(1), capacity_class="network").register(registry)
     scripted_tool("read", sleep(1)).register(registry)
     calls = [request(f"c{i}", "fetch" if i % 2 else "read") for i in range(1, 7)]
 
@@ -76,8 +78,10 @@ async def test_without_limits_the_same_batch_runs_at_once(
 async def test_a_class_limit_works_with_the_overall_cap_and_unlisted_classes_are_free(
     registry: ToolRegistry, autojump_clock: trio.testing.MockClock
 ) -> None:
-    scripted_tool("shell", sleep(1), pool="shell").register(registry)
-    scripted_tool("gpu", sleep(1), pool="gpu").register(registry)  # not listed: no class limit
+    scripted_tool("shell", sleep(1), capacity_class="shell").register(registry)
+    scripted_tool("gpu", sleep(1), capacity_class="gpu").register(
+        registry
+    )  # not listed: no class limit
     recorder = TimelineRecorder()
     recorder.install(registry)
     calls = [
@@ -93,7 +97,7 @@ async def test_a_class_limit_works_with_the_overall_cap_and_unlisted_classes_are
         calls,
         signal=CancelSignal.never(),
         max_parallel_tool_calls=4,
-        pool_limits={"shell": 1, "network": 4},
+        capacity_limits={"shell": 1, "network": 4},
     )
 
     expected = {
@@ -115,13 +119,13 @@ async def test_a_call_denied_before_dispatch_takes_no_class_slot(
         return await next()
 
     registry.hooks.pre_execute.add(deny_c2)
-    scripted_tool("fetch", sleep(1), pool="network").register(registry)
+    scripted_tool("fetch", sleep(1), capacity_class="network").register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
     calls = [request("c1", "fetch"), request("c2", "fetch"), request("c3", "fetch")]
 
     batch = await run_tool_calls(
-        registry, calls, signal=CancelSignal.never(), pool_limits={"network": 2}
+        registry, calls, signal=CancelSignal.never(), capacity_limits={"network": 2}
     )
 
     # had the denied c2 taken the second network slot, c3 would have waited for c1
@@ -132,13 +136,15 @@ async def test_a_call_denied_before_dispatch_takes_no_class_slot(
 async def test_an_exclusive_call_of_a_class_is_still_a_barrier(
     registry: ToolRegistry, autojump_clock: trio.testing.MockClock
 ) -> None:
-    scripted_tool("fetch", sleep(1), pool="network").register(registry)
-    scripted_tool("post", sleep(1), pool="network", parallel=False).register(registry)
+    scripted_tool("fetch", sleep(1), capacity_class="network").register(registry)
+    scripted_tool("post", sleep(1), capacity_class="network", parallel=False).register(registry)
     recorder = TimelineRecorder()
     recorder.install(registry)
     calls = [request("c1", "fetch"), request("c2", "post"), request("c3", "fetch")]
 
-    await run_tool_calls(registry, calls, signal=CancelSignal.never(), pool_limits={"network": 5})
+    await run_tool_calls(
+        registry, calls, signal=CancelSignal.never(), capacity_limits={"network": 5}
+    )
 
     assert {"c1": (0.0, 1.0), "c2": (1.0, 2.0), "c3": (2.0, 3.0)} == spans(recorder)
 
@@ -153,45 +159,54 @@ async def fetch(args: FetchArgs, context: ToolRunContext) -> str:
     return args.url
 
 
-def test_define_tool_passes_the_pool_on() -> None:
+def test_define_tool_passes_the_capacity_class_on() -> None:
     tool = define_tool(
-        name="fetch", description="d", parameters=FetchArgs, execute=fetch, pool="network"
+        name="fetch", description="d", parameters=FetchArgs, execute=fetch, capacity_class="network"
     )
-    assert "network" == tool.pool
-    assert define_tool(name="f", description="d", parameters=FetchArgs, execute=fetch).pool is None
+    assert "network" == tool.capacity_class
+    assert (
+        define_tool(name="f", description="d", parameters=FetchArgs, execute=fetch).capacity_class
+        is None
+    )
 
 
-@pytest.mark.parametrize("pool", ["", 3])
-def test_a_pool_must_be_a_non_empty_str(pool: object) -> None:
-    with pytest.raises(TypeError, match='tool "f": pool must be a non-empty str or None'):
-        ToolDefinition(name="f", description="d", parameters={}, execute=fetch, pool=pool)  # type: ignore[arg-type]
+@pytest.mark.parametrize("capacity_class", ["", 3])
+def test_a_capacity_class_must_be_a_non_empty_str(capacity_class: object) -> None:
+    with pytest.raises(TypeError, match='tool "f": capacity_class must be a non-empty str or None'):
+        ToolDefinition(
+            name="f",
+            description="d",
+            parameters={},
+            execute=fetch,
+            capacity_class=capacity_class,  # type: ignore[arg-type]
+        )
 
 
 @pytest.mark.parametrize(
     ("limits", "error", "message"),
     [
-        ({"network": 0}, ValueError, 'pool_limits["network"] must be a positive integer'),
-        ({"network": True}, TypeError, 'pool_limits["network"] must be a positive integer'),
-        ({"network": 1.5}, TypeError, 'pool_limits["network"] must be a positive integer'),
-        ({3: 1}, TypeError, "pool_limits must map class names (str) to positive integers: 3"),
+        ({"network": 0}, ValueError, 'capacity_limits["network"] must be a positive integer'),
+        ({"network": True}, TypeError, 'capacity_limits["network"] must be a positive integer'),
+        ({"network": 1.5}, TypeError, 'capacity_limits["network"] must be a positive integer'),
+        ({3: 1}, TypeError, "capacity_limits must map class names (str) to positive integers: 3"),
         (
             [("network", 1)],
             TypeError,
-            "pool_limits must map class names (str) to positive integers, not list",
+            "capacity_limits must map class names (str) to positive integers, not list",
         ),
     ],
 )
-async def test_bad_pool_limits_are_refused_before_any_call_starts(
+async def test_bad_capacity_limits_are_refused_before_any_call_starts(
     registry: ToolRegistry, limits: object, error: type[Exception], message: str
 ) -> None:
-    tool = scripted_tool("fetch", pool="network")
+    tool = scripted_tool("fetch", capacity_class="network")
     tool.register(registry)
     with pytest.raises(error) as raised:
         await run_tool_calls(
             registry,
             [request("c1", "fetch")],
             signal=CancelSignal.never(),
-            pool_limits=limits,  # type: ignore[arg-type]
+            capacity_limits=limits,  # type: ignore[arg-type]
         )
     assert str(raised.value).startswith(message)
     assert () == tool.runs
@@ -199,7 +214,7 @@ async def test_bad_pool_limits_are_refused_before_any_call_starts(
 
 @settings(max_examples=50, deadline=None)
 @given(
-    plan=tool_batches(pools=("network", "shell"), failures=False),
+    plan=tool_batches(capacity_classes=("network", "shell"), failures=False),
     cap=st.integers(1, 4),
     limits=st.fixed_dictionaries({"network": st.integers(1, 3), "shell": st.integers(1, 2)}),
 )
@@ -217,12 +232,12 @@ def test_classes_never_exceed_their_limit_and_calls_start_in_model_order(
             signal=CancelSignal.never(),
             max_parallel_tool_calls=cap,
             session=session,
-            pool_limits=limits,
+            capacity_limits=limits,
         )
 
     batch = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     check_batch(plan.requests, batch, session, tools=tools)
-    runs = [(tool.pool, run) for tool in tools for run in tool.runs]
+    runs = [(tool.capacity_class, run) for tool in tools for run in tool.runs]
     for pool, run in runs:
         if pool is None:
             continue

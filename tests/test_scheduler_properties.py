@@ -147,7 +147,9 @@ def test_contexts_come_only_after_every_result(
     calls: list[Call], cap: int, interrupt_at: float | None
 ) -> None:
     outcome = run_batch(calls, cap, interrupt_at)
-    events = outcome.events
+    bracketed = outcome.events
+    # inside the batch/start .. batch/end bracket (an empty batch has none)
+    events = bracketed[1:-1] if calls else bracketed
     tool_events = events[: 2 * len(calls)]
     context_events = events[2 * len(calls) :]
 

@@ -27,6 +27,7 @@ async def test_the_inject_context_example_puts_the_context_after_the_result(
     expected = [
         "ticket 7 opened",
         "Ticket 7 is assigned to you now.",
-        "['ToolCallEvent', 'ToolResultEvent', 'ContextMessageEvent']",
+        "['BatchStartEvent', 'ToolCallEvent', 'ToolResultEvent', 'ContextMessageEvent', "
+        "'BatchEndEvent']",
     ]
     assert expected == capsys.readouterr().out.splitlines()

@@ -67,7 +67,7 @@ def test_earlier_batches_in_the_log_are_ignored() -> None:
     session = MemorySessionLog()
     run(session)
     batch, events = run(session)
-    assert 14 == len(events)
+    assert 18 == len(events)  # twice: batch/start, 3 calls, 3 results, 1 context, batch/end
     check_batch(CALLS, batch, session)
 
 
@@ -94,9 +94,9 @@ def test_results_out_of_model_order_show_a_diff() -> None:
 
 def test_a_context_among_the_results_breaks_adjacency() -> None:
     batch, events = run()
-    context = events[-1]
+    context = events[-2]  # the last event is the batch/end
     assert isinstance(context, ContextMessageEvent)
-    moved = [*events[:2], context, *events[2:-1]]
+    moved = [*events[:3], context, *events[3:-2], events[-1]]
 
     with pytest.raises(AssertionError, match="call/result adjacency is broken"):
         check_batch(CALLS, batch, moved)
@@ -138,6 +138,25 @@ def test_a_non_canonical_abort_is_named() -> None:
         error=_abort_info("ABORTED"),
     )
     with pytest.raises(AssertionError, match="has code ABORTED but is not the canonical result"):
+        check_batch(CALLS, attrs.evolve(batch, results=(fake, *batch.results[1:])))
+
+
+def test_an_interrupted_result_under_the_wrong_error_name_is_named() -> None:
+    batch, _ = run()
+    fake = attrs.evolve(
+        batch.results[0],
+        content=(
+            TextBlock(
+                text="Error: tool call interrupted: the process stopped while it ran; "
+                "its effects are unknown"
+            ),
+        ),
+        is_error=True,
+        error=_abort_info("TOOL_INTERRUPTED"),
+    )
+    with pytest.raises(
+        AssertionError, match="has code TOOL_INTERRUPTED but is not the canonical result"
+    ):
         check_batch(CALLS, attrs.evolve(batch, results=(fake, *batch.results[1:])))
 
 

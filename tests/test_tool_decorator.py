@@ -155,13 +155,13 @@ def test_a_function_without_a_docstring_has_an_empty_description() -> None:
 
 
 def test_definition_options_reach_the_definition() -> None:
-    @tool(timeout=2.5, pool="disk", is_concurrency_safe=lambda args: True)
+    @tool(timeout=2.5, capacity_class="disk", is_concurrency_safe=lambda args: True)
     async def read(path: str) -> str:
         return path
 
     assert (2.5, "disk", True) == (
         read.timeout,
-        read.pool,
+        read.capacity_class,
         read.is_concurrency_safe is not None
         and read.is_concurrency_safe(snapshot_json({"path": "a"})),
     )
@@ -515,3 +515,21 @@ def test_an_annotation_naming_a_local_class_is_a_clear_type_error() -> None:
 def test_arguments_the_validator_accepts_always_reach_the_body(value: Any) -> None:
     # structuring cannot fail after validation: every accepted value becomes typed arguments
     assert "ok" == trio.run(_run, oracle, value)
+
+
+def test_a_function_tool_can_say_it_is_idempotent() -> None:
+    registry = ToolRegistry()
+
+    @tool(idempotent=True)
+    async def fetch(url: str) -> str:
+        return url
+
+    @registry.tool(idempotent=True)
+    async def lookup(key: str) -> str:
+        return key
+
+    @tool
+    async def write(path: str) -> str:
+        return path
+
+    assert (True, True, False) == (fetch.idempotent, lookup.idempotent, write.idempotent)

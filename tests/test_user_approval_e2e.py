@@ -14,6 +14,8 @@ from dsh_tools import (
     ApprovalOutcome,
     ApprovalRequest,
     Ask,
+    BatchEndEvent,
+    BatchStartEvent,
     CancelController,
     MemorySessionLog,
     PreExecuteNext,
@@ -79,6 +81,8 @@ def _kinds(events: list[SessionEvent]) -> list[str]:
         ToolResultEvent: "tool/result",
         ApprovalAskedEvent: "approval/asked",
         ApprovalDecidedEvent: "approval/decided",
+        BatchStartEvent: "batch/start",
+        BatchEndEvent: "batch/end",
     }
     return [names.get(type(event), type(event).__name__) for event in events]
 
@@ -98,15 +102,17 @@ async def test_allowed_once_runs_the_body_and_the_log_tells_the_whole_story() ->
     assert ["write"] == ran
     expected = [
         "turn/start",
+        "batch/start",
         "tool/call",
         "approval/asked",
         "approval/decided",
         "tool/result",
+        "batch/end",
         "turn/end",
     ]
     events = session.events()
     assert expected == _kinds(events)
-    asked = events[2]
+    asked = events[3]
     assert isinstance(asked, ApprovalAskedEvent)
     assert ("write", "c1", "writes to disk") == (asked.tool_name, asked.call_id, asked.reason)
 
@@ -186,7 +192,7 @@ async def test_a_request_outside_a_turn_becomes_an_error_result_with_no_audit_ev
     assert result.is_error
     assert isinstance(result.content[0], TextBlock)
     assert result.content[0].text.startswith("Error: approval.request() outside an open turn: ")
-    assert ["tool/call", "tool/result"] == _kinds(session.events())
+    assert ["batch/start", "tool/call", "tool/result", "batch/end"] == _kinds(session.events())
     assert [] == ran
 
 

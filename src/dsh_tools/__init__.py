@@ -62,6 +62,7 @@ from ._definition import ToolSchema as ToolSchema
 from ._disposer import Disposer as Disposer
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_INTERRUPTED as TOOL_INTERRUPTED
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._errors import HarnessError as HarnessError
 from ._errors import JsonSnapshotError as JsonSnapshotError
@@ -134,6 +135,8 @@ from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolRegistryStatistics as ToolRegistryStatistics
 from ._registry import ToolScope as ToolScope
+from ._resume import recover_session as recover_session
+from ._resume import resume_tool_calls as resume_tool_calls
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
@@ -244,6 +247,7 @@ __all__ = [
     "StructuredSchemaType",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_INTERRUPTED",
     "TOOL_TIMEOUT",
     "TerminalCallView",
     "TerminalResultView",
@@ -301,7 +305,9 @@ __all__ = [
     "linked_cancel_scope",
     "parse_call_arguments",
     "read_session_log",
+    "recover_session",
     "register_content_block",
+    "resume_tool_calls",
     "run_tool_calls",
     "schema_spec_to_json_schema",
     "session_event_from_json",

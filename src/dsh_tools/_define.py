@@ -51,7 +51,8 @@ def define_tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[A], bool] | None = None,
-    pool: str | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[A], ToolCallView | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -67,7 +68,8 @@ def define_tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
-    pool: str | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
     present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -82,7 +84,8 @@ def define_tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
-    pool: str | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition:
@@ -125,8 +128,10 @@ def define_tool(
             ``Error: tool call aborted (its worker thread was abandoned and may still be
             running)`` at once instead of waiting for the thread to return.
         is_concurrency_safe: ``(arguments) -> bool``; ``True`` lets a call join a parallel pool.
-        pool: the capacity class of the tool's calls (``run_tool_calls(..., pool_limits=...)``
+        capacity_class: the capacity class of the tool's calls (``run_tool_calls(..., capacity_limits=...)``
             limits how many of a class run at once inside a parallel pool).
+        idempotent: running the body twice with the same arguments is harmless
+            (``resume_tool_calls`` may run an interrupted call again).
         present_call: ``(arguments) -> ToolCallView | None``.
         present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
 
@@ -142,7 +147,7 @@ def define_tool(
         TypeError: ``parameters`` is neither a spec nor a supported class, the spec is
             malformed in shape or cannot be read, the class has a field type the DSL cannot
             express,
-            ``abandon_on_cancel`` is not a ``bool``, or ``pool`` is not a non-empty ``str``;
+            ``abandon_on_cancel`` is not a ``bool``, or ``capacity_class`` is not a non-empty ``str``;
             ``name`` is not a non-empty ``str``, ``description`` is not a ``str``, ``execute``
             is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
             neither ``None`` nor callable.
@@ -155,7 +160,8 @@ def define_tool(
         timeout=timeout,
         abandon_on_cancel=abandon_on_cancel,
         is_concurrency_safe=is_concurrency_safe,
-        pool=pool,
+        capacity_class=capacity_class,
+        idempotent=idempotent,
         present_call=present_call,
         present_result=present_result,
     )
@@ -170,7 +176,8 @@ def build_definition(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
-    pool: str | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
     awaited: bool | None = None,
@@ -201,7 +208,8 @@ def build_definition(
             timeout=timeout,
             abandon_on_cancel=abandon_on_cancel,
             is_concurrency_safe=is_concurrency_safe,
-            pool=pool,
+            capacity_class=capacity_class,
+            idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
             awaited=awaited,
@@ -279,7 +287,8 @@ def build_definition(
         is_concurrency_safe=None
         if is_concurrency_safe is None
         else _soft_classifier(validate, convert, is_concurrency_safe),
-        pool=pool,
+        capacity_class=capacity_class,
+        idempotent=idempotent,
         present_call=None
         if present_call is None
         else _soft_call_presenter(validate, convert, present_call),
@@ -341,7 +350,8 @@ def _define_with_model(
     timeout: float | None,
     abandon_on_cancel: bool,
     is_concurrency_safe: Callable[[typing.Any], bool] | None,
-    pool: str | None,
+    capacity_class: str | None,
+    idempotent: bool,
     present_call: Callable[[typing.Any], ToolCallView | None] | None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None,
     awaited: bool | None,
@@ -392,7 +402,8 @@ def _define_with_model(
         is_concurrency_safe=None
         if is_concurrency_safe is None
         else _soft_classifier(validate, convert, is_concurrency_safe),
-        pool=pool,
+        capacity_class=capacity_class,
+        idempotent=idempotent,
         present_call=None
         if present_call is None
         else _soft_call_presenter(validate, convert, present_call),

@@ -193,10 +193,15 @@ def _check_abandon(_instance: object, _attribute: object, value: object) -> None
         raise TypeError(f"abandon_on_cancel must be a bool, not {type(value).__name__}")
 
 
-def _check_pool(instance: ToolDefinition, _attribute: object, value: object) -> None:
+def _check_idempotent(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not bool:
+        raise TypeError(f"idempotent must be a bool, not {type(value).__name__}")
+
+
+def _check_capacity_class(instance: ToolDefinition, _attribute: object, value: object) -> None:
     if value is not None and (type(value) is not str or not value):
         raise TypeError(
-            f'tool "{instance.name}": pool must be a non-empty str or None, not {value!r}'
+            f'tool "{instance.name}": capacity_class must be a non-empty str or None, not {value!r}'
         )
 
 
@@ -219,9 +224,14 @@ class ToolDefinition:
             running)``) instead of waiting for the thread to return.
         is_concurrency_safe: ``(arguments) -> bool``; only ``True`` lets a call join a parallel
             pool. Never shown to the model.
-        pool: the capacity class of the tool's calls (e.g. ``"network"``): inside a parallel
+        capacity_class: the capacity class of the tool's calls (e.g. ``"network"``): inside a parallel
             pool a call also needs a free slot of its class, whose size
-            ``run_tool_calls(..., pool_limits=...)`` sets. ``None``: no class.
+            ``run_tool_calls(..., capacity_limits=...)`` sets. ``None``: no class.
+        idempotent: running the body twice with the same arguments is harmless. When a batch
+            is resumed after its process stopped while this tool's call ran,
+            ``resume_tool_calls`` runs the call again (the body's
+            ``context.idempotency_key`` is the same on every attempt); otherwise the call gets
+            ``TOOL_INTERRUPTED``. Never shown to the model.
         present_call / present_result: pure render-intent presenters for UIs.
     """
 
@@ -234,7 +244,8 @@ class ToolDefinition:
     is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
     )
-    pool: str | None = attrs.field(default=None, validator=_check_pool)
+    capacity_class: str | None = attrs.field(default=None, validator=_check_capacity_class)
+    idempotent: bool = attrs.field(default=False, validator=_check_idempotent)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
     )

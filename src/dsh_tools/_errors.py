@@ -16,8 +16,8 @@ Every exception dsh-tools defines, in one tree::
 
 A :class:`HarnessError` raised by a tool body or a hook becomes an error result that carries
 ``error=ToolErrorInfo(name, code)``; any other exception becomes an error result without it.
-The cancellation and timeout results (``ABORTED``, ``ABORTED_BEFORE_DISPATCH``, ``TOOL_TIMEOUT``)
-are synthetic: no exception class is raised for them.
+The cancellation, interruption and timeout results (``ABORTED``, ``ABORTED_BEFORE_DISPATCH``,
+``TOOL_INTERRUPTED``, ``TOOL_TIMEOUT``) are synthetic: no exception class is raised for them.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ __all__ = [
     "SessionLogLockedError",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_INTERRUPTED",
     "TOOL_TIMEOUT",
     "ToolArgsError",
     "ToolErrorInfo",
@@ -57,6 +58,10 @@ body started."""
 
 TOOL_ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
 """Code of the result of a call that was cancelled before its body could start."""
+
+TOOL_INTERRUPTED = "TOOL_INTERRUPTED"
+"""Code of the result of a call whose process stopped while it ran, found when its batch was
+resumed or recovered from the session log: its body may have run, in part or in full."""
 
 TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """Code of the result the timeout policy gives a call whose deadline fired first."""

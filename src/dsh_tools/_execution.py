@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias, final
 
 import attrs
@@ -30,6 +30,7 @@ __all__ = [
     "Deny",
     "PostToolDecision",
     "PreToolDecision",
+    "RunBatch",
     "ToolDispatchExecution",
     "ToolExecution",
     "ToolExecutionInput",
@@ -127,15 +128,48 @@ _view_agent: Final = ToolExecution.__dict__["agent"].__set__
 _view_parent: Final = ToolExecution.__dict__["parent"].__set__
 
 
+@attrs.frozen
+class RunBatch:
+    """What the bodies of one batch share (internal): the batch's id and, in a resumed batch,
+    the attempt of each call run again (by call id; ``None``: every call is attempt 1).
+    """
+
+    batch_id: str
+    attempts: Mapping[str, int] | None = None
+
+
 @attrs.frozen(kw_only=True)
 class ToolRunContext(ToolExecution):
     """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
-    caller and any wrapper) plus :meth:`defer_context`.
+    caller and any wrapper) plus :meth:`defer_context`, :attr:`attempt` and
+    :attr:`idempotency_key`.
     """
 
     _deferred: list[HookContext] = attrs.field(
         alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
     )
+    # the batch the call belongs to (None: run by registry.execute, outside a batch); one
+    # object per batch, so a body's context stores one reference and computes the rest lazily
+    _batch: RunBatch | None = attrs.field(alias="_batch", default=None, repr=False)
+
+    @property
+    def attempt(self) -> int:
+        """How many times this call's body has been started, this run included: ``1`` on the
+        first run; ``resume_tool_calls`` runs an interrupted call of an idempotent tool again
+        with the next attempt.
+        """
+        batch = self._batch
+        attempts = None if batch is None else batch.attempts
+        return 1 if attempts is None else attempts.get(self.call_id, 1)
+
+    @property
+    def idempotency_key(self) -> str:
+        """What a body passes to an API that deduplicates: ``"<batch_id>/<call_id>"``, the same
+        on every attempt of the call. Outside a batch (``registry.execute``) there is no batch
+        id, and the key is the ``call_id`` alone: the caller owns its uniqueness.
+        """
+        batch = self._batch
+        return self.call_id if batch is None else f"{batch.batch_id}/{self.call_id}"
 
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result; deferred contexts come first, in call order,
@@ -147,6 +181,7 @@ class ToolRunContext(ToolExecution):
 
 
 _context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
+_context_batch: Final = ToolRunContext.__dict__["_batch"].__set__
 
 
 def run_context(
@@ -158,6 +193,7 @@ def run_context(
     agent: object | None,
     parent: ToolExecutionToken | None,
     deferred: list[HookContext],
+    batch: RunBatch | None = None,
 ) -> ToolRunContext:
     """A body's context built without attrs' ``__init__``, for the pipeline's hot path
     (internal): the same object ``ToolRunContext(...)`` gives, with no check.
@@ -171,6 +207,7 @@ def run_context(
     _view_agent(context, agent)
     _view_parent(context, parent)
     _context_deferred(context, deferred)
+    _context_batch(context, batch)
     return context
 
 

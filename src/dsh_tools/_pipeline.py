@@ -56,6 +56,7 @@ from ._execution import (
     Deny,
     PostToolDecision,
     PreToolDecision,
+    RunBatch,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
@@ -186,13 +187,15 @@ class CallRequest(Protocol):
 @attrs.frozen(eq=False)
 class CallEnv:
     """What the calls of one batch share: the pipeline host, the caller's signal, the agent the
-    calls belong to, and the token of an enclosing execution.
+    calls belong to, the token of an enclosing execution, and the batch (its id, and the
+    attempts of a resumed batch's calls; ``None`` outside a batch).
     """
 
     host: PipelineHost
     signal: CancelSignal
     agent: object | None = None
     parent: ToolExecutionToken | None = None
+    batch: RunBatch | None = None
 
 
 class PreparedCall:
@@ -475,6 +478,7 @@ class PreparedCall:
             env.agent,
             env.parent,
             deferred,
+            env.batch,
         )
 
     async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:
@@ -621,7 +625,7 @@ class PreparedCall:
         """The post-result (a call that needed dispatch but never had it: aborted)."""
         outcome = self._result
         if outcome is None:
-            return self._replace_if_cancelled(ABORTED_BEFORE_DISPATCH)
+            return ABORTED_BEFORE_DISPATCH
         return outcome
 
     def complete_now(self) -> ToolExecutionResult | None:
@@ -637,18 +641,18 @@ class PreparedCall:
         if listeners.active and listeners.for_agent(env.agent):
             return None
         if result is None:
-            result = ABORTED_BEFORE_DISPATCH  # what _outcome gives (an error: never replaced)
-        else:
-            signal = env.signal
-            if signal is not _NEVER and signal.cancelled:
-                result = self._replace_if_cancelled(result)
-            elif result is self._trusted and not env.host.hooks.result.active:
-                return result  # what _materialize gives: nothing to check, no observer
+            result = ABORTED_BEFORE_DISPATCH  # what _outcome gives
+        elif result is self._trusted and not env.host.hooks.result.active:
+            return result  # what _materialize gives: nothing to check, no observer
         return self._materialize(result)
 
     async def complete(self) -> ToolExecutionResult:
-        """Stages 8-10: the ``post_execute`` waterfall (for outcomes that reach it), the
-        cancellation replacement, the final snapshot, the ``result`` observers.
+        """Stages 8-10: the ``post_execute`` waterfall (for outcomes that reach it), the final
+        snapshot, the ``result`` observers.
+
+        Honest interrupts: an outcome settled before the signal fired is kept as it is, even
+        when the signal has fired by the time the call commits (only a body or wrapper still
+        running when it fired makes the outcome ``ABORTED``, in :meth:`dispatch`).
 
         Returns the frozen final result, the very object the observers saw. Never raises for a
         tool or policy failure. Not a checkpoint by itself (the caller yields once per group of
@@ -725,7 +729,7 @@ class PreparedCall:
                 f"tools/post-execute returned an unreadable {type(decision).__name__}: "
                 + error_message(exc)
             )
-        return self._replace_if_cancelled(result)
+        return result
 
     def _notify(self, result: ToolExecutionResult, observers: tuple[ResultObserver, ...]) -> None:
         execution = self.execution()

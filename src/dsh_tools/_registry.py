@@ -382,7 +382,8 @@ class ToolRegistry(_HostHolder):
         timeout: float | None = None,
         abandon_on_cancel: bool = False,
         is_concurrency_safe: Callable[[Any], bool] | None = None,
-        pool: str | None = None,
+        capacity_class: str | None = None,
+        idempotent: bool = False,
         present_call: Callable[[Any], ToolCallView | None] | None = None,
         present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
     ) -> ToolDecorator: ...
@@ -397,7 +398,8 @@ class ToolRegistry(_HostHolder):
         timeout: float | None = None,
         abandon_on_cancel: bool = False,
         is_concurrency_safe: Callable[[Any], bool] | None = None,
-        pool: str | None = None,
+        capacity_class: str | None = None,
+        idempotent: bool = False,
         present_call: Callable[[Any], ToolCallView | None] | None = None,
         present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
     ) -> ToolDefinition | ToolDecorator:
@@ -419,7 +421,8 @@ class ToolRegistry(_HostHolder):
                 timeout=timeout,
                 abandon_on_cancel=abandon_on_cancel,
                 is_concurrency_safe=is_concurrency_safe,
-                pool=pool,
+                capacity_class=capacity_class,
+                idempotent=idempotent,
                 present_call=present_call,
                 present_result=present_result,
             )

@@ -34,6 +34,7 @@ from ._definition import ToolOutput
 from ._errors import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_INTERRUPTED,
     TOOL_TIMEOUT,
     UNPRINTABLE,
     ToolErrorInfo,
@@ -49,7 +50,9 @@ __all__ = [
     "ABORTED",
     "ABORTED_BEFORE_DISPATCH",
     "INVALID_ARGUMENTS",
+    "INTERRUPTED",
     "INVALID_RESULT",
+    "TOOL_INTERRUPTED_ERROR_NAME",
     "TOOL_TIMEOUT_ERROR_NAME",
     "Invalid",
     "describe",
@@ -101,6 +104,14 @@ INVALID_ARGUMENTS: Final = text_error(
     "tool execution arguments must be losslessly JSON-serializable"
 )
 INVALID_RESULT: Final = text_error("tool result must be losslessly JSON-serializable")
+TOOL_INTERRUPTED_ERROR_NAME: Final = "ToolInterruptedError"
+"""``error.name`` of :data:`INTERRUPTED` (synthetic: no exception class is raised)."""
+INTERRUPTED: Final = text_error(
+    "tool call interrupted: the process stopped while it ran; its effects are unknown",
+    ToolErrorInfo(name=TOOL_INTERRUPTED_ERROR_NAME, code=TOOL_INTERRUPTED),
+)
+"""A call found with a ``tool/call`` and no ``tool/result`` when its batch is resumed or
+recovered, and not run again."""
 ABANDONED: Final = text_error(
     "tool call aborted (its worker thread was abandoned and may still be running)",
     ToolErrorInfo(name="AbortError", code=TOOL_ABORTED),

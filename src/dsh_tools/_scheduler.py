@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final, cast
@@ -40,44 +41,58 @@ from ._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
 from ._batch_log import BatchLog
 from ._content import HookContext
 from ._definition import ToolDefinition, runs_in_parallel
-from ._execution import ToolExecutionResult
+from ._execution import RunBatch, ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
 from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
-from ._results import ABORTED_BEFORE_DISPATCH, freeze_context
+from ._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED, freeze_context
 from ._session import SessionLog, check_count
 from ._signal import CancelSignal, linked_cancel_scope
 
 # ToolBatch, ToolBatchInfo and ToolCallRequest live in _batch (below _hooks); importing them
 # from here keeps working
-__all__ = ["inject_context", "run_tool_calls"]
+__all__ = [
+    "DEFAULT_MAX_PARALLEL_TOOL_CALLS",
+    "ResumedBatch",
+    "capacity_of",
+    "check_cap",
+    "check_entry",
+    "check_capacity_limits",
+    "inject_context",
+    "run_tool_calls",
+]
 
 DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
 logger: Final = logging.getLogger("dsh_tools")
 
 
-_POOL_LIMITS_TYPE: Final = "pool_limits must map class names (str) to positive integers"
+_CAPACITY_LIMITS_TYPE: Final = "capacity_limits must map class names (str) to positive integers"
 
 
-def _check_pool_limits(value: object) -> dict[str, int]:
+def check_capacity_limits(value: object) -> dict[str, int]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise TypeError(f"{_POOL_LIMITS_TYPE}, not {type(value).__name__}")
+        raise TypeError(f"{_CAPACITY_LIMITS_TYPE}, not {type(value).__name__}")
     limits: dict[str, int] = {}
     for name, limit in cast("Mapping[object, object]", value).items():
         if type(name) is not str or not name:
-            raise TypeError(f"{_POOL_LIMITS_TYPE}: {name!r} is not a class name")
+            raise TypeError(f"{_CAPACITY_LIMITS_TYPE}: {name!r} is not a class name")
         if isinstance(limit, bool) or not isinstance(limit, int):
-            raise TypeError(f'pool_limits["{name}"] must be a positive integer')
+            raise TypeError(f'capacity_limits["{name}"] must be a positive integer')
         if limit < 1:
-            raise ValueError(f'pool_limits["{name}"] must be a positive integer')
+            raise ValueError(f'capacity_limits["{name}"] must be a positive integer')
         limits[name] = limit
     return limits
 
 
-def _check_cap(value: object) -> int:
+def capacity_of(limits: dict[str, int]) -> _Capacity | None:
+    """The capacity classes of a batch with ``limits`` (checked), ``None`` without limits."""
+    return _Capacity(limits) if limits else None
+
+
+def check_cap(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("max_parallel_tool_calls must be a positive integer")
     if value < 1:
@@ -85,7 +100,7 @@ def _check_cap(value: object) -> int:
     return value
 
 
-def _check_entry(registry: object, session: object, turn: object, step: object) -> None:
+def check_entry(registry: object, session: object, turn: object, step: object) -> None:
     if not isinstance(registry, ToolRegistry):
         raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
     if session is not None and not (
@@ -109,7 +124,7 @@ async def run_tool_calls(
     session: SessionLog | None = None,
     turn: int = 0,
     step: int = 0,
-    pool_limits: Mapping[str, int] | None = None,
+    capacity_limits: Mapping[str, int] | None = None,
 ) -> ToolBatch:
     """Run one model response's tool calls and return one result per call, in model order.
 
@@ -123,16 +138,22 @@ async def run_tool_calls(
         registry: the registry whose pipeline runs each call.
         calls: the calls of one assistant message, in model order.
         signal: the step's cancel signal, shared by every call. Once it fires, no further call
-            starts, bodies in flight drain (their successes become ``ABORTED``), and every call
+            starts, bodies in flight drain (a body the interrupt reached gives ``ABORTED``; one that
+            had settled keeps its outcome), and every call
             that never started gets an ``ABORTED_BEFORE_DISPATCH`` result.
         agent: the agent the calls belong to (routes them to its registry scope).
         max_parallel_tool_calls: the most bodies in flight at once (a positive ``int``; ``1``
             runs every call serially).
-        session: where to append durable events: ``tool/call`` when a call starts,
-            ``tool/result`` when it commits, then one ``context/message`` per batch context.
+        session: where to append durable events: ``batch/start`` (every call, with a fresh
+            batch id), ``tool/call`` when a call starts, ``tool/result`` when it commits (with
+            the result's contexts), one ``context/message`` per batch context, then
+            ``batch/end`` (``completed``; ``aborted`` once ``signal`` fired or the caller's
+            scope was cancelled; ``failed`` when the scheduler itself raised). An empty batch
+            appends nothing. :func:`~dsh_tools.resume_tool_calls` finishes a batch whose
+            process stopped from these events.
         turn: recorded on the events.
         step: recorded on the events.
-        pool_limits: capacity classes, e.g. ``{"network": 2, "shell": 1}``: inside a parallel
+        capacity_limits: capacity classes, e.g. ``{"network": 2, "shell": 1}``: inside a parallel
             pool, a call of a tool whose ``pool`` is a listed class also needs a free slot of
             that class. Calls still start in model order: a call waiting for its class holds
             back the calls behind it, so the order and the results stay deterministic. Classes
@@ -146,8 +167,8 @@ async def run_tool_calls(
             call is not a :class:`ToolCallRequest`, ``signal`` is not a :class:`CancelSignal`,
             ``registry`` is not a :class:`ToolRegistry`, ``session`` is not a
             :class:`SessionLog`, or ``turn``/``step`` is not an ``int`` (nor a ``bool``).
-        ValueError: ``max_parallel_tool_calls`` is less than 1, or a ``pool_limits`` value is,
-            or ``turn``/``step`` is negative. (A ``pool_limits`` that is not a mapping of
+        ValueError: ``max_parallel_tool_calls`` is less than 1, or a ``capacity_limits`` value is,
+            or ``turn``/``step`` is negative. (A ``capacity_limits`` that is not a mapping of
             ``str`` to ``int`` is a ``TypeError``.)
         trio.Cancelled: the caller's own trio scope was cancelled; raised after every started
             body has unwound.
@@ -166,25 +187,31 @@ async def run_tool_calls(
 
     This is a checkpoint on every path.
     """
-    cap = _check_cap(max_parallel_tool_calls)
-    limits = _check_pool_limits(pool_limits)
+    cap = check_cap(max_parallel_tool_calls)
+    limits = check_capacity_limits(capacity_limits)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
-    _check_entry(registry, session, turn, step)
+    check_entry(registry, session, turn, step)
     requests = tuple(calls)
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}")
+    # one id per batch, also without a session log: it is half of every idempotency key
+    batch_id = str(uuid.uuid4())
     batch = _Batch(
         registry=registry,
         calls=requests,
         signal=signal,
         agent=agent,
         cap=cap,
-        log=None if session is None else BatchLog(session, requests, turn, step),
-        capacity=_Capacity(limits) if limits else None,
+        # an empty batch has nothing to resume: it writes no events, not even its bracket
+        log=None
+        if session is None or not requests
+        else BatchLog(session, requests, turn, step, batch_id),
+        capacity=capacity_of(limits),
         turn=turn,
         step=step,
+        batch_id=batch_id,
     )
     listeners = batch.host.hooks.batch.for_agent(agent)
     if not listeners:
@@ -291,7 +318,7 @@ class _Capacity:
 
     def limited_class(self, tool: ToolDefinition | None) -> str | None:
         """The tool's capacity class, if the batch limits it."""
-        name = None if tool is None else tool.pool
+        name = None if tool is None else tool.capacity_class
         return name if name is not None and name in self._limits else None
 
     def full(self, name: str) -> bool:
@@ -329,6 +356,9 @@ class _Batch:
     capacity: _Capacity | None
     turn: int
     step: int
+    batch_id: str
+    # a resumed batch: the attempt of each call run again, by call id (None: a fresh batch)
+    attempts: dict[str, int] | None = None
     # the next call's parsed arguments, kept from its classification for its start
     next_index: int = -1
     next_arguments: object = None
@@ -355,7 +385,9 @@ class _Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
-        self.env = CallEnv(self.host, self.signal, self.agent)
+        self.env = CallEnv(
+            self.host, self.signal, self.agent, None, RunBatch(self.batch_id, self.attempts)
+        )
         self.prepared = [None] * n
         self.ready = bytearray(n)
         self.results = [None] * n
@@ -365,12 +397,15 @@ class _Batch:
         token = _ACTIVE_BATCH.set(self)
         try:
             return await self._run()
-        except BaseException:
+        except BaseException as exc:
             # caller-scope cancellation, or the scheduler itself failed: every tool/call we
-            # appended still gets its tool/result (synchronously: no checkpoint needed)
+            # appended still gets its tool/result (synchronously: no checkpoint needed), then
+            # the batch its batch/end
             self.active = False
-            if self.log is not None:
-                self.committed += self.log.balance(self._uncommitted())
+            log = self.log
+            if log is not None:
+                self.committed += log.balance(self._uncommitted())
+                log.end_after_failure("aborted" if isinstance(exc, trio.Cancelled) else "failed")
             raise
         finally:
             self.active = False
@@ -395,16 +430,28 @@ class _Batch:
     async def _run(self) -> ToolBatch:
         # a checkpoint on every path, also when no call runs (empty or pre-cancelled batch)
         await trio.lowlevel.checkpoint()
+        log = self.log
+        if log is not None and not log.started:
+            log.start()
         n = len(self.calls)
         while self.started < n and not self.signal.cancelled:
             if self._is_parallel(self.started):
                 await _lone_as_itself(self._run_pool())
             else:
                 await self._run_barrier()
+        return self._close()
+
+    def _close(self) -> ToolBatch:
+        """Give every call that never started its result, then append the batch's contexts and
+        its ``batch/end``; the batch.
+        """
+        n = len(self.calls)
         self._skip_unstarted()
         self.active = False
-        if self.log is not None:
-            self.log.contexts(self.contexts)
+        log = self.log
+        if log is not None:
+            log.contexts(self.contexts)
+            log.end("aborted" if self.signal.cancelled else "completed")
         results = tuple(self.results)
         assert self.committed == n  # every call has its result
         return ToolBatch(
@@ -588,6 +635,59 @@ class _Batch:
                 self.log.result(index, aborted)
             self.results[index] = aborted
         self.started = self.committed = len(self.calls)
+
+
+@attrs.define(eq=False, slots=True)
+class ResumedBatch(_Batch):
+    """A batch finished from its session log after its process stopped (``resume_tool_calls``).
+
+    The caller primes it with :meth:`prime`: the committed prefix (results as logged, their
+    contexts in the FIFO). Each call in ``[committed, dangling)`` had its ``tool/call`` logged
+    but no ``tool/result``: one in ``interrupted`` commits ``TOOL_INTERRUPTED`` (pointing at
+    its logged ``tool/call``, no stage runs), the others run again through the pipeline with
+    their next attempt. Calls from ``dangling`` on start as in a fresh batch. The lane, the
+    pools and the barriers are the fresh batch's own.
+    """
+
+    dangling: int = 0
+    interrupted: frozenset[int] = frozenset()
+
+    def prime(self, results: list[ToolExecutionResult]) -> None:
+        """Take the committed prefix: ``results`` as logged, in model order."""
+        count = len(results)
+        self.results[:count] = results
+        self.committed = self.started = count
+        for result in results:
+            self.contexts.extend(result.additional_contexts)
+
+    def _start(self, index: int) -> PreparedCall:
+        if index not in self.interrupted:
+            return super()._start(index)
+        self.started = index + 1
+        if self.next_index == index:
+            self.next_index = -1
+            self.next_arguments = None
+        prepared = PreparedCall(self.env, self.calls[index], None).final_result(INTERRUPTED)
+        self.prepared[index] = prepared
+        return prepared
+
+    def _uncommitted(self) -> Iterator[tuple[int, ToolExecutionResult]]:
+        for index, result in super()._uncommitted():
+            yield index, (INTERRUPTED if index in self.interrupted else result)
+        # the dangling calls not started again also have a tool/call without its tool/result
+        for index in range(self.started, self.dangling):
+            yield index, INTERRUPTED
+
+    def _skip_unstarted(self) -> None:
+        # a dangling call that did not start again (the signal fired) may have run before the
+        # process stopped: TOOL_INTERRUPTED, pointing at its logged tool/call
+        for index in range(self.started, self.dangling):
+            if self.log is not None:
+                self.log.result(index, INTERRUPTED)
+            self.results[index] = INTERRUPTED
+        if self.started < self.dangling:
+            self.started = self.committed = self.dangling
+        super()._skip_unstarted()
 
 
 # the name of every pool's body tasks in trio's task tree: one shared string (trio would format

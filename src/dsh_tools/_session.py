@@ -62,6 +62,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalPolicyEvent",
     "BatchEndEvent",
+    "BatchEndReason",
     "BatchStartEvent",
     "ContextMessageEvent",
     "JsonlSessionLog",

@@ -43,7 +43,8 @@ def tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[Any], bool] | None = None,
-    pool: str | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDecorator: ...
@@ -58,7 +59,8 @@ def tool(
     timeout: float | None = None,
     abandon_on_cancel: bool = False,
     is_concurrency_safe: Callable[[Any], bool] | None = None,
-    pool: str | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition | ToolDecorator:
@@ -87,7 +89,8 @@ def tool(
         abandon_on_cancel: as for :func:`~dsh_tools.define_tool`.
         is_concurrency_safe: as for :func:`~dsh_tools.define_tool`; it receives an object
             whose attributes are the validated parameters.
-        pool: as for :func:`~dsh_tools.define_tool`.
+        capacity_class: as for :func:`~dsh_tools.define_tool`.
+        idempotent: as for :func:`~dsh_tools.define_tool`.
         present_call: as for :func:`~dsh_tools.define_tool`, with that object.
         present_result: as for :func:`~dsh_tools.define_tool`, with that object.
 
@@ -110,7 +113,8 @@ def tool(
             timeout=timeout,
             abandon_on_cancel=abandon_on_cancel,
             is_concurrency_safe=is_concurrency_safe,
-            pool=pool,
+            capacity_class=capacity_class,
+            idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
         )
@@ -128,7 +132,8 @@ def function_tool(
     timeout: float | None,
     abandon_on_cancel: bool,
     is_concurrency_safe: Callable[[Any], bool] | None,
-    pool: str | None,
+    capacity_class: str | None,
+    idempotent: bool,
     present_call: Callable[[Any], ToolCallView | None] | None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None,
 ) -> ToolDefinition:
@@ -197,7 +202,8 @@ def function_tool(
             timeout=timeout,
             abandon_on_cancel=abandon_on_cancel,
             is_concurrency_safe=is_concurrency_safe,
-            pool=pool,
+            capacity_class=capacity_class,
+            idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
             awaited=is_async_body(fn),

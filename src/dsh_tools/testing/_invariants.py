@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dsh_tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_INTERRUPTED,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -25,9 +26,14 @@ from ._scripted import ScriptedTool
 
 __all__ = ["check_batch"]
 
+# code -> (text, error name) of each canonical result
 _CANONICAL = {
-    TOOL_ABORTED: "Error: tool call aborted",
-    TOOL_ABORTED_BEFORE_DISPATCH: "Error: tool call aborted before dispatch",
+    TOOL_ABORTED: ("Error: tool call aborted", "AbortError"),
+    TOOL_ABORTED_BEFORE_DISPATCH: ("Error: tool call aborted before dispatch", "AbortError"),
+    TOOL_INTERRUPTED: (
+        "Error: tool call interrupted: the process stopped while it ran; its effects are unknown",
+        "ToolInterruptedError",
+    ),
 }
 
 
@@ -125,7 +131,9 @@ def _last_attempts(
     call_events: list[tuple[int, ToolCallEvent]], problems: list[str]
 ) -> list[tuple[int, ToolCallEvent]]:
     """The last attempt's ``tool/call`` of each call (a call re-run after an interruption logs
-    one per attempt, numbered from 1); a gap in the numbering is a problem.
+    one per attempt, numbered from 1), in the order of the calls' first attempts (a call run
+    again when its batch was resumed may follow the first ``tool/call`` of later calls); a gap
+    in the numbering is a problem.
     """
     last: dict[str, tuple[int, ToolCallEvent]] = {}
     for seq, event in call_events:
@@ -137,8 +145,7 @@ def _last_attempts(
                 f"expected {expected}"
             )
         last[event.call_id] = (seq, event)
-    kept = {seq for seq, _ in last.values()}
-    return [(seq, event) for seq, event in call_events if seq in kept]
+    return list(last.values())  # a dict keeps the order in which each call first appeared
 
 
 def _check_log(
@@ -283,9 +290,10 @@ def check_batch(
 ) -> None:
     """Assert the scheduler's invariants for one finished batch.
 
-    Checked always: exactly one result per call; every cancellation result is the canonical
-    one (``Error: tool call aborted`` / ``... before dispatch``, ``AbortError``); every
-    result's contexts reach ``batch.contexts`` in model order.
+    Checked always: exactly one result per call; every cancellation or interruption result is
+    the canonical one (``Error: tool call aborted`` / ``... before dispatch``, ``AbortError``;
+    ``Error: tool call interrupted: ...``, ``ToolInterruptedError``); every result's contexts
+    reach ``batch.contexts`` in model order.
 
     With ``log`` (the session the batch appended to, or its events; earlier events are
     ignored): one ``tool/call`` per call in model order with the model's name and arguments;
@@ -294,7 +302,8 @@ def check_batch(
     the ``context/message`` events equal ``batch.contexts``. When the log brackets the batch
     (its last ``batch/start`` opens the batch's events), also: ``batch/start`` lists exactly
     the calls, every call of it has one ``tool/call`` per attempt (numbered from 1; the checks
-    above apply to the last attempt's) and one ``tool/result`` (whose ``contexts`` equal the
+    above apply to the last attempt's, ordered by each call's first attempt) and one
+    ``tool/result`` (whose ``contexts`` equal the
     result's ``additional_contexts``), and a ``batch/end`` of the same batch is the last event.
 
     With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
@@ -314,7 +323,9 @@ def check_batch(
         code = _code(result)
         canonical = _CANONICAL.get(code)
         if canonical is not None and (
-            _text(result) != canonical or result.error is None or result.error.name != "AbortError"
+            _text(result) != canonical[0]
+            or result.error is None
+            or result.error.name != canonical[1]
         ):
             problems.append(
                 f"result {index} has code {code} but is not the canonical result: {_text(result)!r}"

@@ -195,13 +195,14 @@ class ScriptedTool:
         name: the tool's name.
         steps: the body's steps.
         parallel: whether calls of this tool may join a parallel pool.
-        pool: the tool's capacity class (``ToolDefinition.pool``), or ``None``.
+        capacity_class: the tool's capacity class (``ToolDefinition.capacity_class``), or
+            ``None``.
     """
 
     name: str
     steps: tuple[Step, ...]
     parallel: bool = True
-    pool: str | None = None
+    capacity_class: str | None = None
     _runs: list[ScriptedRun] = attrs.field(init=False, factory=lambda: list[ScriptedRun]())
     _definition: ToolDefinition = attrs.field(init=False)
 
@@ -218,7 +219,7 @@ class ScriptedTool:
             parameters=_PARAMETERS,
             execute=self,
             is_concurrency_safe=(lambda _arguments: parallel),
-            pool=self.pool,
+            capacity_class=self.capacity_class,
         )
 
     @property
@@ -291,7 +292,7 @@ class ScriptedTool:
 
 
 def scripted_tool(
-    name: str, *steps: Step, parallel: bool = True, pool: str | None = None
+    name: str, *steps: Step, parallel: bool = True, capacity_class: str | None = None
 ) -> ScriptedTool:
     """A tool named ``name`` whose body runs ``steps`` and records its runs.
 
@@ -306,6 +307,7 @@ def scripted_tool(
             :func:`shielded`, :func:`inject`, and last, optionally, :func:`returns`.
         parallel: ``True`` (default) classifies every call as parallel-safe; ``False`` makes
             each call an exclusive barrier.
-        pool: the tool's capacity class (see ``run_tool_calls(..., pool_limits=...)``).
+        capacity_class: the tool's capacity class (see
+            ``run_tool_calls(..., capacity_limits=...)``).
     """
-    return ScriptedTool(name=name, steps=steps, parallel=parallel, pool=pool)
+    return ScriptedTool(name=name, steps=steps, parallel=parallel, capacity_class=capacity_class)

@@ -111,7 +111,7 @@ class PlannedCall:
     call_id: str
     parallel: bool
     steps: tuple[Step, ...]
-    pool: str | None = None
+    capacity_class: str | None = None
 
     @property
     def tool_name(self) -> str:
@@ -141,7 +141,12 @@ class BatchPlan:
     def build(self, registry: ToolRegistry) -> tuple[ScriptedTool, ...]:
         """Register one fresh scripted tool per call; return them in model order."""
         tools = tuple(
-            scripted_tool(call.tool_name, *call.steps, parallel=call.parallel, pool=call.pool)
+            scripted_tool(
+                call.tool_name,
+                *call.steps,
+                parallel=call.parallel,
+                capacity_class=call.capacity_class,
+            )
             for call in self.calls
         )
         for tool in tools:
@@ -180,7 +185,7 @@ def _plans(
     hangs: bool,
     shields: bool,
     injects: bool,
-    pools: tuple[str, ...],
+    capacity_classes: tuple[str, ...],
 ) -> BatchPlan:
     count = draw(st.integers(min_calls, max_calls))
     calls: list[PlannedCall] = []
@@ -191,8 +196,14 @@ def _plans(
         if draw(st.booleans()) and not isinstance(steps[-1], FailStep):
             steps = (*steps, returns(f"result of c{index}"))
         parallel = draw(st.booleans())
-        pool = draw(st.sampled_from((None, *pools))) if pools else None
-        calls.append(PlannedCall(call_id=f"c{index}", parallel=parallel, steps=steps, pool=pool))
+        capacity_class = (
+            draw(st.sampled_from((None, *capacity_classes))) if capacity_classes else None
+        )
+        calls.append(
+            PlannedCall(
+                call_id=f"c{index}", parallel=parallel, steps=steps, capacity_class=capacity_class
+            )
+        )
     return BatchPlan(calls=tuple(calls))
 
 
@@ -205,7 +216,7 @@ def tool_batches(
     hangs: bool = False,
     shields: bool = False,
     injects: bool = False,
-    pools: Sequence[str] = (),
+    capacity_classes: Sequence[str] = (),
 ) -> st.SearchStrategy[BatchPlan]:
     """Batches of ``min_calls``..``max_calls`` calls mixing parallel and exclusive tools.
 
@@ -219,12 +230,19 @@ def tool_batches(
         shields: whether a body may sleep shielded from cancellation.
         injects: whether a body may first inject a context (``injected by <call id>``) into
             the batch.
-        pools: capacity classes a call's tool may belong to (or none).
+        capacity_classes: capacity classes a call's tool may belong to (or none).
     """
     if not 0 <= min_calls <= max_calls:
         raise ValueError("need 0 <= min_calls <= max_calls")
     return _plans(
-        min_calls, max_calls, tuple(durations), failures, hangs, shields, injects, tuple(pools)
+        min_calls,
+        max_calls,
+        tuple(durations),
+        failures,
+        hangs,
+        shields,
+        injects,
+        tuple(capacity_classes),
     )
 
 
