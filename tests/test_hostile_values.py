@@ -35,6 +35,7 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallRequest,
     ToolErrorInfo,
+    ToolExecutionInput,
     ToolOutput,
     ToolResultEvent,
     ToolRunContext,
@@ -435,3 +436,27 @@ async def test_a_forged_frozen_meta_holding_nan_becomes_an_error_result_and_the_
 def test_an_integer_too_long_to_print_is_rejected_with_its_size() -> None:
     with pytest.raises(JsonValueError, match=re.escape("$.n: integer of 16610 bits is outside")):
         snapshot_json({"n": 10**5000})
+
+
+async def test_forged_frozen_arguments_handed_to_execute_are_rejected_at_the_boundary() -> None:
+    seen: list[object] = []
+
+    async def body(args: object, context: ToolRunContext) -> str:
+        seen.append(args)
+        return "ran"
+
+    registry = registry_with(tool("t", body))
+
+    result = await registry.execute(
+        ToolExecutionInput(
+            call_id="c1",
+            name="t",
+            arguments=forged_frozen(x=float("nan")),
+            signal=CancelSignal.never(),
+        )
+    )
+
+    assert (
+        "Error: tool execution arguments must be losslessly JSON-serializable",
+        [],
+    ) == (first_text(result), seen)

@@ -415,7 +415,7 @@ def _define_with_model(
 
 def _freeze(args: object) -> object:
     # The registry hands bodies snapshotted arguments already; a direct caller may not.
-    return args if type(args) is FrozenJsonObject else snapshot_json(args)
+    return snapshot_json(args)  # a frozen object the library built passes at once
 
 
 _Validate = Callable[[object], list[str]]

@@ -69,7 +69,7 @@ from ._execution import (
     success_result,
 )
 from ._hooks import waterfall
-from ._json import FrozenJsonObject, JsonValue, snapshot_json
+from ._json import JsonValue, snapshot_json
 from ._results import (
     ABANDONED,
     ABORTED,
@@ -782,8 +782,9 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     """
     # stage 0: wins over a cancelled signal
     try:
-        # (the scheduler's arguments are frozen already)
-        frozen = arguments if type(arguments) is FrozenJsonObject else snapshot_json(arguments)
+        # a frozen object the library built passes at once; one built around its constructor
+        # (a plugin's dict.__new__) is checked like a dict
+        frozen = snapshot_json(arguments)
     except JsonSnapshotError as exc:
         logger.warning(
             'tool "%s" (%s): arguments rejected at the JSON boundary: %s',
