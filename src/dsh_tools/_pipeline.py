@@ -103,6 +103,16 @@ _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
 _NEVER: Final = CancelSignal.never()
 
+# PreparedCall._stage: how far the call got (in this order)
+_OPENED: Final = 0
+_PENDING: Final = 1
+_ALLOWED: Final = 2
+_DISPATCHED: Final = 3
+# PreparedCall._body: what happened to the body
+_NOT_RUN: Final = 0
+_RAN: Final = 1
+_ABANDONED: Final = 2
+
 
 def _log_raised(call: CallRequest, what: str, exc: BaseException) -> None:
     """Log, once, an exception a body, hook, guard, wrapper or observer raised: WARNING with
@@ -210,17 +220,14 @@ class PreparedCall:
     """
 
     __slots__ = (
-        "_abandoned",
-        "_allowed",
+        "_body",
         "_deferred",
-        "_dispatched",
         "_env",
         "_final",
-        "_invoked",
-        "_pending",
         "_request",
         "_result",
         "_returned",
+        "_stage",
         "_trusted",
         "_view",
         "arguments",
@@ -232,15 +239,12 @@ class PreparedCall:
         self.arguments = arguments
         # None, then the token, then the ToolExecution that holds it
         self._view: ToolExecutionToken | ToolExecution | None = None
-        # stages 2-6 are left to apply_policies()
-        self._pending = False
-        # the call was allowed: it needs dispatch (stage 7)
-        self._allowed = False
-        self._dispatched = False
-        # the body started (a sync body: its thread started it)
-        self._invoked = False
-        # a sync body's worker thread was abandoned while the body ran
-        self._abandoned = False
+        # how far the call got: _OPENED, _PENDING (stages 2-6 are left to apply_policies()),
+        # _ALLOWED (it needs dispatch, stage 7), _DISPATCHED
+        self._stage = _OPENED
+        # what happened to the body: _NOT_RUN, _RAN (a sync body: its thread started it),
+        # _ABANDONED (a sync body's worker thread was left running)
+        self._body = _NOT_RUN
         # the outcome (a post-result, through post_execute) or, with _final, the final result
         self._result: ToolExecutionResult | None = None
         self._final = False
@@ -264,18 +268,18 @@ class PreparedCall:
 
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""
-        self._allowed = True
+        self._stage = _ALLOWED
         return self
 
     def pending(self) -> PreparedCall:
         """Leave stages 2-6 to :meth:`apply_policies` (``pre_execute`` listeners hear the call)."""
-        self._pending = True
+        self._stage = _PENDING
         return self
 
     @property
     def policy_pending(self) -> bool:
         """Whether :meth:`apply_policies` must run before the call is settled."""
-        return self._pending
+        return self._stage == _PENDING
 
     async def apply_policies(self) -> None:
         """Stages 2-6 for a call :attr:`policy_pending`: the ``pre_execute`` waterfall, the
@@ -283,9 +287,9 @@ class PreparedCall:
         ``trio.Cancelled`` when the caller's trio scope is cancelled while a listener or the
         approval service awaits.
         """
-        if not self._pending:
+        if self._stage != _PENDING:
             raise RuntimeError("apply_policies() runs once, for a call whose policies are pending")
-        self._pending = False
+        self._stage = _OPENED
         await _apply_policies(self)
 
     @property
@@ -306,12 +310,12 @@ class PreparedCall:
     @property
     def needs_dispatch(self) -> bool:
         """``True`` when the call was allowed: await :meth:`dispatch` before :meth:`complete`."""
-        return self._allowed
+        return self._stage >= _ALLOWED
 
     @property
     def body_invoked(self) -> bool:
         """Whether the tool body started (a sync body: whether its thread started it)."""
-        return self._invoked
+        return self._body != _NOT_RUN
 
     @property
     def token(self) -> ToolExecutionToken:
@@ -361,9 +365,9 @@ class PreparedCall:
         such as ``SystemExit``), the outcome is recorded (:meth:`interrupted_result`) and the
         exception propagates to the caller.
         """
-        if not self._allowed or self._dispatched:
+        if self._stage != _ALLOWED:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
-        self._dispatched = True
+        self._stage = _DISPATCHED
         env = self._env
         hooks = env.host.hooks.execute
         try:
@@ -404,9 +408,10 @@ class PreparedCall:
         body's thread was left running, ``ABORTED`` when the body started, else
         ``ABORTED_BEFORE_DISPATCH``.
         """
-        if self._abandoned:
+        body = self._body
+        if body == _ABANDONED:
             return ABANDONED
-        return ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
+        return ABORTED if body == _RAN else ABORTED_BEFORE_DISPATCH
 
     def _settle(self, result: ToolExecutionResult, *, replace: bool = True) -> None:
         """Record what stage 7 produced: the outcome, with the contexts the body deferred
@@ -502,7 +507,7 @@ class PreparedCall:
             return await self._invoke_sync(tool, body, context, signal, linked)
         # no runtime cast on the hot path: is_async_body said the body returns an awaitable
         run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = body  # pyright: ignore[reportAssignmentType]
-        self._invoked = True
+        self._body = _RAN
         returned: object = _MISSING
         failure: Exception | None = None
         try:
@@ -568,12 +573,15 @@ class PreparedCall:
         finally:
             with lock:
                 state["given_up"] = True
-                self._invoked = started = state["started"]
-            # a cancellation left the started body's thread running (in a pool, this is what
-            # the outcome recorded while the cancellation propagates says)
-            self._abandoned = (
-                started and returned is _MISSING and failure is None and tool.abandon_on_cancel
-            )
+                started = state["started"]
+            if not started:
+                self._body = _NOT_RUN
+            elif returned is _MISSING and failure is None and tool.abandon_on_cancel:
+                # a cancellation left the started body's thread running (in a pool, this is
+                # what the outcome recorded while the cancellation propagates says)
+                self._body = _ABANDONED
+            else:
+                self._body = _RAN
         if not linked:
             await trio.lowlevel.checkpoint_if_cancelled()
         if failure is not None:
@@ -615,7 +623,7 @@ class PreparedCall:
         signal = self._env.signal
         if result.is_error or signal is _NEVER or not signal.cancelled:
             return result
-        replacement = ABORTED if self._invoked else ABORTED_BEFORE_DISPATCH
+        replacement = ABORTED if self._body != _NOT_RUN else ABORTED_BEFORE_DISPATCH
         contexts = result.additional_contexts
         if contexts:
             return attrs.evolve(replacement, additional_contexts=contexts)
