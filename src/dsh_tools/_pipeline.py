@@ -103,11 +103,12 @@ _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
 _NEVER: Final = CancelSignal.never()
 
-# PreparedCall._stage: how far the call got (in this order)
+# PreparedCall._stage: how far the call got
 _OPENED: Final = 0
 _PENDING: Final = 1
 _ALLOWED: Final = 2
 _DISPATCHED: Final = 3
+_FINAL: Final = 4  # settled on a final-result (it skips post_execute), from any stage
 # PreparedCall._body: what happened to the body
 _NOT_RUN: Final = 0
 _RAN: Final = 1
@@ -223,7 +224,6 @@ class PreparedCall:
         "_body",
         "_deferred",
         "_env",
-        "_final",
         "_request",
         "_result",
         "_returned",
@@ -240,14 +240,14 @@ class PreparedCall:
         # None, then the token, then the ToolExecution that holds it
         self._view: ToolExecutionToken | ToolExecution | None = None
         # how far the call got: _OPENED, _PENDING (stages 2-6 are left to apply_policies()),
-        # _ALLOWED (it needs dispatch, stage 7), _DISPATCHED
+        # _ALLOWED (it needs dispatch, stage 7), _DISPATCHED; or _FINAL (settled on a
+        # final-result)
         self._stage = _OPENED
         # what happened to the body: _NOT_RUN, _RAN (a sync body: its thread started it),
         # _ABANDONED (a sync body's worker thread was left running)
         self._body = _NOT_RUN
-        # the outcome (a post-result, through post_execute) or, with _final, the final result
+        # the outcome (a post-result, through post_execute) or, at _FINAL, the final result
         self._result: ToolExecutionResult | None = None
-        self._final = False
         # allocated when the body is invoked (most calls never defer a context)
         self._deferred: list[HookContext] | None = None
         # the success built from a valid str: final as it is (stage 9 has nothing to check)
@@ -258,7 +258,7 @@ class PreparedCall:
     def final_result(self, result: ToolExecutionResult) -> PreparedCall:
         """Settle on a final-result (it skips ``post_execute``)."""
         self._result = result
-        self._final = True
+        self._stage = _FINAL
         return self
 
     def post_result(self, result: ToolExecutionResult) -> PreparedCall:
@@ -310,7 +310,7 @@ class PreparedCall:
     @property
     def needs_dispatch(self) -> bool:
         """``True`` when the call was allowed: await :meth:`dispatch` before :meth:`complete`."""
-        return self._stage >= _ALLOWED
+        return self._stage in (_ALLOWED, _DISPATCHED)
 
     @property
     def body_invoked(self) -> bool:
@@ -641,7 +641,7 @@ class PreparedCall:
         ``post_execute`` listener hears the call (then await :meth:`complete`).
         """
         result = self._result
-        if self._final:
+        if self._stage == _FINAL:
             assert result is not None
             return self._materialize(result)
         env = self._env
