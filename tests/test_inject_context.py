@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from dsh_tools import (
     BatchEndEvent,
@@ -14,17 +15,28 @@ from dsh_tools import (
     CancelSignal,
     ContextMessageEvent,
     MemorySessionLog,
+    SchemaSpec,
     TextBlock,
+    ToolBatchStatistics,
     ToolCallEvent,
     ToolDefinition,
     ToolRegistry,
     ToolResultEvent,
     ToolReturn,
     ToolRunContext,
+    batch_statistics,
     inject_context,
     run_tool_calls,
 )
-from support import plugin_context, plugin_label, request, run_calls, tool
+from support import (
+    plugin_context,
+    plugin_label,
+    registry_with,
+    request,
+    run_calls,
+    spec_tool,
+    tool,
+)
 
 
 def test_inject_context_outside_a_batch_is_a_runtime_error() -> None:
@@ -109,3 +121,43 @@ async def test_an_injection_after_the_batch_settled_is_refused() -> None:
         captured[0].run(inject_context, plugin_context("late"))
 
     assert "inject_context() called outside an active batch" == str(caught.value)
+
+
+# --- batch_statistics ---------------------------------------------------------------------------
+
+
+async def test_batch_statistics_tell_a_body_how_far_its_batch_has_got(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: dict[str, ToolBatchStatistics] = {}
+
+    async def body(args: Any, context: ToolRunContext) -> str:
+        await trio.sleep(float(args["wait"]))
+        seen[context.call_id] = batch_statistics()
+        return "ok"
+
+    parameters: SchemaSpec = {"wait": {"type": "number", "required": True}}
+    registry = registry_with(
+        spec_tool("p", body, parameters=parameters, parallel=True),
+        spec_tool("x", body, parameters=parameters),
+    )
+    calls = [
+        request("c1", "p", '{"wait": 1}'),
+        request("c2", "p", '{"wait": 2}'),
+        request("c3", "x", '{"wait": 0}'),
+    ]
+
+    await run_calls(registry, *calls)
+
+    assert {
+        "c1": ToolBatchStatistics(calls=3, started=2, committed=0, in_flight=2),
+        "c2": ToolBatchStatistics(calls=3, started=2, committed=1, in_flight=1),
+        "c3": ToolBatchStatistics(calls=3, started=3, committed=2, in_flight=0),
+    } == seen
+
+
+def test_batch_statistics_outside_a_batch_is_an_error() -> None:
+    with pytest.raises(
+        RuntimeError, match=r"^batch_statistics\(\) called outside an active batch$"
+    ):
+        batch_statistics()

@@ -40,6 +40,7 @@ from ._approval import session_turn as session_turn
 from ._arguments import parse_call_arguments as parse_call_arguments
 from ._batch import ToolBatch as ToolBatch
 from ._batch import ToolBatchInfo as ToolBatchInfo
+from ._batch import ToolBatchStatistics as ToolBatchStatistics
 from ._batch import ToolCallRequest as ToolCallRequest
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
@@ -137,6 +138,7 @@ from ._registry import ToolRegistryStatistics as ToolRegistryStatistics
 from ._registry import ToolScope as ToolScope
 from ._resume import recover_session as recover_session
 from ._resume import resume_tool_calls as resume_tool_calls
+from ._scheduler import batch_statistics as batch_statistics
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
@@ -257,6 +259,7 @@ __all__ = [
     "ToolArgsError",
     "ToolBatch",
     "ToolBatchInfo",
+    "ToolBatchStatistics",
     "ToolBody",
     "ToolCallBlock",
     "ToolCallEvent",
@@ -294,6 +297,7 @@ __all__ = [
     "UserApprovalStatistics",
     "UserSource",
     "assert_supported_output_schema",
+    "batch_statistics",
     "console_answerer",
     "console_block",
     "converter",

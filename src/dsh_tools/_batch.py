@@ -13,7 +13,7 @@ from ._content import HookContext
 from ._execution import ToolExecutionResult
 from ._signal import CancelSignal
 
-__all__ = ["ToolBatch", "ToolBatchInfo", "ToolCallRequest"]
+__all__ = ["ToolBatch", "ToolBatchInfo", "ToolBatchStatistics", "ToolCallRequest"]
 
 
 def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
@@ -58,6 +58,22 @@ class ToolBatch:
 
     results: tuple[ToolExecutionResult, ...]
     contexts: tuple[HookContext, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ToolBatchStatistics:
+    """What :func:`~dsh_tools.batch_statistics` reports about the batch in progress: a frozen
+    snapshot (trio's ``statistics()`` convention), not a live view.
+    """
+
+    calls: int
+    """The calls of the batch."""
+    started: int
+    """Calls started so far (in model order: the first ``started`` calls)."""
+    committed: int
+    """Calls whose result is final (the first ``committed`` calls)."""
+    in_flight: int
+    """Bodies of the current parallel pool still running."""
 
 
 @attrs.frozen(kw_only=True)

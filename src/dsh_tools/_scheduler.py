@@ -37,7 +37,7 @@ import attrs
 import trio
 
 from ._arguments import parse_call_arguments
-from ._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
+from ._batch import ToolBatch, ToolBatchInfo, ToolBatchStatistics, ToolCallRequest
 from ._batch_log import BatchLog
 from ._content import HookContext
 from ._definition import ToolDefinition, runs_in_parallel
@@ -56,6 +56,7 @@ __all__ = [
     "ResumedBatch",
     "capacity_of",
     "check_cap",
+    "batch_statistics",
     "check_entry",
     "check_capacity_limits",
     "inject_context",
@@ -749,6 +750,27 @@ async def _linked_bodies(  # noqa: ASYNC910 (leaving the bodies' nursery is a ch
 
 
 _ACTIVE_BATCH: Final = contextvars.ContextVar[_Batch | None]("dsh_tools_active_batch", default=None)
+
+
+def batch_statistics() -> ToolBatchStatistics:
+    """How far the batch running in the current task has got: its calls, how many started,
+    how many committed, how many bodies of its current pool are in flight.
+
+    Call it from a tool body, an ``execute`` wrapper or a hook while :func:`run_tool_calls`
+    runs (found like :func:`inject_context`'s batch). Not a checkpoint.
+
+    Raises:
+        RuntimeError: no batch is running in this task.
+    """
+    batch = _ACTIVE_BATCH.get()
+    if batch is None or not batch.active:
+        raise RuntimeError("batch_statistics() called outside an active batch")
+    return ToolBatchStatistics(
+        calls=len(batch.calls),
+        started=batch.started,
+        committed=batch.committed,
+        in_flight=batch.in_flight,
+    )
 
 
 def inject_context(context: HookContext) -> None:
