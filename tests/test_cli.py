@@ -227,3 +227,49 @@ def test_replay_of_a_session_a_sqlite_log_does_not_hold_is_a_clear_error(tmp_pat
     code = main_replay(log, session="agent-2", console=Console(record=True), err=errors.append)
 
     assert (1, [f"dsh-tools replay: {log}: no session 'agent-2'"]) == (code, errors)
+
+
+def test_bench_reports_cpu_time_with_its_spread_and_a_noise_verdict(
+    tiny_report: dict[str, Any],
+) -> None:
+    overhead = tiny_report["overhead"]
+    assert ("CPU time (process_time)", bench.NOISE_LIMIT) == (
+        overhead["clock"],
+        overhead["noise_limit"],
+    )
+    for row in overhead["per_n"].values():
+        for name in ("scheduler", "bare_nursery", "hand_rolled"):
+            spread = row["spread"][name]
+            assert spread["min"] <= spread["median"] <= spread["max"]
+            assert abs(row[f"{name}_us_per_call"] - spread["min"]) < 0.01
+        noisy = any(
+            spread["max"] > (1 + bench.NOISE_LIMIT) * spread["min"]
+            for spread in row["spread"].values()
+        )
+        assert noisy == row["noisy"]
+
+
+def test_the_bench_table_shows_the_spread_and_flags_a_noisy_size() -> None:
+    row = {
+        "scheduler_us_per_call": 10.0,
+        "bare_nursery_us_per_call": 5.0,
+        "hand_rolled_us_per_call": 6.0,
+        "ratio_to_bare": 2.0,
+        "ratio_to_hand_rolled": 1.67,
+        "spread": {
+            "scheduler": {"min": 10.0, "median": 11.0, "max": 19.0},
+            "bare_nursery": {"min": 5.0, "median": 5.1, "max": 5.2},
+            "hand_rolled": {"min": 6.0, "median": 6.1, "max": 6.2},
+        },
+        "noisy": True,
+    }
+    report = bench.run(TINY)
+    report["overhead"]["per_n"] = {"1000": row}
+    console = Console(width=200, record=True, color_system=None)
+
+    for table in render_report(report):
+        console.print(table)
+
+    text = console.export_text()
+    assert "10.00 / 11.00 / 19.00" in text
+    assert "noisy: do not trust these ratios" in text

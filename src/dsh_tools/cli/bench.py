@@ -46,7 +46,16 @@ from dsh_tools import (
     run_tool_calls,
 )
 
-__all__ = ["FULL", "QUICK", "SIZES", "BenchConfig", "main_bench_json", "run", "steps"]
+__all__ = [
+    "FULL",
+    "NOISE_LIMIT",
+    "QUICK",
+    "SIZES",
+    "BenchConfig",
+    "main_bench_json",
+    "run",
+    "steps",
+]
 
 SIZES: Final = (1, 100, 1000, 10000)
 """The batch sizes of the overhead measurement."""
@@ -59,7 +68,8 @@ class BenchConfig:
     Attributes:
         sizes: the batch sizes N of the overhead measurement.
         work: calls per timed round of the overhead measurement (at least one batch).
-        rounds: timed rounds per measurement; the median is reported.
+        rounds: timed rounds per measurement (the overhead reports the fastest round and
+            the spread; wall-time measurements the median).
         in_flight: calls in flight at once for the memory measurement.
     """
 
@@ -154,31 +164,55 @@ async def hand_rolled(batch: list[ToolCallRequest]) -> None:
             nursery.start_soon(run_one, index, call)
 
 
-def _per_call_us(
-    runner: Callable[[list[ToolCallRequest]], Awaitable[object]],
+NOISE_LIMIT: Final = 0.25
+"""A system whose slowest round is more than this much slower than its fastest makes the
+ratios of its size untrustworthy (the report says so)."""
+
+
+def _per_call_cpu_us(
+    runners: dict[str, Callable[[list[ToolCallRequest]], Awaitable[object]]],
     n: int,
     *,
     repeats: int,
     rounds: int,
-) -> float:
-    """Median over ``rounds`` of the per-call cost (µs) of ``repeats`` batches of ``n``."""
+) -> dict[str, list[float]]:
+    """CPU time per call (µs) of each runner, one sample per round: ``repeats`` batches of
+    ``n`` calls. The runners alternate within every round, so a slow patch of a shared machine
+    hits them all.
+    """
 
-    async def measure() -> float:
+    async def measure() -> dict[str, list[float]]:
         batch = _calls(n)
-        await runner(batch)  # warm up
-        samples: list[float] = []
+        samples: dict[str, list[float]] = {name: [] for name in runners}
+        for runner in runners.values():
+            await runner(batch)  # warm up
         for _ in range(rounds):
-            gc.collect()
-            started = time.perf_counter_ns()
-            for _ in range(repeats):
-                await runner(batch)
-            samples.append((time.perf_counter_ns() - started) / 1000 / (repeats * n))
-        return statistics.median(samples)
+            for name, runner in runners.items():
+                gc.collect()
+                started = time.process_time_ns()
+                for _ in range(repeats):
+                    await runner(batch)
+                samples[name].append((time.process_time_ns() - started) / 1000 / (repeats * n))
+        return samples
 
     return trio.run(measure)
 
 
+def _spread(samples: list[float]) -> dict[str, float]:
+    return {
+        "min": round(min(samples), 3),
+        "median": round(statistics.median(samples), 3),
+        "max": round(max(samples), 3),
+    }
+
+
 def overhead(config: BenchConfig, progress: Progress) -> dict[str, Any]:
+    """CPU time per call against the two floors. Each ``*_us_per_call`` is the fastest round
+    (the least disturbed by the rest of the machine) and the ratios divide those; the
+    ``spread`` gives min / median / max over the rounds, and ``noisy`` says that some system's
+    rounds differ by more than :data:`NOISE_LIMIT`, so the ratios of that size are not to be
+    trusted.
+    """
     registry = _noop_registry()
     signal = CancelSignal.never()
 
@@ -187,22 +221,28 @@ def overhead(config: BenchConfig, progress: Progress) -> dict[str, Any]:
             registry, batch, signal=signal, max_parallel_tool_calls=max(len(batch), 1)
         )
 
-    rounds = config.rounds
-    rows: dict[str, dict[str, float]] = {}
+    runners: dict[str, Callable[[list[ToolCallRequest]], Awaitable[object]]] = {
+        "scheduler": scheduled,
+        "bare_nursery": bare_nursery,
+        "hand_rolled": hand_rolled,
+    }
+    rows: dict[str, dict[str, Any]] = {}
     for n in config.sizes:
         repeats = max(config.work // n, 1)
-        scheduler_us = _per_call_us(scheduled, n, repeats=repeats, rounds=rounds)
-        bare_us = _per_call_us(bare_nursery, n, repeats=repeats, rounds=rounds)
-        hand_us = _per_call_us(hand_rolled, n, repeats=repeats, rounds=rounds)
+        samples = _per_call_cpu_us(runners, n, repeats=repeats, rounds=config.rounds)
+        fastest = {name: min(values) for name, values in samples.items()}
+        noisy = any(max(values) > (1 + NOISE_LIMIT) * min(values) for values in samples.values())
         rows[str(n)] = {
-            "scheduler_us_per_call": round(scheduler_us, 2),
-            "bare_nursery_us_per_call": round(bare_us, 2),
-            "hand_rolled_us_per_call": round(hand_us, 2),
-            "ratio_to_bare": round(scheduler_us / bare_us, 2),
-            "ratio_to_hand_rolled": round(scheduler_us / hand_us, 2),
+            "scheduler_us_per_call": round(fastest["scheduler"], 3),
+            "bare_nursery_us_per_call": round(fastest["bare_nursery"], 3),
+            "hand_rolled_us_per_call": round(fastest["hand_rolled"], 3),
+            "ratio_to_bare": round(fastest["scheduler"] / fastest["bare_nursery"], 2),
+            "ratio_to_hand_rolled": round(fastest["scheduler"] / fastest["hand_rolled"], 2),
+            "spread": {name: _spread(values) for name, values in samples.items()},
+            "noisy": noisy,
         }
         progress(f"overhead N={n}")
-    return {"per_n": rows}
+    return {"per_n": rows, "clock": "CPU time (process_time)", "noise_limit": NOISE_LIMIT}
 
 
 def _sleepy_registry(classify: Callable[[str], bool]) -> ToolRegistry:

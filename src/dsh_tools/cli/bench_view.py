@@ -20,21 +20,35 @@ def _ratio(value: float, good: float, fair: float) -> str:
     return f"[{colour}]{value:.2f}x[/{colour}]"
 
 
+def _spread(spread: dict[str, float] | None, fastest: float) -> str:
+    if not spread:
+        return f"{fastest:.2f}"
+    return f"{spread['min']:.2f} / {spread['median']:.2f} / {spread['max']:.2f}"
+
+
 def render_report(report: dict[str, Any]) -> list[Table]:
     """The report as tables: overhead per N, overlap and barriers, memory."""
-    overhead = Table(title="Per-call overhead (µs per call; lower is better)", title_justify="left")
+    overhead = Table(
+        title="Per-call overhead (CPU µs per call, min / median / max over rounds; lower is "
+        "better; ratios of the minimums)",
+        title_justify="left",
+    )
     for column in ("N", "run_tool_calls", "bare nursery", "loads + checks"):
         overhead.add_column(column, justify="right", no_wrap=True)
     overhead.add_column("vs bare", justify="right", no_wrap=True)
     overhead.add_column("vs hand", justify="right", no_wrap=True)
+    overhead.add_column("", no_wrap=True)
     for n, row in report["overhead"]["per_n"].items():
+        spread = row.get("spread", {})
         overhead.add_row(
             f"{int(n):,}",
-            f"{row['scheduler_us_per_call']:.2f}",
-            f"{row['bare_nursery_us_per_call']:.2f}",
-            f"{row['hand_rolled_us_per_call']:.2f}",
+            *(
+                _spread(spread.get(name), row[f"{name}_us_per_call"])
+                for name in ("scheduler", "bare_nursery", "hand_rolled")
+            ),
             _ratio(row["ratio_to_bare"], 4, 8),
             _ratio(row["ratio_to_hand_rolled"], 3, 6),
+            "[red]noisy: do not trust these ratios[/red]" if row.get("noisy") else "",
         )
 
     timing = Table(
