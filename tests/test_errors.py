@@ -18,8 +18,8 @@ from dsh_tools import (
     ToolNotFoundError,
     error_message,
 )
-from dsh_tools._errors import error_info, format_js_json, format_js_number
-from dsh_tools._results import INTERRUPTED
+from dsh_tools._results import INTERRUPTED, error_info
+from dsh_tools._texts import format_js_json, format_js_number
 
 
 class _Unprintable(Exception):

@@ -44,10 +44,10 @@ INTERNAL: Final = frozenset(
         ("_tool", "function_tool"),
         ("_define", "build_definition"),
         # the text for an exception whose str() raises
-        ("_errors", "UNPRINTABLE"),
+        ("_texts", "UNPRINTABLE"),
         # JavaScript's number printing for model-facing texts
-        ("_errors", "format_js_json"),
-        ("_errors", "format_js_number"),
+        ("_texts", "format_js_json"),
+        ("_texts", "format_js_number"),
         # the one way text from a model, a tool, a server or a log is made safe to print,
         # shared by the CLI views, the demo and the console answerer
         ("_printable", "printable"),
@@ -123,7 +123,7 @@ INTERNAL: Final = frozenset(
         ("_converter", "content_block_classes"),
         ("_converter", "wire_error_messages"),
         ("_definition", "check_definition_fields"),
-        ("_errors", "error_info"),
+        ("_results", "error_info"),
         ("_json", "json_kind"),
         ("_schema", "compile_spec"),
         ("_session", "check_event"),

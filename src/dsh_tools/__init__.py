@@ -27,6 +27,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #                _signal _content _arguments
 #                _disposer _json _printable (text made safe to print)
 #                _errors (every exception, in one tree)
+#                _texts (result codes, error_message, JavaScript's number and JSON text)
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
 
@@ -61,10 +62,6 @@ from ._definition import ToolOutput as ToolOutput
 from ._definition import ToolReturn as ToolReturn
 from ._definition import ToolSchema as ToolSchema
 from ._disposer import Disposer as Disposer
-from ._errors import TOOL_ABORTED as TOOL_ABORTED
-from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
-from ._errors import TOOL_INTERRUPTED as TOOL_INTERRUPTED
-from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._errors import HarnessError as HarnessError
 from ._errors import JsonSnapshotError as JsonSnapshotError
 from ._errors import JsonTypeError as JsonTypeError
@@ -73,9 +70,7 @@ from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import SessionLogCorruptError as SessionLogCorruptError
 from ._errors import SessionLogLockedError as SessionLogLockedError
 from ._errors import ToolArgsError as ToolArgsError
-from ._errors import ToolErrorInfo as ToolErrorInfo
 from ._errors import ToolNotFoundError as ToolNotFoundError
-from ._errors import error_message as error_message
 from ._execution import Accept as Accept
 from ._execution import Allow as Allow
 from ._execution import ApprovalOutcome as ApprovalOutcome
@@ -169,6 +164,12 @@ from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 from ._sqlite_log import SqliteSessionLog as SqliteSessionLog
+from ._texts import TOOL_ABORTED as TOOL_ABORTED
+from ._texts import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
+from ._texts import TOOL_INTERRUPTED as TOOL_INTERRUPTED
+from ._texts import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._texts import ToolErrorInfo as ToolErrorInfo
+from ._texts import error_message as error_message
 from ._timeline import TimelineRecorder as TimelineRecorder
 from ._timeline import TimelineSpan as TimelineSpan
 from ._timeout import install_timeout_policy as install_timeout_policy

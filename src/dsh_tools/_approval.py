@@ -37,7 +37,6 @@ import attrs
 import trio
 
 from ._disposer import DisposerGroup
-from ._errors import error_message
 from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
 from ._hooks import HookList, HookPoint, waterfall
 from ._printable import printable
@@ -53,6 +52,7 @@ from ._session import (
     check_approval_policy,
 )
 from ._signal import linked_cancel_scope
+from ._texts import error_message
 
 __all__ = [
     "ApprovalAnswerer",

@@ -60,7 +60,6 @@ from ._content import (
     UserSource,
 )
 from ._definition import ToolSchema
-from ._errors import ToolErrorInfo
 from ._execution import (
     Accept,
     Allow,
@@ -86,6 +85,7 @@ from ._presentation import (
     ToolCallView,
     ToolResultView,
 )
+from ._texts import ToolErrorInfo
 
 __all__ = [
     "content_block_classes",

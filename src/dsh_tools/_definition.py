@@ -16,10 +16,10 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._content import ContentBlock, content_blocks, unchecked_meta
-from ._errors import format_js_number
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
+from ._texts import format_js_number
 
 __all__ = [
     "JsonSchema",

@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias,
 import attrs
 
 from ._content import ContentBlock, HookContext, content_blocks, unchecked_meta
-from ._errors import ToolErrorInfo
 from ._json import JsonValue
 from ._signal import CancelSignal
+from ._texts import ToolErrorInfo
 
 __all__ = [
     "Accept",

@@ -30,8 +30,9 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal, Required, TypeAlias, TypedDict
 
-from ._errors import OutputSchemaError, format_js_json
+from ._errors import OutputSchemaError
 from ._json import json_kind
+from ._texts import format_js_json
 
 __all__ = [
     "StructuredOutputSchema",

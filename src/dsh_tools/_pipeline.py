@@ -40,12 +40,7 @@ import trio
 
 from ._content import HookContext, text_block
 from ._definition import is_async_body
-from ._errors import (
-    HarnessError,
-    JsonSnapshotError,
-    ToolNotFoundError,
-    error_message,
-)
+from ._errors import HarnessError, JsonSnapshotError, ToolNotFoundError
 from ._execution import (
     Accept,
     Allow,
@@ -88,6 +83,7 @@ from ._results import (
     valid_str,
 )
 from ._signal import CancelSignal, fuse, linked_cancel_scope
+from ._texts import error_message
 
 if TYPE_CHECKING:
     from ._definition import ToolDefinition

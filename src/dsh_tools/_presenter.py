@@ -33,7 +33,7 @@ from typing import Final, TypeAlias, cast
 import attrs
 
 from ._arguments import parse_call_arguments
-from ._errors import JsonSnapshotError, error_message
+from ._errors import JsonSnapshotError
 from ._execution import ToolResult
 from ._json import JsonValue, snapshot_json
 from ._presentation import (
@@ -49,6 +49,7 @@ from ._presentation import (
 )
 from ._registry import ToolRegistry
 from ._session import ToolCallEvent, ToolResultEvent
+from ._texts import error_message
 
 __all__ = [
     "ToolPresenter",

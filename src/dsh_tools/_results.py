@@ -31,19 +31,19 @@ from ._content import (
 )
 from ._converter import content_block_classes, converter
 from ._definition import ToolOutput
-from ._errors import (
+from ._errors import HarnessError
+from ._execution import ToolExecutionResult, success_result
+from ._json import JsonValue, snapshot_json
+from ._texts import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
     TOOL_INTERRUPTED,
     TOOL_TIMEOUT,
     UNPRINTABLE,
     ToolErrorInfo,
-    error_info,
     error_message,
     format_js_number,
 )
-from ._execution import ToolExecutionResult, success_result
-from ._json import JsonValue, snapshot_json
 
 __all__ = [
     "ABANDONED",
@@ -56,6 +56,7 @@ __all__ = [
     "TOOL_TIMEOUT_ERROR_NAME",
     "Invalid",
     "describe",
+    "error_info",
     "error_result",
     "freeze_context",
     "freeze_result",
@@ -87,6 +88,19 @@ def text_error(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionRe
     return ToolExecutionResult(
         content=(TextBlock(text="Error: " + printable(text)),), is_error=True, error=error
     )
+
+
+def error_info(exc: BaseException) -> ToolErrorInfo | None:
+    """The :class:`ToolErrorInfo` of a :class:`HarnessError`, else ``None``; never raises."""
+    if not isinstance(exc, HarnessError):
+        return None
+    try:
+        name, code = exc.name, exc.code
+        if type(name) is not str or type(code) is not str:
+            return None
+        return ToolErrorInfo(name=name, code=code)
+    except Exception:
+        return None
 
 
 def error_result(exc: BaseException) -> ToolExecutionResult:

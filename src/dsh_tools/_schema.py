@@ -19,7 +19,6 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedDict
 
-from ._errors import format_js_json
 from ._json import (
     CHECKED_BY,
     MAX_DEPTH,
@@ -29,6 +28,7 @@ from ._json import (
     snapshot_json,
     thaw_json,
 )
+from ._texts import format_js_json
 
 __all__ = [
     "SchemaProp",

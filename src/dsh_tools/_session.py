@@ -52,9 +52,10 @@ from ._converter import (
     register_wire_class,
     wire_error_messages,
 )
-from ._errors import SessionLogCorruptError, SessionLogLockedError, ToolErrorInfo
+from ._errors import SessionLogCorruptError, SessionLogLockedError
 from ._execution import ApprovalOutcome
 from ._json import JsonValue, snapshot_json
+from ._texts import ToolErrorInfo
 
 __all__ = [
     "ApprovalAskedEvent",

@@ -1,0 +1,150 @@
+"""The model-facing vocabulary: result codes, the one function that turns an exception into
+the text a model reads, and JavaScript's way of printing numbers and JSON in those texts.
+
+The canonical results built from these (``ABORTED``, ``TOOL_INTERRUPTED``, ...) are in
+``_results``; the exceptions, in one tree, in ``_errors``.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+import attrs
+
+__all__ = [
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_INTERRUPTED",
+    "TOOL_TIMEOUT",
+    "UNPRINTABLE",
+    "ToolErrorInfo",
+    "error_message",
+    "format_js_json",
+    "format_js_number",
+]
+
+TOOL_ABORTED = "ABORTED"
+"""Code of the result that replaces a successful outcome when the call was cancelled after its
+body started."""
+
+TOOL_ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
+"""Code of the result of a call that was cancelled before its body could start."""
+
+TOOL_INTERRUPTED = "TOOL_INTERRUPTED"
+"""Code of the result of a call whose process stopped while it ran, found when its batch was
+resumed or recovered from the session log: its body may have run, in part or in full."""
+
+TOOL_TIMEOUT = "TOOL_TIMEOUT"
+"""Code of the result the timeout policy gives a call whose deadline fired first."""
+
+UNPRINTABLE = "<unprintable thrown value>"
+
+
+@attrs.frozen(kw_only=True)
+class ToolErrorInfo:
+    """The structured part of an error result: which :class:`HarnessError` it was."""
+
+    name: str
+    code: str
+
+
+def error_message(exc: BaseException) -> str:
+    """Return the model-facing text of ``exc``; never raises.
+
+    ``str(exc)``; the class name when that is empty; ``<unprintable thrown value>`` when
+    ``__str__`` itself raises. An exception group names itself and each sub-exception:
+    ``ExceptionGroup "boom" with 2 sub-exceptions: ValueError: a; KeyError: 'b'``.
+    """
+    try:
+        if isinstance(exc, BaseExceptionGroup):
+            return _group_message(exc)  # pyright: ignore[reportUnknownArgumentType]
+        text = str(exc)
+        return text if text else type(exc).__name__
+    except Exception:
+        return UNPRINTABLE
+
+
+def _group_message(group: BaseExceptionGroup[BaseException]) -> str:
+    subs = group.exceptions
+    parts = "; ".join(f"{type(sub).__name__}: {error_message(sub)}" for sub in subs)
+    plural = "" if len(subs) == 1 else "s"
+    return (
+        f'{type(group).__name__} "{group.message}" with {len(subs)} sub-exception{plural}: {parts}'
+    )
+
+
+def format_js_number(value: float) -> str:
+    """``value`` as JavaScript's ``String(number)`` prints it, for model-facing text.
+
+    An integral float prints without ``.0`` (``3.0`` -> ``3``), large and small magnitudes
+    switch to exponent form where JavaScript does (``1e21``, ``1e-7``), and ``-0.0`` prints as
+    ``0``. Python ints print in full.
+    """
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(int(value))
+    number = float(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    # repr is the shortest round-tripping decimal, as JavaScript's digit choice is
+    _sign, digit_tuple, exponent = decimal.Decimal(repr(abs(number))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    assert isinstance(exponent, int)
+    k = len(digits)
+    # value = 0.<digits> * 10**n
+    n = exponent + len(digit_tuple)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * -n + digits
+    else:
+        mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+        power = n - 1
+        text = f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
+    return sign + text
+
+
+def format_js_json(value: object) -> str:
+    """Compact JSON text of ``value`` as JavaScript's ``JSON.stringify`` writes it, for
+    model-facing messages: numbers as :func:`format_js_number` prints them (``[1,2.5]``, never
+    ``[1.0,2.5]``), non-ASCII text kept as is.
+
+    Args:
+        value: JSON data (plain or snapshotted), nested no deeper than the snapshot limit.
+
+    Raises:
+        TypeError: ``value`` holds something that is not JSON data.
+    """
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int | float):
+        return format_js_number(value)
+    if isinstance(value, Mapping):
+        items = cast("Mapping[object, object]", value).items()
+        parts: list[str] = []
+        for key, item in items:
+            if not isinstance(key, str):
+                raise TypeError(f"a JSON object key must be a str, not {type(key).__name__}")
+            parts.append(json.dumps(key, ensure_ascii=False) + ":" + format_js_json(item))
+        return "{" + ",".join(parts) + "}"
+    if isinstance(value, list | tuple):
+        return (
+            "[" + ",".join(format_js_json(item) for item in cast("Sequence[object]", value)) + "]"
+        )
+    raise TypeError(f"a value of type {type(value).__name__} is not JSON data")
