@@ -45,6 +45,17 @@ INTERNAL: Final = frozenset(
         ("_define", "build_definition"),
         # the text for an exception whose str() raises
         ("_texts", "UNPRINTABLE"),
+        # the pipeline's model-facing texts, in the one module of texts
+        ("_texts", "approval_cancelled"),
+        ("_texts", "approval_needs_agent"),
+        ("_texts", "approval_not_supported"),
+        ("_texts", "approval_rejected"),
+        ("_texts", "approval_unavailable"),
+        ("_texts", "deny_reason_not_str"),
+        ("_texts", "post_execute_returned"),
+        ("_texts", "post_execute_unreadable"),
+        ("_texts", "pre_execute_returned"),
+        ("_texts", "sync_body_returned_awaitable"),
         # JavaScript's number printing for model-facing texts
         ("_texts", "format_js_json"),
         ("_texts", "format_js_number"),

@@ -83,7 +83,19 @@ from ._results import (
     valid_str,
 )
 from ._signal import CancelSignal, fuse, linked_cancel_scope
-from ._texts import error_message
+from ._texts import (
+    approval_cancelled,
+    approval_needs_agent,
+    approval_not_supported,
+    approval_rejected,
+    approval_unavailable,
+    deny_reason_not_str,
+    error_message,
+    post_execute_returned,
+    post_execute_unreadable,
+    pre_execute_returned,
+    sync_body_returned_awaitable,
+)
 
 if TYPE_CHECKING:
     from ._definition import ToolDefinition
@@ -588,10 +600,7 @@ class PreparedCall:
         if inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
-            text = (
-                f'tool "{self.name}": its body is a plain function that returned an '
-                f"awaitable ({type(returned).__name__}); declare it `async def`"
-            )
+            text = sync_body_returned_awaitable(self.name, type(returned).__name__)
             logger.warning('tool "%s" (%s): %s', self.name, self.call_id, text)
             return text_error(text)  # noqa: ASYNC910
         if signal.cancelled:
@@ -724,15 +733,10 @@ class PreparedCall:
                         additional_contexts=(*outcome.additional_contexts, *extra),
                     )
             else:
-                return text_error(
-                    f"tools/post-execute returned {describe(decision)}, not Accept or Block"
-                )
+                return text_error(post_execute_returned(describe(decision)))
         except Exception as exc:  # a hand-built decision whose fields cannot be read
             _log_raised(self, "reading a post_execute decision", exc)
-            return text_error(
-                f"tools/post-execute returned an unreadable {type(decision).__name__}: "
-                + error_message(exc)
-            )
+            return text_error(post_execute_unreadable(type(decision).__name__, error_message(exc)))
         return result
 
     def _notify(self, result: ToolExecutionResult, observers: tuple[ResultObserver, ...]) -> None:
@@ -858,17 +862,12 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
         reason = _deny_reason(prepared, decision)
         if reason is None:
             return prepared.final_result(
-                text_error(
-                    f"tools/pre-execute returned a Deny whose reason is not a str "
-                    f"({describe(_read_reason(decision))}); the call is denied"
-                )
+                text_error(deny_reason_not_str(describe(_read_reason(decision))))
             )
     elif isinstance(decision, Allow):
         return _allowed(prepared, prepared.env)
     else:
-        return prepared.final_result(
-            text_error(f"tools/pre-execute returned {describe(decision)}, not Allow, Deny or Ask")
-        )
+        return prepared.final_result(text_error(pre_execute_returned(describe(decision))))
     return prepared.post_result(text_error(reason_text(reason)))
 
 
@@ -925,11 +924,11 @@ async def _resolve_ask(
     service = host.approval
     if service is None:
         if reason is None:
-            reason = f'tool "{name}" requires approval (not yet supported)'
+            reason = approval_not_supported(name)
         return Deny(reason), False  # noqa: ASYNC910
     if execution.agent is None:
         return Deny(  # noqa: ASYNC910
-            f'tool "{name}" requires approval, but the call has no agent to route it through'
+            approval_needs_agent(name)
         ), False
     # the service is a plug-in: do not trust its annotation
     answer = cast(
@@ -948,9 +947,9 @@ async def _resolve_ask(
     if known is ApprovalOutcome.ALLOWED_ONCE:
         return _ALLOW, False
     if known is ApprovalOutcome.REJECTED:
-        return Deny(f'the user rejected tool "{name}"'), False
+        return Deny(approval_rejected(name)), False
     if known is ApprovalOutcome.CANCELLED:
-        return Deny(f'approval for tool "{name}" was cancelled'), True
+        return Deny(approval_cancelled(name)), True
     if known is ApprovalOutcome.UNAVAILABLE:
-        return Deny(f'tool "{name}" requires approval, but no approval channel is available'), False
+        return Deny(approval_unavailable(name)), False
     raise _Unreachable(f"unreachable variant in ApprovalOutcome: {describe(answer)}")

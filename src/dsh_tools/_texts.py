@@ -22,9 +22,19 @@ __all__ = [
     "TOOL_TIMEOUT",
     "UNPRINTABLE",
     "ToolErrorInfo",
+    "approval_cancelled",
+    "approval_needs_agent",
+    "approval_not_supported",
+    "approval_rejected",
+    "approval_unavailable",
+    "deny_reason_not_str",
     "error_message",
     "format_js_json",
     "format_js_number",
+    "post_execute_returned",
+    "post_execute_unreadable",
+    "pre_execute_returned",
+    "sync_body_returned_awaitable",
 ]
 
 TOOL_ABORTED = "ABORTED"
@@ -148,3 +158,52 @@ def format_js_json(value: object) -> str:
             "[" + ",".join(format_js_json(item) for item in cast("Sequence[object]", value)) + "]"
         )
     raise TypeError(f"a value of type {type(value).__name__} is not JSON data")
+
+
+# --- the pipeline's texts (values in them arrive already described) --------------------------
+
+
+def approval_rejected(tool: str) -> str:
+    return f'the user rejected tool "{tool}"'
+
+
+def approval_cancelled(tool: str) -> str:
+    return f'approval for tool "{tool}" was cancelled'
+
+
+def approval_unavailable(tool: str) -> str:
+    return f'tool "{tool}" requires approval, but no approval channel is available'
+
+
+def approval_not_supported(tool: str) -> str:
+    return f'tool "{tool}" requires approval (not yet supported)'
+
+
+def approval_needs_agent(tool: str) -> str:
+    return f'tool "{tool}" requires approval, but the call has no agent to route it through'
+
+
+def pre_execute_returned(described: str) -> str:
+    return f"tools/pre-execute returned {described}, not Allow, Deny or Ask"
+
+
+def deny_reason_not_str(described: str) -> str:
+    return (
+        f"tools/pre-execute returned a Deny whose reason is not a str ({described}); "
+        "the call is denied"
+    )
+
+
+def post_execute_returned(described: str) -> str:
+    return f"tools/post-execute returned {described}, not Accept or Block"
+
+
+def post_execute_unreadable(class_name: str, message: str) -> str:
+    return f"tools/post-execute returned an unreadable {class_name}: {message}"
+
+
+def sync_body_returned_awaitable(tool: str, class_name: str) -> str:
+    return (
+        f'tool "{tool}": its body is a plain function that returned an awaitable '
+        f"({class_name}); declare it `async def`"
+    )
