@@ -155,7 +155,7 @@ async def run_tool_calls(
         turn: recorded on the events.
         step: recorded on the events.
         capacity_limits: capacity classes, e.g. ``{"network": 2, "shell": 1}``: inside a parallel
-            pool, a call of a tool whose ``pool`` is a listed class also needs a free slot of
+            pool, a call of a tool whose ``capacity_class`` is listed also needs a free slot of
             that class. Calls still start in model order: a call waiting for its class holds
             back the calls behind it, so the order and the results stay deterministic. Classes
             not listed are limited only by ``max_parallel_tool_calls``.
