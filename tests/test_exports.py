@@ -80,10 +80,13 @@ INTERNAL: Final = frozenset(
         # the one reading of an approval answer, shared by the approval service and the pipeline
         ("_execution", "read_approval_outcome"),
         ("_execution", "run_context"),
+        ("_definition", "BodyPlan"),
+        ("_definition", "register_checked_body"),
         # what the bodies of one batch share (their attempt and idempotency key)
         ("_execution", "RunBatch"),
         ("_content", "text_block"),
         ("_execution", "success_result"),
+        ("_execution", "text_success"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "CallEnv"),
         ("_pipeline", "CallRequest"),

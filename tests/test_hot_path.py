@@ -34,6 +34,7 @@ from dsh_tools import (
     TextBlock,
     ToolCallEvent,
     ToolCallRequest,
+    ToolDefinition,
     ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
@@ -47,7 +48,7 @@ from dsh_tools import (
     validate_args,
 )
 from dsh_tools._content import text_block
-from dsh_tools._execution import new_execution_token, run_context, success_result
+from dsh_tools._execution import new_execution_token, run_context, success_result, text_success
 from dsh_tools._json import MAX_SAFE_INTEGER
 
 NEVER = CancelSignal.never()
@@ -402,3 +403,86 @@ async def test_a_classifier_that_cancels_the_caller_stops_its_call_before_it_sta
     # the caller's scope was cancelled: the batch ends "aborted"
     assert (BatchStartEvent, BatchEndEvent) == (type(events[0]), type(events[-1]))
     assert "aborted" == getattr(events[-1], "reason", None)
+
+
+def test_text_success_builds_what_the_constructors_build() -> None:
+    assert ToolExecutionResult(content=(TextBlock(text="hi"),), is_error=False) == text_success(
+        "hi"
+    )
+
+
+@attrs.frozen
+class _Pair:
+    a: int
+    b: str
+
+
+@pytest.mark.parametrize("form", ["spec", "attrs"])
+async def test_a_checked_body_gets_from_the_shortcut_what_its_execute_gives(form: str) -> None:
+    """The pipeline runs define_tool's author body itself for arguments the tool's validator
+    marked; a tool without a classifier leaves them unmarked, so its ``execute`` validates and
+    converts them: both bodies see the same values and give the same results.
+    """
+    seen: dict[str, list[object]] = {"shortcut": [], "general": []}
+
+    def tool_for(path: str, classify: bool) -> ToolDefinition:
+        async def body(args: typing.Any, run: ToolRunContext) -> str:
+            seen[path].append(args)
+            return f"{run.call_id}:{args['a'] if form == 'spec' else args.a}"
+
+        return define_tool(
+            name=path,
+            description="t",
+            parameters=SPEC if form == "spec" else _Pair,
+            execute=body,
+            is_concurrency_safe=(lambda _args: True) if classify else None,
+        )
+
+    registry = ToolRegistry()
+    registry.register(tool_for("shortcut", classify=True))
+    registry.register(tool_for("general", classify=False))
+    arguments = ['{"a": 1, "b": "x"}', '{"a": "no", "b": "x"}', '{"b": "x"}']
+    results: dict[str, list[ToolExecutionResult]] = {}
+    for path in ("shortcut", "general"):
+        calls = [
+            ToolCallRequest(call_id=f"c{i}", name=path, arguments=text)
+            for i, text in enumerate(arguments)
+        ]
+        results[path] = list((await run_tool_calls(registry, calls, signal=NEVER)).results)
+
+    assert results["general"] == results["shortcut"]
+    assert "c0:1" == results["shortcut"][0].content[0].text  # type: ignore[union-attr]
+    assert results["shortcut"][1].is_error
+    assert results["shortcut"][2].is_error
+    assert seen["general"] == seen["shortcut"]
+    expected: object = {"a": 1, "b": "x"} if form == "spec" else _Pair(a=1, b="x")
+    assert [expected] == seen["shortcut"]
+    if form == "spec":
+        assert type(seen["shortcut"][0]) is FrozenJsonObject
+
+
+async def test_a_definition_whose_execute_is_replaced_runs_the_new_execute() -> None:
+    async def first(args: typing.Any, run: ToolRunContext) -> str:
+        return "first"
+
+    async def second(args: typing.Any, run: ToolRunContext) -> str:
+        return "second"
+
+    original = define_tool(
+        name="t",
+        description="t",
+        parameters=SPEC,
+        execute=first,
+        is_concurrency_safe=lambda _: True,
+    )
+    registry = ToolRegistry()
+    # attrs.evolve keeps define_tool's validated execute (and its shortcut) unless execute changes
+    dispose = registry.register(attrs.evolve(original, execute=second))
+    call = ToolCallRequest(call_id="c", name="t", arguments='{"a": 1, "b": "x"}')
+    batch = await run_tool_calls(registry, [call], signal=NEVER)
+    assert "second" == batch.results[0].content[0].text  # type: ignore[union-attr]
+
+    dispose()
+    registry.register(attrs.evolve(original, timeout=5))
+    batch = await run_tool_calls(registry, [call], signal=NEVER)
+    assert "first" == batch.results[0].content[0].text  # type: ignore[union-attr]

@@ -29,6 +29,7 @@ from ._definition import (
     check_definition_fields,
     check_timeout,
     is_async_body,
+    register_checked_body,
 )
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
@@ -266,6 +267,8 @@ def build_definition(
             return await body(convert(args), context)
 
         validated_execute = validated_execute_async
+        # the pipeline runs ``body`` itself for arguments ``validate`` marked (one frame less)
+        register_checked_body(validated_execute_async, validate, body, None if as_is else convert)
     else:
         sync_body = typing.cast("Callable[[object, ToolRunContext], ToolReturn]", execute)
 

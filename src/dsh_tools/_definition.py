@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import inspect
 import math
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import FunctionType
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
@@ -22,6 +23,7 @@ from ._presentation import ToolCallView, ToolResultView
 from ._texts import format_js_number
 
 __all__ = [
+    "BodyPlan",
     "JsonSchema",
     "ToolBody",
     "ToolDefinition",
@@ -31,6 +33,7 @@ __all__ = [
     "check_definition_fields",
     "check_timeout",
     "is_async_body",
+    "register_checked_body",
     "runs_in_parallel",
 ]
 
@@ -252,6 +255,65 @@ class ToolDefinition:
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
     )
+    # how the pipeline runs ``execute`` (internal): decided once per definition, not per call
+    _plan: BodyPlan = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_plan", _plan_of(self.execute))
+
+
+@attrs.frozen
+class BodyPlan:
+    """How the pipeline runs a definition's ``execute`` (internal).
+
+    Attributes:
+        awaited: whether ``execute`` is an async body (:func:`is_async_body`).
+        checked_by: for a body ``define_tool`` built, its validator: arguments that validator
+            marked as accepted (``CHECKED_BY``) go straight to ``body``, which is what
+            ``execute`` would do after finding the mark. ``None`` for every other body.
+        body: the author's body behind ``execute`` (``None`` with ``checked_by``).
+        convert: what ``execute`` hands the author's body instead of the frozen arguments
+            (an attrs instance, say); ``None``: the frozen arguments as they are.
+    """
+
+    awaited: bool
+    checked_by: object | None = None
+    body: Callable[[Any, ToolRunContext], Awaitable[object]] | None = None
+    convert: Callable[[object], object] | None = None
+
+
+# define_tool's async bodies, by the ``execute`` it built: (validator, author's body, convert)
+_CHECKED_BODIES: Final[weakref.WeakKeyDictionary[Callable[..., object], BodyPlan]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def register_checked_body(
+    execute: Callable[..., object],
+    checked_by: object,
+    body: Callable[[Any, ToolRunContext], Awaitable[object]],
+    convert: Callable[[object], object] | None,
+) -> None:
+    """Record that ``execute`` (an async body ``define_tool`` built) runs ``body`` at once on
+    arguments ``checked_by`` accepted, after ``convert`` (internal; see :class:`BodyPlan`).
+    """
+    _CHECKED_BODIES[execute] = BodyPlan(
+        awaited=True, checked_by=checked_by, body=body, convert=convert
+    )
+
+
+def _plan_of(execute: object) -> BodyPlan:
+    try:
+        plan = _CHECKED_BODIES.get(execute)  # pyright: ignore[reportArgumentType]
+    except TypeError:  # not hashable or not weakly referable: not one of define_tool's
+        plan = None
+    if plan is not None:
+        return plan
+    return _ASYNC_PLAN if is_async_body(execute) else _SYNC_PLAN
+
+
+_ASYNC_PLAN: Final = BodyPlan(awaited=True)
+_SYNC_PLAN: Final = BodyPlan(awaited=False)
 
 
 def runs_in_parallel(tool: ToolDefinition | None, arguments: object) -> bool:

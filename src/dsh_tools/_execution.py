@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias,
 
 import attrs
 
-from ._content import ContentBlock, HookContext, content_blocks, unchecked_meta
+from ._content import ContentBlock, HookContext, content_blocks, text_block, unchecked_meta
 from ._json import JsonValue
 from ._signal import CancelSignal
 from ._texts import ToolErrorInfo
@@ -44,6 +44,7 @@ __all__ = [
     "read_approval_outcome",
     "run_context",
     "success_result",
+    "text_success",
 ]
 
 
@@ -300,6 +301,17 @@ def success_result(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolEx
     _result_error(result, None)
     _result_contexts(result, ())
     _result_meta(result, meta)
+    return result
+
+
+def text_success(text: str) -> ToolExecutionResult:
+    """``success_result((text_block(text),), None)``, for the pipeline's hot path (internal)."""
+    result = object.__new__(ToolExecutionResult)
+    _result_content(result, (text_block(text),))
+    _result_is_error(result, False)
+    _result_error(result, None)
+    _result_contexts(result, ())
+    _result_meta(result, None)
     return result
 
 

@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 import attrs
 import trio
 
-from ._content import HookContext, text_block
-from ._definition import is_async_body
+from ._content import HookContext
 from ._errors import HarnessError, JsonSnapshotError, ToolNotFoundError
 from ._execution import (
     Accept,
@@ -61,10 +60,10 @@ from ._execution import (
     new_execution_token,
     read_approval_outcome,
     run_context,
-    success_result,
+    text_success,
 )
 from ._hooks import waterfall
-from ._json import JsonValue, snapshot_json
+from ._json import CHECKED_BY, FrozenJsonObject, JsonValue, snapshot_json
 from ._results import (
     ABANDONED,
     ABORTED,
@@ -98,7 +97,7 @@ from ._texts import (
 )
 
 if TYPE_CHECKING:
-    from ._definition import ToolDefinition
+    from ._definition import BodyPlan, ToolDefinition
     from ._execution import ApprovalService
     from ._hooks import ExecuteHook, HookLists, ResultObserver
 
@@ -357,7 +356,7 @@ class PreparedCall:
 
     # --- stage 7 -------------------------------------------------------------------------
 
-    async def dispatch(self, *, linked: bool = False) -> None:
+    async def dispatch(self, report: Callable[[int], None] | None = None, index: int = 0) -> None:
         """Stage 7: the ``execute`` wrapper waterfall around the body.
 
         The body runs in a trio cancel scope linked to the fusion of the caller's signal and a
@@ -367,49 +366,46 @@ class PreparedCall:
         the caller's own trio scope raises ``trio.Cancelled`` once the body has unwound. Call
         at most once, and only when :attr:`needs_dispatch` is true.
 
-        ``linked=True`` (the scheduler's pools): the caller runs this inside a cancel scope
-        linked to the call's signal already, so a body that no wrapper hears gets no scope of
-        its own; when that scope cancels the body (or the body raises what no result holds,
-        such as ``SystemExit``), the outcome is recorded (:meth:`interrupted_result`) and the
-        exception propagates to the caller.
+        ``report`` (the scheduler's pools, which run this as a body task): the caller runs this
+        inside a cancel scope linked to the call's signal already, so a body that no wrapper
+        hears gets no scope of its own; when that scope cancels the body (or the body raises
+        what no result holds, such as ``SystemExit``), the outcome is recorded
+        (:meth:`interrupted_result`) and the exception propagates. ``report(index)`` is called
+        once the outcome is recorded, on every path.
         """
         if self._stage != _ALLOWED:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
         self._stage = _DISPATCHED
         env = self._env
         hooks = env.host.hooks.execute
+        linked = report is not None
         try:
             if hooks.active and (wrappers := hooks.for_agent(env.agent)):
-                result = await self._run_wrappers(wrappers)
-            else:
                 try:
-                    result = await self._invoke(env.signal, linked)
-                except BaseException:
-                    if linked:
-                        self._settle(self.interrupted_result())
-                    raise
-                # _invoke read the signal after the body returned: nothing to replace
-                self._settle(result, replace=False)
+                    result = await self._run_wrappers(wrappers)
+                except Exception as exc:
+                    # a wrapper failed: final-result, deferred contexts lost, post_execute
+                    # skipped
+                    _log_raised(self, "an execute wrapper", exc)
+                    self.final_result(error_result(exc))
+                    return
+                self._settle(result)
                 return
-        except Exception as exc:
-            # a wrapper failed: final-result, deferred contexts lost, post_execute skipped
-            _log_raised(self, "an execute wrapper", exc)
-            self.final_result(error_result(exc))
-            return  # noqa: ASYNC910
-        self._settle(result)
-
-    async def run_linked(self, report: Callable[[int], None], index: int) -> None:
-        """Stage 7 as a pool's body task: :meth:`dispatch` with ``linked=True``. Calls
-        ``report(index)`` once the outcome is recorded, also when the pool's linked scope
-        cancels the body.
-
-        Deliberately small: a pool holds this coroutine for every call that has not started
-        yet, and a coroutine's frame is sized for all of its function's locals.
-        """
-        try:
-            await self.dispatch(linked=True)
+            result = await self._invoke(env.signal, linked)
+            # _invoke read the signal after the body returned: nothing to replace
+            if type(result) is ToolExecutionResult and not self._deferred:
+                # what _settle records when the body deferred no context
+                self._deferred = None
+                self._result = result
+            else:
+                self._settle(result, replace=False)
+        except BaseException:
+            if linked and self._result is None:
+                self._settle(self.interrupted_result())
+            raise
         finally:
-            report(index)
+            if report is not None:
+                report(index)
 
     def interrupted_result(self) -> ToolExecutionResult:
         """The outcome of a call whose body a cancellation stopped: ``ABANDONED`` when a sync
@@ -473,30 +469,11 @@ class PreparedCall:
 
         return await waterfall(wrappers, (dispatch_execution,), body)()
 
-    def _context(self, signal: CancelSignal) -> ToolRunContext:
-        """The body's context: the call's token (minted now unless a view of the call holds
-        it), its identity and arguments, ``signal``, and the list its deferred contexts join.
-        """
-        env = self._env
-        request = self._request
-        deferred = self._deferred
-        if deferred is None:
-            deferred = self._deferred = []
-        return run_context(
-            self.token,
-            request.call_id,
-            request.name,
-            self.arguments,
-            signal,
-            env.agent,
-            env.parent,
-            deferred,
-            env.batch,
-        )
-
     async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:
-        """The innermost ``next()``: look the tool up, run the body under ``signal``, and turn
-        what it returned into the call's outcome.
+        """The innermost ``next()``: look the tool up, run the body under ``signal`` with its
+        context (the call's token, minted now unless a view of the call holds it; its identity
+        and arguments; the list its deferred contexts join), and turn what it returned into the
+        call's outcome.
 
         ``linked``: the caller's cancel scope is linked to ``signal`` already (see
         :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
@@ -505,25 +482,61 @@ class PreparedCall:
         if signal is not _NEVER and signal.cancelled:
             return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910 (the caller's stages checkpoint)
         env = self._env
-        name = self._request.name
-        tool = env.host.lookup(name, env.agent)
+        request = self._request
+        tool = env.host.lookup(request.name, env.agent)
         if tool is None:
-            return error_result(ToolNotFoundError(name))  # noqa: ASYNC910
-        context = self._context(signal)
-        body: Callable[..., object] = tool.execute
-        if not is_async_body(body):
-            return await self._invoke_sync(tool, body, context, signal, linked)
-        # no runtime cast on the hot path: is_async_body said the body returns an awaitable
-        run: Callable[[JsonValue, ToolRunContext], Awaitable[object]] = body  # pyright: ignore[reportAssignmentType]
+            return error_result(ToolNotFoundError(request.name))  # noqa: ASYNC910
+        view = self._view
+        if view is None:
+            token = self._view = new_execution_token()
+        elif isinstance(view, ToolExecutionToken):
+            token = view
+        else:
+            token = view.token
+        deferred = self._deferred
+        if deferred is None:
+            deferred = self._deferred = []
+        arguments = self.arguments
+        context = run_context(
+            token,
+            request.call_id,
+            request.name,
+            arguments,
+            signal,
+            env.agent,
+            env.parent,
+            deferred,
+            env.batch,
+        )
+        plan: BodyPlan = tool._plan  # pyright: ignore[reportPrivateUsage]
+        if not plan.awaited:
+            return await self._invoke_sync(tool, tool.execute, context, signal, linked)
+        # the labelled shortcut (checked against the general path in tests/test_hot_path.py):
+        # arguments define_tool's validator accepted go straight to the author's body, as
+        # ``execute`` itself would send them after finding the mark
+        run: Callable[[object, ToolRunContext], Awaitable[object]]
+        body = plan.body
+        if (
+            body is not None
+            and type(arguments) is FrozenJsonObject
+            and getattr(arguments, CHECKED_BY, None) is plan.checked_by
+        ):
+            run = body
+            convert = plan.convert
+            value: object = arguments if convert is None else convert(arguments)
+        else:
+            # no runtime cast on the hot path: the plan says the body returns an awaitable
+            run = tool.execute  # pyright: ignore[reportAssignmentType]
+            value = arguments
         self._body = _RAN
         returned: object = _MISSING
         failure: Exception | None = None
         try:
             if linked or signal is _NEVER:
-                returned = await run(self.arguments, context)
+                returned = await run(value, context)
             else:
                 with linked_cancel_scope(signal):
-                    returned = await run(self.arguments, context)
+                    returned = await run(value, context)
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
@@ -538,6 +551,10 @@ class PreparedCall:
             return error_result(failure)  # noqa: ASYNC910
         if returned is _MISSING or (signal is not _NEVER and signal.cancelled):
             return ABORTED  # noqa: ASYNC910
+        if type(returned) is str and returned.isascii():
+            # the common case of _normalize, inline: valid JSON text by construction
+            result = self._trusted = text_success(returned)
+            return result  # noqa: ASYNC910
         return self._normalize(returned)  # noqa: ASYNC910
 
     async def _invoke_sync(
@@ -613,7 +630,7 @@ class PreparedCall:
         """
         if type(returned) is str and returned.isascii():
             # the common case, without normalize's dispatch: valid JSON text by construction
-            result = self._trusted = success_result((text_block(returned),), None)
+            result = self._trusted = text_success(returned)
             return result
         result = normalize(returned)
         if type(returned) is str and valid_str(returned):

@@ -613,7 +613,7 @@ class _Batch:
                     # inside the pool's scope linked to the batch signal (none for a signal that
                     # never fires): the body needs no scope of its own
                     (nursery if bodies is None else bodies).start_soon(
-                        prepared.run_linked, self.reporter, index, name=_BODY_TASK
+                        prepared.dispatch, self.reporter, index, name=_BODY_TASK
                     )
                 else:
                     # a wrapper may replace the call's signal: the body gets a scope of its own
