@@ -87,6 +87,9 @@ INTERNAL: Final = frozenset(
         ("_content", "text_block"),
         ("_execution", "success_result"),
         ("_execution", "text_success"),
+        ("_json", "flat_object"),
+        ("_pipeline", "ALLOWED"),
+        ("_pipeline", "PENDING"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "CallEnv"),
         ("_pipeline", "CallRequest"),

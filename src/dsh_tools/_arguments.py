@@ -14,7 +14,7 @@ import json.scanner
 from typing import Final
 
 from ._errors import JsonSnapshotError
-from ._json import FrozenJsonObject, JsonValue, snapshot_json
+from ._json import FrozenJsonObject, JsonValue, flat_object, snapshot_json
 
 __all__ = ["parse_call_arguments"]
 
@@ -68,6 +68,11 @@ def parse_call_arguments(text: str) -> JsonValue | object:
             parsed = _DECODER.decode(text)
         except (ValueError, RecursionError):
             return text
+    if type(parsed) is dict:
+        # snapshot_json's fast path for the common arguments, without its frame
+        flat = flat_object(parsed)  # pyright: ignore[reportUnknownArgumentType]
+        if flat is not None:
+            return flat
     try:
         return snapshot_json(parsed)
     except JsonSnapshotError:

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "dumps_json",
+    "flat_object",
     "json_kind",
     "mark_checked",
     "snapshot_json",
@@ -216,7 +217,7 @@ def snapshot_json(value: object) -> JsonValue:
     if type(value) is FrozenJsonObject and hasattr(value, "_depth"):
         return value  # sealed: valid, immutable, and no deeper than MAX_DEPTH by construction
     if type(value) is dict:
-        flat = _flat_object(value)  # pyright: ignore[reportUnknownArgumentType]
+        flat = flat_object(value)  # pyright: ignore[reportUnknownArgumentType]
         if flat is not None:
             return flat
     try:
@@ -281,10 +282,11 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
     raise _Invalid(JsonTypeError, f"{_describe(value)} is not JSON data")
 
 
-def _flat_object(value: dict[object, object]) -> FrozenJsonObject | None:
-    """The fast path for the most common arguments: the frozen copy of an object whose keys are
-    ASCII ``str`` and whose values are ASCII strings, ``None``, ``bool`` or numbers the walk
-    accepts as they are; ``None`` for anything else (the full walk then decides).
+def flat_object(value: dict[object, object]) -> FrozenJsonObject | None:
+    """:func:`snapshot_json`'s fast path for the most common arguments (internal): the frozen
+    copy of an object whose keys are ASCII ``str`` and whose values are ASCII strings, ``None``,
+    ``bool`` or numbers the walk accepts as they are; ``None`` for anything else (the full walk
+    then decides).
     """
     for key, item in value.items():
         if type(key) is not str or not key.isascii():

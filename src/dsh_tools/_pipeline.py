@@ -101,7 +101,16 @@ if TYPE_CHECKING:
     from ._execution import ApprovalService
     from ._hooks import ExecuteHook, HookLists, ResultObserver
 
-__all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "open_call", "prepare"]
+__all__ = [
+    "ALLOWED",
+    "PENDING",
+    "CallEnv",
+    "CallRequest",
+    "PipelineHost",
+    "PreparedCall",
+    "open_call",
+    "prepare",
+]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -110,12 +119,12 @@ _ACCEPT: Final = Accept()
 _MISSING: Final[Any] = object()
 _NEVER: Final = CancelSignal.never()
 
-# PreparedCall._stage: how far the call got
-_OPENED: Final = 0
-_PENDING: Final = 1
-_ALLOWED: Final = 2
-_DISPATCHED: Final = 3
-_FINAL: Final = 4  # settled on a final-result (it skips post_execute), from any stage
+# PreparedCall.stage: how far the call got (the scheduler reads it; only PreparedCall writes it)
+OPENED: Final = 0
+PENDING: Final = 1
+ALLOWED: Final = 2
+DISPATCHED: Final = 3
+FINAL: Final = 4  # settled on a final-result (it skips post_execute), from any stage
 # PreparedCall._body: what happened to the body
 _NOT_RUN: Final = 0
 _RAN: Final = 1
@@ -225,6 +234,9 @@ class PreparedCall:
 
     Attributes:
         arguments: the frozen snapshot of the arguments (``None`` when it failed).
+        stage: how far the call got: ``OPENED``, ``PENDING`` (await :meth:`apply_policies`),
+            ``ALLOWED`` (await :meth:`dispatch`), ``DISPATCHED``, or ``FINAL`` (settled on a
+            final-result). Read it; only the call's own methods change it.
     """
 
     __slots__ = (
@@ -234,10 +246,10 @@ class PreparedCall:
         "_request",
         "_result",
         "_returned",
-        "_stage",
         "_trusted",
         "_view",
         "arguments",
+        "stage",
     )
 
     def __init__(self, env: CallEnv, request: CallRequest, arguments: JsonValue) -> None:
@@ -246,14 +258,14 @@ class PreparedCall:
         self.arguments = arguments
         # None, then the token, then the ToolExecution that holds it
         self._view: ToolExecutionToken | ToolExecution | None = None
-        # how far the call got: _OPENED, _PENDING (stages 2-6 are left to apply_policies()),
-        # _ALLOWED (it needs dispatch, stage 7), _DISPATCHED; or _FINAL (settled on a
+        # how far the call got: OPENED, PENDING (stages 2-6 are left to apply_policies()),
+        # ALLOWED (it needs dispatch, stage 7), DISPATCHED; or FINAL (settled on a
         # final-result)
-        self._stage = _OPENED
+        self.stage = OPENED
         # what happened to the body: _NOT_RUN, _RAN (a sync body: its thread started it),
         # _ABANDONED (a sync body's worker thread was left running)
         self._body = _NOT_RUN
-        # the outcome (a post-result, through post_execute) or, at _FINAL, the final result
+        # the outcome (a post-result, through post_execute) or, at FINAL, the final result
         self._result: ToolExecutionResult | None = None
         # allocated when the body is invoked (most calls never defer a context)
         self._deferred: list[HookContext] | None = None
@@ -265,7 +277,7 @@ class PreparedCall:
     def final_result(self, result: ToolExecutionResult) -> PreparedCall:
         """Settle on a final-result (it skips ``post_execute``)."""
         self._result = result
-        self._stage = _FINAL
+        self.stage = FINAL
         return self
 
     def post_result(self, result: ToolExecutionResult) -> PreparedCall:
@@ -275,18 +287,18 @@ class PreparedCall:
 
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""
-        self._stage = _ALLOWED
+        self.stage = ALLOWED
         return self
 
     def pending(self) -> PreparedCall:
         """Leave stages 2-6 to :meth:`apply_policies` (``pre_execute`` listeners hear the call)."""
-        self._stage = _PENDING
+        self.stage = PENDING
         return self
 
     @property
     def policy_pending(self) -> bool:
         """Whether :meth:`apply_policies` must run before the call is settled."""
-        return self._stage == _PENDING
+        return self.stage == PENDING
 
     async def apply_policies(self) -> None:
         """Stages 2-6 for a call :attr:`policy_pending`: the ``pre_execute`` waterfall, the
@@ -294,9 +306,9 @@ class PreparedCall:
         ``trio.Cancelled`` when the caller's trio scope is cancelled while a listener or the
         approval service awaits.
         """
-        if self._stage != _PENDING:
+        if self.stage != PENDING:
             raise RuntimeError("apply_policies() runs once, for a call whose policies are pending")
-        self._stage = _OPENED
+        self.stage = OPENED
         await _apply_policies(self)
 
     @property
@@ -317,7 +329,7 @@ class PreparedCall:
     @property
     def needs_dispatch(self) -> bool:
         """``True`` when the call was allowed: await :meth:`dispatch` before :meth:`complete`."""
-        return self._stage in (_ALLOWED, _DISPATCHED)
+        return self.stage in (ALLOWED, DISPATCHED)
 
     @property
     def body_invoked(self) -> bool:
@@ -373,9 +385,9 @@ class PreparedCall:
         (:meth:`interrupted_result`) and the exception propagates. ``report(index)`` is called
         once the outcome is recorded, on every path.
         """
-        if self._stage != _ALLOWED:
+        if self.stage != ALLOWED:
             raise RuntimeError("dispatch() runs once, and only for a call that needs dispatch")
-        self._stage = _DISPATCHED
+        self.stage = DISPATCHED
         env = self._env
         hooks = env.host.hooks.execute
         linked = report is not None
@@ -663,7 +675,7 @@ class PreparedCall:
         ``post_execute`` listener hears the call (then await :meth:`complete`).
         """
         result = self._result
-        if self._stage == _FINAL:
+        if self.stage == FINAL:
             assert result is not None
             return self._materialize(result)
         env = self._env
@@ -807,9 +819,13 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     """
     # stage 0: wins over a cancelled signal
     try:
-        # a frozen object the library built passes at once; one built around its constructor
-        # (a plugin's dict.__new__) is checked like a dict
-        frozen = snapshot_json(arguments)
+        # a frozen object the library built passes at once (snapshot_json's first rule, inline
+        # for the scheduler's parsed arguments); one built around its constructor (a plugin's
+        # dict.__new__) is checked like a dict
+        if type(arguments) is FrozenJsonObject and hasattr(arguments, "_depth"):
+            frozen: JsonValue = arguments
+        else:
+            frozen = snapshot_json(arguments)
     except JsonSnapshotError as exc:
         logger.warning(
             'tool "%s" (%s): arguments rejected at the JSON boundary: %s',

@@ -43,7 +43,7 @@ from ._content import HookContext
 from ._definition import ToolDefinition, runs_in_parallel
 from ._execution import RunBatch, ToolExecutionResult
 from ._hooks import BatchHook, BatchNext
-from ._pipeline import CallEnv, PipelineHost, PreparedCall, open_call
+from ._pipeline import ALLOWED, PENDING, CallEnv, PipelineHost, PreparedCall, open_call
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED, freeze_context
 from ._session import SessionLog, check_count
@@ -515,9 +515,9 @@ class _Batch:
         await trio.lowlevel.checkpoint_if_cancelled()
         index = self.started
         prepared = self._start(index)
-        if prepared.policy_pending:
+        if prepared.stage == PENDING:
             await prepared.apply_policies()
-        if prepared.needs_dispatch:
+        if prepared.stage == ALLOWED:
             await prepared.dispatch()
         self.ready[index] = _READY
         await self._commit_ready()
@@ -602,9 +602,9 @@ class _Batch:
                     break
             await trio.lowlevel.checkpoint_if_cancelled()
             prepared = self._start(index)
-            if prepared.policy_pending:
+            if prepared.stage == PENDING:
                 await prepared.apply_policies()
-            if prepared.needs_dispatch:
+            if prepared.stage == ALLOWED:
                 self.in_flight += 1
                 if capacity is not None and capacity_class is not None:
                     capacity.take(index, capacity_class)
