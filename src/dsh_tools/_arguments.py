@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
-from typing import Final
+from typing import Final, cast
 
 from ._errors import JsonSnapshotError
 from ._json import FrozenJsonObject, JsonValue, flat_object, snapshot_json
@@ -70,9 +70,10 @@ def parse_call_arguments(text: str) -> JsonValue | object:
             return text
     if type(parsed) is dict:
         # snapshot_json's fast path for the common arguments, without its frame
-        flat = flat_object(parsed)  # pyright: ignore[reportUnknownArgumentType]
+        flat = flat_object(cast("dict[object, object]", parsed))
         if flat is not None:
             return flat
+    parsed = cast(object, parsed)  # pyright narrowed it to a dict of unknowns above
     try:
         return snapshot_json(parsed)
     except JsonSnapshotError:
