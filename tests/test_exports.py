@@ -89,6 +89,7 @@ INTERNAL: Final = frozenset(
         ("_execution", "text_success"),
         ("_json", "flat_object"),
         ("_pipeline", "ALLOWED"),
+        ("_pipeline", "HasExecution"),
         ("_pipeline", "PENDING"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "CallEnv"),

@@ -106,6 +106,7 @@ __all__ = [
     "PENDING",
     "CallEnv",
     "CallRequest",
+    "HasExecution",
     "PipelineHost",
     "PreparedCall",
     "open_call",
@@ -161,6 +162,12 @@ class _Unreachable(Exception):
     pass
 
 
+class HasExecution(Protocol):
+    """A call whose hook view can be built on demand (a :class:`PreparedCall`)."""
+
+    def execution(self) -> ToolExecution: ...
+
+
 @attrs.frozen(eq=False)
 class PipelineHost:
     """What the stages of one call need from the registry that runs them.
@@ -171,16 +178,16 @@ class PipelineHost:
     Attributes:
         hooks: the registry's hook lists (read per dispatch, so listeners added later count).
         lookup: ``lookup(name, agent)``: the definition visible to ``agent``, or ``None``.
-        evaluate_guards: ``evaluate_guards(agent, execution)``: the first denial reason of the
-            guards that apply to a call of ``agent``, or ``None``; ``execution()`` builds the
-            view the guards receive (called only when a guard applies).
+        evaluate_guards: ``evaluate_guards(agent, call)``: the first denial reason of the
+            guards that apply to a call of ``agent``, or ``None``; ``call.execution()`` builds
+            the view the guards receive (called only when a guard applies).
         approval: the approval service ``Ask`` decisions go to, or ``None``.
         thread_limiter: bounds how many sync bodies run in worker threads at once.
     """
 
     hooks: HookLists
     lookup: Callable[[str, object], ToolDefinition | None]
-    evaluate_guards: Callable[[object, Callable[[], ToolExecution]], str | None]
+    evaluate_guards: Callable[[object, HasExecution], str | None]
     approval: ApprovalService | None
     thread_limiter: trio.CapacityLimiter
 
@@ -907,7 +914,7 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
 def _allowed(prepared: PreparedCall, env: CallEnv) -> PreparedCall:
     """Stages 5-6 after an ``Allow``: the guards, then the signal."""
     try:
-        reason = env.host.evaluate_guards(env.agent, prepared.execution)
+        reason = env.host.evaluate_guards(env.agent, prepared)
     except Exception as exc:
         _log_raised(prepared, "a guard", exc)
         return prepared.final_result(error_result(exc))

@@ -32,7 +32,7 @@ from ._execution import (
 )
 from ._hooks import HookLists, ToolHooks
 from ._json import thaw_json
-from ._pipeline import PipelineHost, prepare
+from ._pipeline import HasExecution, PipelineHost, prepare
 from ._presentation import ToolCallView, ToolResultView
 from ._tool import ToolDecorator, ToolFunction, function_tool
 
@@ -520,12 +520,12 @@ class ToolRegistry(_HostHolder):
 
     # --- execution -----------------------------------------------------------------------
 
-    def _evaluate_guards(self, agent: object, execution: Callable[[], ToolExecution]) -> str | None:
+    def _evaluate_guards(self, agent: object, call: HasExecution) -> str | None:
         if not self._global.guards.live:
             layer = None if agent is None else self._state.layer_of(agent)
             if layer is None or not layer.guards.live:
                 return None  # no guard applies: the view is never built
-        view = execution()
+        view = call.execution()
         reason = _evaluate_guards(self._global, view)
         if reason is not None:
             return reason

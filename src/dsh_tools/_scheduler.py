@@ -574,8 +574,10 @@ class _Batch:
         """Start calls while the pool may take them (``first``: the group's first call, which
         starts without re-classification), in this one coroutine.
         """
-        n = len(self.calls)
+        calls = self.calls
+        n = len(calls)
         signal = self.signal
+        lookup = self.host.lookup
         while True:
             index = self.started
             if first:
@@ -587,11 +589,16 @@ class _Batch:
                 or (signal is not _NEVER and signal.cancelled)
             ):
                 break
-            elif not self._is_parallel(index):
-                # re-classified: a call that is no longer parallel closes the pool (it becomes
-                # the next barrier)
-                self.pool_closed = True
-                break
+            else:
+                # _is_parallel, inline: classify the call on the arguments _start will take
+                call = calls[index]
+                arguments = self.next_arguments = parse_call_arguments(call.arguments)
+                self.next_index = index
+                if not runs_in_parallel(lookup(call.name, self.agent), arguments):
+                    # re-classified: a call that is no longer parallel closes the pool (it
+                    # becomes the next barrier)
+                    self.pool_closed = True
+                    break
             capacity = self.capacity
             capacity_class = None
             if capacity is not None:
