@@ -211,10 +211,9 @@ async def test_a_calls_arguments_are_validated_once_for_its_classifier_and_body(
         for i in range(3)
     ]
 
+    # a frozen object is marked once per validator that accepts it: once per call here
     with mock.patch.object(
-        dsh_tools._schema,
-        "_check_fields",
-        wraps=getattr(dsh_tools._schema, "_check_fields"),  # noqa: B009 (a private name)
+        dsh_tools._schema, "mark_checked", wraps=dsh_tools._schema.mark_checked
     ) as checks:
         batch = await run_tool_calls(registry, calls, signal=NEVER)
 

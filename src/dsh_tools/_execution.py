@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias,
 
 import attrs
 
-from ._content import ContentBlock, HookContext, content_blocks, text_block, unchecked_meta
+from ._content import ContentBlock, HookContext, TextBlock, content_blocks, unchecked_meta
 from ._json import JsonValue
 from ._signal import CancelSignal
 from ._texts import ToolErrorInfo
@@ -304,10 +304,15 @@ def success_result(content: tuple[ContentBlock, ...], meta: JsonValue) -> ToolEx
     return result
 
 
+_block_text: Final = TextBlock.__dict__["text"].__set__
+
+
 def text_success(text: str) -> ToolExecutionResult:
     """``success_result((text_block(text),), None)``, for the pipeline's hot path (internal)."""
+    block = object.__new__(TextBlock)
+    _block_text(block, text)
     result = object.__new__(ToolExecutionResult)
-    _result_content(result, (text_block(text),))
+    _result_content(result, (block,))
     _result_is_error(result, False)
     _result_error(result, None)
     _result_contexts(result, ())

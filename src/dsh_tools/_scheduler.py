@@ -578,6 +578,7 @@ class _Batch:
         n = len(calls)
         signal = self.signal
         lookup = self.host.lookup
+        wrappers = self.host.hooks.execute
         while True:
             index = self.started
             if first:
@@ -615,7 +616,6 @@ class _Batch:
                 self.in_flight += 1
                 if capacity is not None and capacity_class is not None:
                     capacity.take(index, capacity_class)
-                wrappers = self.host.hooks.execute
                 if not (wrappers.active and wrappers.for_agent(self.agent)):
                     # inside the pool's scope linked to the batch signal (none for a signal that
                     # never fires): the body needs no scope of its own

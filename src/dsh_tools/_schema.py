@@ -280,7 +280,15 @@ def compile_spec(spec: SchemaSpec) -> Callable[[object], list[str]]:
             # frozen arguments are checked once per validator (the classifier, then the body)
             if getattr(args, CHECKED_BY, None) is validate:
                 return out
-            _check_fields(args, "", fields, out)
+            # _check_fields, inline for the arguments of every call (a frozen object's reads
+            # cannot raise)
+            for key, required, fast, check in fields:
+                value = args.get(key, _MISSING)
+                if value is _MISSING:
+                    if required:
+                        out.append(f'missing required property "{key}"')
+                elif type(value) not in fast:
+                    check(value, key, out)
             if not out:
                 mark_checked(args, validate)
         elif isinstance(args, Mapping):
