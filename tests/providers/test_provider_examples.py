@@ -20,11 +20,13 @@ from provider_tools import (
     responses_output,
 )
 
+from support import load_example
+
 
 def test_the_connecting_a_model_example_prints_both_providers_shapes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    trio.run(load_script("docs/examples/connecting_a_model.py").main)
+    trio.run(load_example("docs/connecting-a-model.md", "Connecting a model: one batch in").main)
     invalid = 'Error: invalid arguments: \\"query\\" must be a string'
     hits = "trio.run, trio.sleep, trio.open_nursery"
     expected = [
