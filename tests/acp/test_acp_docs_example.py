@@ -1,4 +1,4 @@
-"""docs/examples/acp_own_agent.py (the "build your own agent" example of docs/acp.md) works as
+"""The "build your own agent" example of docs/acp.md works as
 the page says: one shouted tool call, asked about first, streamed as ACP updates."""
 
 from __future__ import annotations
