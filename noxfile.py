@@ -1,6 +1,7 @@
 """The one entry point for every check.
 
-``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s bench`` runs the
+``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s docs_fresh`` runs
+every page's code as a newcomer would, in a fresh venv with only what the page installs; ``nox -s bench`` runs the
 benchmarks and prints one JSON document; ``nox -s thorough`` runs the property tests with many
 more examples and random seeds. With ``CI`` set, ``nox -s tests`` uses the derandomized
 Hypothesis profile ``ci``.
@@ -9,6 +10,9 @@ Hypothesis profile ``ci``.
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from pathlib import Path
 
 import nox
 
@@ -64,3 +68,83 @@ def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ and print one JSON document."""
     session.install("-e", ".[test,mcp]")
     session.run("python", "-m", "benchmarks", *session.posargs)
+
+
+# A page's install line: the first ``python -m pip install ...`` of its console blocks
+_INSTALL = re.compile(r"^```console\n(?:.*\n)*?python -m pip install ([^#&\n]+)", re.M)
+# what the page installs the library as: from the index (``dsh-tools[x]``) or a checkout (``.[x]``)
+_LIBRARY = re.compile(r"^(?:dsh-tools|\.)(\[[\w,]+\])?$")
+
+
+def _page_requirements(page: Path, wheel: Path) -> tuple[str, ...]:
+    """What a newcomer installs to run ``page``: its install line, the library as the built wheel
+    (just the library when the page names nothing)."""
+    found = _INSTALL.search(page.read_text(encoding="utf-8"))
+    words = shlex.split(found.group(1)) if found else ["dsh-tools"]
+    requirements = [
+        f"{wheel}{match.group(1) or ''}" if (match := _LIBRARY.match(word)) else word
+        for word in words
+    ]
+    assert any(r.startswith(str(wheel)) for r in requirements), f"{page} does not install dsh-tools"
+    return tuple(requirements)
+
+
+@nox.session(venv_backend="none")
+def docs_fresh(session: nox.Session) -> None:
+    """Run the code of README.md and each docs page as a newcomer would: the package built once,
+    then per page (pages that install the same things share one) a fresh venv with only what the
+    page's install line names, plus pytest and Sybil to run its blocks (conftest.py)."""
+    root = Path(__file__).parent
+    work = Path(session.create_tmp()).resolve() / "docs-fresh"
+    session.run("rm", "-rf", str(work), external=True)
+    session.run(
+        "python",
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "-w",
+        str(work),
+        str(root),
+        external=True,
+    )
+    (wheel,) = work.glob("dsh_tools-*.whl")
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    groups: dict[tuple[str, ...], list[Path]] = {}
+    for page in pages:
+        if page.name != "api.md":  # signatures, checked by tests/test_api_page.py
+            groups.setdefault(_page_requirements(page, wheel), []).append(page)
+    for number, (requirements, group) in enumerate(sorted(groups.items()), start=1):
+        venv = work / f"venv-{number}"
+        session.log(f"{' '.join(p.name for p in group)}: pip install {' '.join(requirements)}")
+        session.run("python", "-m", "venv", str(venv), external=True)
+        python = str(venv / "bin" / "python")
+        session.run(
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            *requirements,
+            "pytest",
+            "sybil",
+            external=True,
+        )
+        # -c /dev/null: none of the project's pytest settings (they name pytest-trio, which a
+        # page's reader does not have); warnings are errors all the same
+        session.run(
+            python,
+            "-m",
+            "pytest",
+            "-c",
+            os.devnull,
+            f"--rootdir={root}",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "error",
+            "-q",
+            *map(str, group),
+            external=True,
+        )

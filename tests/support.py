@@ -1,6 +1,7 @@
 """Shared builders for the test suite: the one place for what several test files need.
 
-- loading scripts: ``load_example`` (``docs/examples/``), ``load_module``, ``ROOT``, ``EXAMPLES``;
+- loading scripts: ``load_example`` and ``example_source`` (a ```` ```python ```` block of a
+  Markdown page), ``load_module``, ``ROOT``;
 - values to compare against: ``Agent``, ``NOTHING``, ``error_result``, ``first_text``,
   ``outcome_code``, ``plugin_context``, ``plugin_label``, ``jsonschema_accepts``;
 - tools and registries: ``ok_body``, ``noting_body``, ``tool`` (a raw JSON Schema),
@@ -21,7 +22,9 @@ results) and ``strategies.py`` (Hypothesis strategies).
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -65,9 +68,6 @@ from dsh_tools import (
 ROOT = Path(__file__).resolve().parent.parent
 """The repository's root folder."""
 
-EXAMPLES = ROOT / "docs" / "examples"
-"""The docs examples, each run by a test that checks its documented output."""
-
 
 def load_module(path: Path, module_name: str) -> ModuleType:
     """Import the script at ``path`` as the real module ``module_name``, once (its classes'
@@ -83,9 +83,34 @@ def load_module(path: Path, module_name: str) -> ModuleType:
     return module
 
 
-def load_example(name: str) -> ModuleType:
-    """Import ``docs/examples/<name>`` as a real module, once."""
-    return load_module(EXAMPLES / name, f"docs_example_{name.removesuffix('.py')}")
+_SCRIPTS = tempfile.TemporaryDirectory(prefix="docs-examples-")  # removed when the run ends
+
+
+def example_source(page: str, marker: str) -> str:
+    """The one ```` ```python ```` block of the Markdown page ``page`` (a path from the
+    repository's root) that contains ``marker``: the code exactly as a reader sees it."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```$", text, flags=re.M | re.S)
+    found = [block for block in blocks if marker in block]
+    assert 1 == len(found), f"{len(found)} python blocks of {page} contain {marker!r}"
+    return found[0]
+
+
+def load_example(page: str, marker: str) -> ModuleType:
+    """Import the ```` ```python ```` block of ``page`` that contains ``marker`` as a real module,
+    once (its classes' annotations resolve in its own globals; ``__main__`` code does not run)."""
+    name = "docs_example_" + re.sub(r"\W", "_", f"{page}_{marker}")
+    if name in sys.modules:
+        return sys.modules[name]
+    source = example_source(page, marker)
+    # a script that starts itself as a subprocess finds itself: the block, saved as a file
+    script = Path(_SCRIPTS.name) / f"{name}.py"
+    script.write_text(source, encoding="utf-8")
+    module = ModuleType(name)
+    module.__file__ = str(script)
+    sys.modules[name] = module
+    exec(compile(source, str(ROOT / page), "exec"), module.__dict__)
+    return module
 
 
 # --- values that tests compare against ----------------------------------------------------------

@@ -11,7 +11,7 @@ from support import load_example
 async def test_the_cancellation_example_prints_each_outcome_on_virtual_time(
     autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    await load_example("cancellation_timeout.py").main()
+    await load_example("docs/cancellation.md", "Cancellation through a signal, a timeout").main()
 
     expected = [
         "in time: fetched [-] at t=1",

@@ -12,7 +12,7 @@ from support import load_example
 async def test_the_spec_form_example_answers_valid_and_invalid_calls(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("defining_tools_spec.py").main()
+    await load_example("docs/defining-tools.md", "A tool defined with a schema spec: the b").main()
 
     assert capsys.readouterr().out.splitlines() == [
         "ok: searching . for 'def execute' (at most 5)",
@@ -25,7 +25,7 @@ async def test_the_spec_form_example_answers_valid_and_invalid_calls(
 async def test_the_class_form_example_shows_the_derived_schema_and_answers_calls(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("defining_tools_class.py").main()
+    await load_example("docs/defining-tools.md", "A tool defined with an attrs class: the").main()
     out = capsys.readouterr().out
     schema_text, _, calls = out.rpartition("}\n")
 
@@ -59,7 +59,9 @@ async def test_the_class_form_example_shows_the_derived_schema_and_answers_calls
 
 
 def test_the_class_form_example_presents_a_call_with_the_typed_instance() -> None:
-    tool = load_example("defining_tools_class.py").edit_tool
+    tool = load_example(
+        "docs/defining-tools.md", "A tool defined with an attrs class: the"
+    ).edit_tool
 
     assert tool.present_call({"path": "a.py", "edits": []}).title == "Edit a.py"
 
@@ -67,7 +69,7 @@ def test_the_class_form_example_presents_a_call_with_the_typed_instance() -> Non
 async def test_the_function_form_example_shows_its_schema_and_answers_calls(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("defining_tools_function.py").main()
+    await load_example("docs/defining-tools.md", "Tools from plain functions: the schema c").main()
 
     assert capsys.readouterr().out.splitlines() == [
         "search - Search the workspace for a regular expression.",
@@ -99,7 +101,7 @@ async def test_the_function_form_example_shows_its_schema_and_answers_calls(
 async def test_the_other_classes_example_answers_as_the_page_shows(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("defining_tools_other_classes.py").main()
+    await load_example("docs/defining-tools.md", "Parameters from a dataclass, a TypedDict").main()
 
     assert capsys.readouterr().out.splitlines() == [
         "ok: moved a.txt to b.txt (overwrite=False)",

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support import EXAMPLES, ROOT, load_example
-
-EXAMPLE = EXAMPLES / "quickstart.py"
+from support import ROOT, example_source, load_example
 
 EXPECTED_OUTPUT = [
     '{"name":"greet","description":"Greet someone.","parameters":{"type":"object","properties":'
@@ -31,7 +29,7 @@ def _fenced_blocks(path: Path, language: str) -> list[str]:
 async def test_the_quickstart_prints_the_schema_a_success_and_an_argument_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("quickstart.py").main()
+    await load_example("docs/concepts.md", "Quickstart: define a tool, register it,").main()
 
     assert capsys.readouterr().out.splitlines() == EXPECTED_OUTPUT
 
@@ -42,11 +40,11 @@ def test_the_concepts_page_shows_the_quickstart_s_real_output() -> None:
     )
 
 
-AGENT_LOOP = EXAMPLES / "agent_loop.py"
-
-
 def _agent_loop_body() -> str:
-    return AGENT_LOOP.read_text(encoding="utf-8").split('"""', 2)[2].lstrip("\n")
+    """The README's one Python block: the whole agent loop."""
+    (block,) = _fenced_blocks(ROOT / "README.md", "python")
+    assert block == example_source("README.md", "async def main")
+    return block
 
 
 def _stage_numbers(path: Path) -> list[int]:
@@ -63,17 +61,17 @@ def test_the_concepts_page_numbers_the_stages_as_the_pipeline_page_does() -> Non
     assert expected == _stage_numbers(ROOT / "docs" / "concepts.md")
 
 
-def test_the_readme_example_is_the_agent_loop_without_its_docstring() -> None:
-    assert _agent_loop_body() in _fenced_blocks(ROOT / "README.md", "python")
-
-
 def test_the_readme_agent_loop_is_under_40_lines() -> None:
     assert len(_agent_loop_body().splitlines()) < 40
 
 
-def test_the_readme_agent_loop_runs_with_no_network_and_prints_what_the_readme_shows() -> None:
+def test_the_readme_agent_loop_runs_with_no_network_and_prints_what_the_readme_shows(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "agent_loop.py"
+    script.write_text(_agent_loop_body(), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, str(AGENT_LOOP)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
     )
 
     assert (0, "") == (done.returncode, done.stderr)

@@ -12,6 +12,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import attrs
@@ -36,7 +37,7 @@ from dsh_tools import (
     thaw_json,
 )
 from strategies import json_keys, json_values, snapshotted_json
-from support import EXAMPLES, ROOT, load_example
+from support import ROOT, example_source, load_example
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -736,16 +737,21 @@ INTEROP_OUTPUT = 'POST /api/tickets {"title": "Crash on start", "labels": ["bug"
 async def test_the_interop_example_posts_and_validates_frozen_arguments(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("defining_tools_interop.py").main()
+    await load_example("docs/defining-tools.md", "Frozen arguments go straight to JSON lib").main()
 
     assert INTEROP_OUTPUT == capsys.readouterr().out
 
 
-def test_the_interop_example_runs_with_only_what_its_page_names() -> None:
+def test_the_interop_example_runs_with_only_what_its_page_names(tmp_path: Path) -> None:
     # the page names jsonschema; httpx, which no extra of the library installs, must not be needed
+    script = tmp_path / "defining_tools_interop.py"
+    script.write_text(
+        example_source("docs/defining-tools.md", "Frozen arguments go straight to JSON lib"),
+        encoding="utf-8",
+    )
     probe = (
         "import sys, runpy; sys.modules['httpx'] = None; "
-        f"runpy.run_path({str(EXAMPLES / 'defining_tools_interop.py')!r}, run_name='__main__')"
+        f"runpy.run_path({str(script)!r}, run_name='__main__')"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False

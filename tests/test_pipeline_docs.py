@@ -10,7 +10,7 @@ from support import load_example
 async def test_the_policy_example_prints_each_call_outcome(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("pipeline_policy.py").main()
+    await load_example("docs/pipeline.md", "Policy around tool calls: ask before wri").main()
 
     expected = [
         "c1 read_file: [redacted]",

@@ -13,7 +13,9 @@ def _shown_on_the_page() -> str:
 
 
 async def test_the_presenter_example_prints_each_view(capsys: pytest.CaptureFixture[str]) -> None:
-    await load_example("showing_tool_calls.py").main()
+    await load_example(
+        "docs/showing-tool-calls.md", "Show tool calls: presenters on the tools"
+    ).main()
 
     expected = [
         "c1 call   terminal $ ls",

@@ -13,7 +13,7 @@ from support import load_example
 def test_the_crash_example_kills_the_agent_and_resumes_its_batch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    example = load_example("surviving_a_crash.py")
+    example = load_example("docs/surviving-a-crash.md", "A batch killed mid-run with SIGKILL, the")
     log_path = tmp_path / "agent.sqlite"
 
     example.main(log_path)

@@ -13,7 +13,8 @@ def test_the_scheduling_example_prints_results_timing_and_events(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     trio.run(
-        load_example("scheduling_batch.py").main, clock=trio.testing.MockClock(autojump_threshold=0)
+        load_example("docs/scheduling.md", "Scheduling a batch: parallel reads aroun").main,
+        clock=trio.testing.MockClock(autojump_threshold=0),
     )
     expected = [
         "c1: alpha",

@@ -12,7 +12,7 @@ from support import ROOT, load_example
 async def test_a_wrapper_writing_through_dict_changes_what_the_body_sees_not_the_log(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("security_trust.py").main()
+    await load_example("docs/security.md", "In-process code is trusted: a wrapper ca").main()
 
     page = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
     (shown,) = re.findall(r"^```text\n(.*?)^```$", page, flags=re.M | re.S)

@@ -10,7 +10,7 @@ from support import load_example
 async def test_the_sync_body_example_runs_in_a_thread_and_validates_first(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("sync_body.py").main()
+    await load_example("docs/pipeline.md", "A plain ``def`` tool body: it runs in a").main()
 
     expected = [
         "2cf24dba5fb0 (on the trio thread: False)",
@@ -22,7 +22,7 @@ async def test_the_sync_body_example_runs_in_a_thread_and_validates_first(
 async def test_the_inject_context_example_puts_the_context_after_the_result(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("inject_context.py").main()
+    await load_example("docs/pipeline.md", "A tool body that injects a context messa").main()
 
     expected = [
         "ticket 7 opened",

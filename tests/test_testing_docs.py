@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import trio.testing
 
 from dsh_tools import MemorySessionLog, ToolRegistry
 from dsh_tools.cli.bench import BenchConfig
-from support import EXAMPLES, ROOT, load_example
+from support import ROOT, example_source, load_example
 
 
 async def test_the_fault_injection_example_passes(
@@ -20,11 +21,18 @@ async def test_the_fault_injection_example_passes(
     session_log: MemorySessionLog,
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    example = load_example("testing_fault_injection.py")
+    example = load_example("docs/testing-your-tools.md", "Fault injection with dsh_tools.testing:")
     await example.test_cancelling_while_the_fetch_runs(registry, session_log, autojump_clock)
 
 
-def test_the_fault_injection_example_runs_under_pytest_with_the_plugin_fixtures() -> None:
+def test_the_fault_injection_example_runs_under_pytest_with_the_plugin_fixtures(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "test_fault_injection.py"
+    script.write_text(
+        example_source("docs/testing-your-tools.md", "Fault injection with dsh_tools.testing:"),
+        encoding="utf-8",
+    )
     done = subprocess.run(
         [
             sys.executable,
@@ -33,7 +41,10 @@ def test_the_fault_injection_example_runs_under_pytest_with_the_plugin_fixtures(
             "-q",
             "-p",
             "no:cacheprovider",
-            str(EXAMPLES / "testing_fault_injection.py"),
+            "-o",
+            "trio_mode=true",  # as the page asks
+            f"--rootdir={tmp_path}",
+            str(script),
         ],
         capture_output=True,
         text=True,
@@ -47,7 +58,7 @@ def test_the_fault_injection_example_runs_under_pytest_with_the_plugin_fixtures(
 
 def test_the_benchmark_example_prints_every_ratio(capsys: pytest.CaptureFixture[str]) -> None:
     tiny = BenchConfig(sizes=(1, 10), work=10, rounds=1, in_flight=20)
-    load_example("benchmarking_report.py").main(tiny)
+    load_example("docs/benchmarking.md", "Run the parallel-dispatch benchmark from").main(tiny)
     lines = capsys.readouterr().out.splitlines()
     patterns = [
         r"N=1: [\d.]+ us per call = [\d.]+x a bare nursery, [\d.]+x json\.loads \+ hand checks",

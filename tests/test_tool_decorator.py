@@ -479,6 +479,34 @@ async def test_parameters_named_like_the_wrappers_own_names_reach_the_body() -> 
     assert "a 1 True call-1" == await _run(odd, {"args": "a", "context": 1, "fn": True})
 
 
+async def test_each_argument_reaches_its_parameter_wherever_the_context_and_keyword_only_ones_are() -> (
+    None
+):
+    @tool
+    def mixed(a: str, ctx: ToolRunContext, b: int, *, c: str, d: bool = True, e: str) -> str:
+        return f"{a} {ctx.call_id} {b} {c} {d} {e}"
+
+    assert "x call-1 2 y True z" == await _run(mixed, {"a": "x", "b": 2, "c": "y", "e": "z"})
+    assert "x call-1 2 y False z" == await _run(
+        mixed, {"e": "z", "d": False, "c": "y", "b": 2, "a": "x"}
+    )
+
+
+async def test_a_classifier_that_changes_its_arguments_changes_nothing_the_function_gets() -> None:
+    # the arguments object is the classifier's own (built for it), so it need not be frozen
+    def meddle(args: Any) -> bool:
+        args.path = "elsewhere"
+        return True
+
+    @tool(is_concurrency_safe=meddle)
+    async def read(path: str) -> str:
+        return path
+
+    assert read.is_concurrency_safe is not None
+    arguments = snapshot_json({"path": "a.txt"})
+    assert (True, "a.txt") == (read.is_concurrency_safe(arguments), await _run(read, arguments))
+
+
 def test_presenters_and_the_classifier_read_the_parameters_as_attributes() -> None:
     @tool(
         is_concurrency_safe=lambda args: args.mode == "read",

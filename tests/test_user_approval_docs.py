@@ -10,7 +10,7 @@ from support import load_example
 async def test_the_approval_example_prints_outcomes_and_the_audit_trail(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await load_example("asking_the_user.py").main()
+    await load_example("docs/asking-the-user.md", "Ask the user before a call runs: UserApp").main()
 
     expected = [
         "c1: wrote notes.md",

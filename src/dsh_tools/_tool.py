@@ -151,7 +151,7 @@ def function_tool(
         ) from exc
     doc = _parse_docstring(inspect.getdoc(fn) or "")
     fields: dict[str, Any] = {}
-    context_name: str | None = None
+    passed: list[str] = []  # what the generated body passes, in the signature's order
     for parameter in signature.parameters.values():
         shown = parameter.name
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -171,8 +171,10 @@ def function_tool(
         annotation = hints.get(parameter.name, inspect.Parameter.empty)
         if annotation is inspect.Parameter.empty:
             raise TypeError(f'@tool {label}: parameter "{shown}" has no annotation')
+        value = "context" if annotation is ToolRunContext else f"args.{parameter.name}"
+        keyword = parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        passed.append(f"{parameter.name}={value}" if keyword else value)
         if annotation is ToolRunContext:
-            context_name = parameter.name
             continue
         metadata: dict[str, str] = {}
         if parameter.name in doc.params:
@@ -185,20 +187,23 @@ def function_tool(
             metadata=metadata,
             alias=parameter.name,
         )
+    # Not frozen: each instance is built for one reader (the classifier, a presenter, the body
+    # below, which passes its fields on) and reaches the function only as those values, so
+    # freezing would guard nothing; a frozen class's __init__ sets each field through
+    # object.__setattr__, which made a function tool cost more per call than the attrs form.
     arguments_class = attrs.make_class(
         getattr(fn, "__name__", "tool") + "_arguments",
         fields,
-        frozen=True,
+        frozen=False,
         slots=True,
         kw_only=True,
     )
-    names = tuple(fields)
     try:
         return build_definition(
             name=getattr(fn, "__name__", "") if name is None else name,
             description=doc.description if description is None else description,
             parameters=arguments_class,
-            execute=_body(fn, names, context_name),
+            execute=_body(fn, passed),
             timeout=timeout,
             abandon_on_cancel=abandon_on_cancel,
             is_concurrency_safe=is_concurrency_safe,
@@ -219,19 +224,19 @@ def function_tool(
 
 
 def _body(
-    fn: ToolFunction, names: tuple[str, ...], context_name: str | None
+    fn: ToolFunction, passed: list[str]
 ) -> Callable[[Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]:
-    """``(instance, context) -> fn(name=instance.name, ..., <context_name>=context)``.
+    """``(instance, context) -> fn(instance.a, ..., context, ..., k=instance.k)``: ``passed``
+    holds each parameter's value in the signature's order, keyword-only ones as ``name=value``.
 
-    Generated, as attrs generates ``__init__``: reading each field by name and passing it by
-    keyword costs as little as a hand-written body reading the attrs instance. It is a plain
+    Generated, as attrs generates ``__init__``: reading each field by name and passing it
+    positionally (keyword-only parameters by keyword) costs as little as a hand-written body
+    reading the attrs instance; a keyword call would make the interpreter match each name.
+    ``fn`` is a default argument, a local to the body rather than a global lookup. It is a plain
     function even for an ``async def`` ``fn``: it returns ``fn``'s coroutine, which the
     definition's ``execute`` awaits itself (``awaited=``), so no frame sits between them.
     """
-    passed = [f"{name}=args.{name}" for name in names]
-    if context_name is not None:
-        passed.append(f"{context_name}=context")
-    source = f"def call(args, context):\n    return fn({', '.join(passed)})\n"
+    source = f"def call(args, context, fn=fn):\n    return fn({', '.join(passed)})\n"
     namespace: dict[str, Any] = {"fn": fn}
     # parameter names are identifiers (the signature guarantees it): nothing else is formatted in
     exec(compile(source, f"<@tool {getattr(fn, '__name__', 'function')}>", "exec"), namespace)

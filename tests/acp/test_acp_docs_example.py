@@ -1,4 +1,4 @@
-"""docs/examples/acp_own_agent.py (the "build your own agent" example of docs/acp.md) works as
+"""The "build your own agent" example of docs/acp.md works as
 the page says: one shouted tool call, asked about first, streamed as ACP updates."""
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ async def _run(editor_setup: object = None) -> tuple[Editor, str, Message]:
     if editor_setup is not None:
         editor.permission_answer = lambda _request: editor_setup
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(load_example("acp_own_agent.py").serve, agent_end, agent_end)
+        nursery.start_soon(
+            load_example("docs/acp.md", "Your own ACP agent on the bridge: one to").serve,
+            agent_end,
+            agent_end,
+        )
         nursery.start_soon(editor.run)
         session_id, answer = await _prompt(editor)
         nursery.cancel_scope.cancel()

@@ -18,7 +18,7 @@ PRINTED = [
 
 
 async def test_the_example_agent_step_runs_against_the_server_in_process() -> None:
-    example = load_example("mcp_tools.py")
+    example = load_example("docs/mcp.md", "Tools from an MCP server: the same file")
     example.notes["todo"] = "buy milk, call Ada"
     async with mcp.Client(example.server) as client:
         lines = await example.agent_step(client)
@@ -29,5 +29,5 @@ async def test_the_example_launches_itself_over_stdio_and_prints_what_the_page_s
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with trio.fail_after(30):
-        await load_example("mcp_tools.py").main()
+        await load_example("docs/mcp.md", "Tools from an MCP server: the same file").main()
     assert PRINTED == capsys.readouterr().out.splitlines()

@@ -11,7 +11,10 @@ from support import load_example
 def test_the_tracing_example_prints_one_span_per_call_under_the_batch_under_the_agent_turn(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    trio.run(load_example("tracing.py").main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(
+        load_example("docs/tracing.md", "Tracing tool calls with OpenTelemetry: o").main,
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )
     assert [
         "agent turn (parent: -) UNSET",
         "execute_tool fetch (parent: execute_tool_batch) ERROR error.type=_OTHER",

@@ -222,7 +222,7 @@ def responses_message(text: str) -> JsonDict:
 
 
 def load_script(relative: str) -> ModuleType:
-    """Import a script of the repository (``examples/...``, ``docs/examples/...``) as a module."""
+    """Import a script of the repository (``examples/...``) as a module."""
     module_name = "provider_script_" + relative.replace("/", "_").removesuffix(".py")
     return load_module(ROOT / relative, module_name)
 

@@ -3,6 +3,8 @@ agent scripts under ``examples/`` complete a conversation with the scripted endp
 
 from __future__ import annotations
 
+import inspect
+
 import anthropic
 import openai
 import pytest
@@ -20,11 +22,13 @@ from provider_tools import (
     responses_output,
 )
 
+from support import example_source, load_example
+
 
 def test_the_connecting_a_model_example_prints_both_providers_shapes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    trio.run(load_script("docs/examples/connecting_a_model.py").main)
+    trio.run(load_example("docs/connecting-a-model.md", "Connecting a model: one batch in").main)
     invalid = 'Error: invalid arguments: \\"query\\" must be a string'
     hits = "trio.run, trio.sleep, trio.open_nursery"
     expected = [
@@ -166,3 +170,17 @@ async def test_the_openai_responses_example_completes_a_conversation_in_strict_m
         "It is 126.",
     ]
     assert expected == capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("script", "marker"),
+    [
+        ("examples/openai_agent.py", "client.chat.completions.create"),
+        ("examples/openai_responses_agent.py", "client.responses.create"),
+    ],
+)
+def test_the_page_shows_each_agent_script_s_loop_as_the_script_has_it(
+    script: str, marker: str
+) -> None:
+    shown = example_source("docs/connecting-a-model.md", f"{marker}(\n")  # the multi-line call
+    assert inspect.getsource(load_script(script).run_agent) == shown
