@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
@@ -65,6 +66,7 @@ from ._execution import (
 )
 from ._hooks import waterfall
 from ._json import JsonValue, snapshot_json
+from ._progress import ProgressState, TimeoutSettings
 from ._results import (
     ABANDONED,
     ABORTED,
@@ -75,14 +77,16 @@ from ._results import (
     describe,
     error_result,
     freeze_result,
+    idle_timeout_result,
     is_return_value,
     kind,
     normalize,
     reason_text,
     text_error,
+    timeout_result,
     valid_str,
 )
-from ._signal import CancelSignal, fuse, linked_cancel_scope
+from ._signal import CancelController, CancelSignal, DeadlineReached, fuse, linked_cancel_scope
 from ._texts import (
     approval_cancelled,
     approval_needs_agent,
@@ -168,6 +172,7 @@ class PipelineHost:
             view the guards receive (called only when a guard applies).
         approval: the approval service ``Ask`` decisions go to, or ``None``.
         thread_limiter: bounds how many sync bodies run in worker threads at once.
+        timeouts: the registry's timeout policy and progress settings (read per call).
     """
 
     hooks: HookLists
@@ -175,6 +180,7 @@ class PipelineHost:
     evaluate_guards: Callable[[object, Callable[[], ToolExecution]], str | None]
     approval: ApprovalService | None
     thread_limiter: trio.CapacityLimiter
+    timeouts: TimeoutSettings = attrs.field(factory=lambda: TimeoutSettings(None, 0.1))
 
 
 # --- the waterfalls ------------------------------------------------------------------------
@@ -232,6 +238,7 @@ class PreparedCall:
         "_body",
         "_deferred",
         "_env",
+        "_progress",
         "_request",
         "_result",
         "_returned",
@@ -262,6 +269,9 @@ class PreparedCall:
         self._trusted: ToolExecutionResult | None = None
         # what a body returned that is not content (named in the stage-9 log), or _MISSING
         self._returned: object = _MISSING
+        # the body's progress and idle deadline (made on the first report, or by an idle
+        # timeout), which also counts the runs of a retried body
+        self._progress: ProgressState | None = None
 
     def final_result(self, result: ToolExecutionResult) -> PreparedCall:
         """Settle on a final-result (it skips ``post_execute``)."""
@@ -480,8 +490,15 @@ class PreparedCall:
         env = self._env
         request = self._request
         deferred = self._deferred
+        run = 0
         if deferred is None:
             deferred = self._deferred = []
+        else:
+            # the body runs again within this call (a retry policy called next() again)
+            state = self.progress_state()
+            state.ended = False
+            state.runs += 1
+            run = state.runs
         return run_context(
             self.token,
             request.call_id,
@@ -492,7 +509,41 @@ class PreparedCall:
             env.parent,
             deferred,
             env.batch,
+            self,
+            run,
         )
+
+    def progress_state(self) -> ProgressState:
+        """The call's progress state (made on first use)."""
+        state = self._progress
+        if state is None:
+            env = self._env
+            batch = env.batch
+            state = self._progress = ProgressState(
+                self._request.call_id,
+                None if batch is None else batch.progress,
+                env.host.timeouts.progress_interval,
+            )
+        return state
+
+    def report_progress(
+        self,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+        /,
+    ) -> None:
+        """Take a progress report of the running body (checked by the context)."""
+        state = self._progress
+        if state is None:
+            if self._result is not None or self._stage == _FINAL:
+                raise RuntimeError(
+                    "report_progress() after the call ended: a tool body reports progress "
+                    "only while it runs"
+                )
+            state = self.progress_state()
+        state.report(message, progress, total, output)
 
     async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:
         """The innermost ``next()``: look the tool up, run the body under ``signal``, and turn
@@ -509,6 +560,62 @@ class PreparedCall:
         tool = env.host.lookup(name, env.agent)
         if tool is None:
             return error_result(ToolNotFoundError(name))  # noqa: ASYNC910
+        timeouts = env.host.timeouts
+        # one read when no tool of the registry has a timeout and there is no default
+        if timeouts.watched and timeouts.enforced:
+            timeout = tool.timeout
+            if timeout is None:
+                timeout = timeouts.default_timeout
+            idle = tool.idle_timeout
+            if timeout is not None or idle is not None:
+                return await self._run_timed(tool, signal, timeout, idle)
+        return await self._run(tool, signal, linked)
+
+    async def _run_timed(
+        self,
+        tool: ToolDefinition,
+        signal: CancelSignal,
+        timeout: float | None,  # noqa: ASYNC109 (the tool's own budget, applied as a deadline)
+        idle: float | None,
+    ) -> ToolExecutionResult:
+        """The registry's timeout policy: run the body under the caller's signal fused with
+        its own deadline (``timeout``) and idle deadline (``idle``, moved by each progress
+        report). Its own deadline firing first makes the outcome ``TOOL_TIMEOUT``, whatever
+        the body returned; a caller that cancelled first keeps ``ABORTED``.
+        """
+        now = trio.current_time()
+        deadline = math.inf if timeout is None else now + timeout
+        controller: CancelController | None = None
+        state: ProgressState | None = None
+        sources: tuple[CancelSignal, ...] = (signal,)
+        if idle is not None:
+            controller = CancelController(deadline=now + idle)
+            state = self.progress_state()
+            state.idle = controller
+            state.idle_timeout = idle
+            sources = (signal, controller.signal)
+        # the deadline is data on the fused signal: the body's cancel scope carries it
+        fused, detach = fuse(sources, deadline)
+        try:
+            result = await self._run(tool, fused, False)
+        finally:
+            detach()
+            if state is not None:
+                state.idle = None
+        reason = fused.reason
+        if isinstance(reason, DeadlineReached):
+            if timeout is not None and reason.deadline == deadline:
+                return timeout_result(timeout)
+            if controller is not None and idle is not None and controller.signal.cancelled:
+                return idle_timeout_result(idle)
+        return result
+
+    async def _run(
+        self, tool: ToolDefinition, signal: CancelSignal, linked: bool
+    ) -> ToolExecutionResult:
+        """Run the body of ``tool`` under ``signal`` and turn what it returned into the
+        call's outcome (see :meth:`_invoke`).
+        """
         context = self._context(signal)
         body: Callable[..., object] = tool.execute
         if not is_async_body(body):
@@ -527,6 +634,10 @@ class PreparedCall:
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
+        finally:
+            progress = self._progress
+            if progress is not None:
+                progress.end()
         # The body has unwound. If the caller's own trio scope was cancelled meanwhile (a
         # shielded body finished anyway), that cancellation wins now, as trio requires. (A
         # linked caller is inside a scope that may be cancelled by the signal itself: the
@@ -579,6 +690,9 @@ class PreparedCall:
         except Exception as exc:
             failure = exc
         finally:
+            progress = self._progress
+            if progress is not None:
+                progress.end()
             with lock:
                 state["given_up"] = True
                 started = state["started"]

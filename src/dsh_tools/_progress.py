@@ -1,0 +1,164 @@
+"""Progress of a running tool body, and the registry's timeout settings.
+
+A body calls ``context.report_progress(...)`` (sync, non-blocking). The call's
+:class:`ProgressState` coalesces reports to at most one emitted per ``progress_interval``
+seconds of trio's clock: a report inside the interval replaces the pending one (its output
+chunk is appended to the pending chunks, never dropped), and the pending report is emitted by
+the next report after the interval or when the body ends, before the call's result. No timer
+task: a coalesced report costs a clock read and a few attribute writes.
+
+The same state resets the call's idle deadline (``ToolDefinition.idle_timeout``) on every
+report, coalesced or not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TypeAlias
+
+import trio
+
+from ._signal import CancelController
+
+__all__ = ["ProgressSink", "ProgressState", "TimeoutSettings", "check_interval"]
+
+ProgressSink: TypeAlias = Callable[[str, str | None, float | None, float | None, str | None], None]
+"""``(call_id, message, progress, total, output)``: where a batch records a progress event."""
+
+
+def check_interval(label: str, value: object) -> float:
+    """A non-negative finite number of seconds (``bool`` is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{label} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
+    return float(value)
+
+
+class TimeoutSettings:
+    """What a registry decides about timeouts and progress for every call (internal, one per
+    registry, read by the pipeline through its host).
+
+    Attributes:
+        enforced: whether the registry's timeout policy is installed (it is from the start;
+            disposing ``install_timeout_policy``'s disposer clears it).
+        default_timeout: the timeout of a tool whose definition has none.
+        progress_interval: the least time between two emitted progress events of one call.
+        watched: whether any call may need a deadline: ``enforced`` and a default timeout, or
+            any tool with a ``timeout`` / ``idle_timeout`` ever registered. With nothing
+            watched, a call pays one attribute read.
+    """
+
+    __slots__ = ("default_timeout", "enforced", "progress_interval", "watched")
+
+    def __init__(self, default_timeout: float | None, progress_interval: float) -> None:
+        self.enforced = True
+        self.default_timeout = default_timeout
+        self.progress_interval = progress_interval
+        self.watched = default_timeout is not None
+
+
+class ProgressState:
+    """The progress of one call's body: coalescing, the pending report, the idle deadline.
+
+    Created on the first report (or at the body's start, for a tool with an idle timeout).
+    """
+
+    __slots__ = (
+        "_call_id",
+        "_interval",
+        "_next_at",
+        "_pending",
+        "_sink",
+        "ended",
+        "idle",
+        "idle_timeout",
+        "reports",
+        "runs",
+    )
+
+    def __init__(self, call_id: str, sink: ProgressSink | None, interval: float) -> None:
+        self._call_id = call_id
+        self._sink = sink
+        self._interval = interval
+        self._next_at = -math.inf
+        # message, progress, total, output chunks of the report not emitted yet (or None)
+        self._pending: tuple[str | None, float | None, float | None, list[str] | None] | None = None
+        self.ended = False
+        """The body has ended: a later report is a programming error."""
+        self.idle: CancelController | None = None
+        """The idle deadline of the running attempt (``None``: no idle timeout)."""
+        self.idle_timeout = 0.0
+        self.reports = 0
+        """Reports received, coalesced ones included."""
+        self.runs = 1
+        """How many times the body has been started within this call (a retry runs it
+        again)."""
+
+    def report(
+        self,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+    ) -> None:
+        """Take one report (arguments checked by the caller)."""
+        try:
+            now = trio.current_time()
+        except RuntimeError:
+            # a sync body in a worker thread: the state belongs to the trio thread
+            trio.from_thread.run_sync(self.report, message, progress, total, output)
+            return
+        if self.ended:
+            raise RuntimeError(
+                "report_progress() after the call ended: a tool body reports progress only "
+                "while it runs"
+            )
+        self.reports += 1
+        idle = self.idle
+        if idle is not None:
+            idle.set_deadline(now + self.idle_timeout)
+        pending = self._pending
+        if now < self._next_at:
+            chunks = None if pending is None else pending[3]
+            if output is not None:
+                if chunks is None:
+                    chunks = [output]
+                else:
+                    chunks.append(output)
+            self._pending = (message, progress, total, chunks)
+            return
+        if pending is not None and pending[3] is not None:
+            chunks = pending[3]
+            if output is not None:
+                chunks.append(output)
+            output = "".join(chunks)
+        self._pending = None
+        self._next_at = now + self._interval
+        self._emit(message, progress, total, output)
+
+    def end(self) -> None:
+        """The body has ended: emit the pending report; later reports are refused."""
+        self.ended = True
+        self.flush()
+
+    def flush(self) -> None:
+        """Emit the pending report, if any (the body ended, or before a retry)."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        message, progress, total, chunks = pending
+        self._emit(message, progress, total, None if chunks is None else "".join(chunks))
+
+    def _emit(
+        self,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+    ) -> None:
+        sink = self._sink
+        if sink is not None:
+            sink(self._call_id, message, progress, total, output)
