@@ -147,7 +147,9 @@ class RunBatch:
 
 
 class ProgressReceiver(Protocol):
-    """Who takes a body's progress reports (the pipeline's call; internal)."""
+    """Who takes a body's progress reports (the pipeline's call, then the call's progress
+    state; internal). Returns the receiver of the next reports.
+    """
 
     def report_progress(
         self,
@@ -156,7 +158,7 @@ class ProgressReceiver(Protocol):
         total: float | None,
         output: str | None,
         /,
-    ) -> None: ...
+    ) -> ProgressReceiver: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -176,20 +178,20 @@ class ToolRunContext(ToolExecution):
     _receiver: ProgressReceiver | None = attrs.field(
         alias="_receiver", default=None, repr=False, eq=False
     )
-    # the attempt a retry policy is running (0: none; then the batch's attempt counts)
-    _retry_attempt: int = attrs.field(alias="_retry_attempt", default=0, repr=False, eq=False)
 
     @property
     def attempt(self) -> int:
         """How many times this call's body has been started, this run included: ``1`` on the
         first run; ``resume_tool_calls`` runs an interrupted call of an idempotent tool again
-        with the next attempt.
+        with the next attempt, and ``install_retry_policy`` runs the body again within the call
+        (each run counts).
         """
-        retried = self._retry_attempt
         batch = self._batch
         attempts = None if batch is None else batch.attempts
         first = 1 if attempts is None else attempts.get(self.call_id, 1)
-        return first if retried == 0 else first + retried - 1
+        receiver = self._receiver
+        # a retry policy runs the body again within the call: its runs add to the attempt
+        return first if receiver is None else first + receiver.runs - 1
 
     @property
     def idempotency_key(self) -> str:
@@ -237,11 +239,19 @@ class ToolRunContext(ToolExecution):
             raise TypeError(f"message must be a str or None, not {type(message).__name__}")
         if output is not None and type(output) is not str:
             raise TypeError(f"output must be a str or None, not {type(output).__name__}")
-        if progress is not None:
+        # the common cases first (an int, or a finite float >= 0; NaN fails the comparison)
+        if progress is not None and (
+            (type(progress) is not int and type(progress) is not float)
+            or not 0 <= progress < _INFINITY
+        ):
             check_progress_amount("progress", progress)
-        if total is not None:
+        if total is not None and (
+            (type(total) is not int and type(total) is not float) or not 0 <= total < _INFINITY
+        ):
             check_progress_amount("total", total)
-        receiver.report_progress(message, progress, total, output)
+        following = receiver.report_progress(message, progress, total, output)
+        if following is not receiver:
+            _context_receiver(self, following)
 
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result; deferred contexts come first, in call order,
@@ -250,6 +260,9 @@ class ToolRunContext(ToolExecution):
         if not isinstance(context, HookContext):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
         self._deferred.append(context)
+
+
+_INFINITY: Final = math.inf
 
 
 def check_progress_amount(name: str, value: object) -> None:
@@ -270,7 +283,6 @@ def check_progress_amount(name: str, value: object) -> None:
 
 _context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
 _context_receiver: Final = ToolRunContext.__dict__["_receiver"].__set__
-_context_retry_attempt: Final = ToolRunContext.__dict__["_retry_attempt"].__set__
 _context_batch: Final = ToolRunContext.__dict__["_batch"].__set__
 
 
@@ -285,7 +297,6 @@ def run_context(
     deferred: list[HookContext],
     batch: RunBatch | None = None,
     receiver: ProgressReceiver | None = None,
-    retry_attempt: int = 0,
 ) -> ToolRunContext:
     """A body's context built without attrs' ``__init__``, for the pipeline's hot path
     (internal): the same object ``ToolRunContext(...)`` gives, with no check.
@@ -301,7 +312,6 @@ def run_context(
     _context_deferred(context, deferred)
     _context_batch(context, batch)
     _context_receiver(context, receiver)
-    _context_retry_attempt(context, retry_attempt)
     return context
 
 

@@ -490,7 +490,6 @@ class PreparedCall:
         env = self._env
         request = self._request
         deferred = self._deferred
-        run = 0
         if deferred is None:
             deferred = self._deferred = []
         else:
@@ -498,7 +497,6 @@ class PreparedCall:
             state = self.progress_state()
             state.ended = False
             state.runs += 1
-            run = state.runs
         return run_context(
             self.token,
             request.call_id,
@@ -510,8 +508,15 @@ class PreparedCall:
             deferred,
             env.batch,
             self,
-            run,
         )
+
+    @property
+    def runs(self) -> int:
+        """How many times the body has been started within this call (``1`` until a retry
+        policy runs it again).
+        """
+        state = self._progress
+        return 1 if state is None else state.runs
 
     def progress_state(self) -> ProgressState:
         """The call's progress state (made on first use)."""
@@ -533,8 +538,15 @@ class PreparedCall:
         total: float | None,
         output: str | None,
         /,
-    ) -> None:
-        """Take a progress report of the running body (checked by the context)."""
+    ) -> ProgressState:
+        """Take a progress report of the running body (checked by the context); returns the
+        call's progress state, which takes the body's next reports directly.
+        """
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            # a sync body's worker thread: the state is made and fed on the trio thread
+            return trio.from_thread.run_sync(self.report_progress, message, progress, total, output)
         state = self._progress
         if state is None:
             if self._result is not None or self._stage == _FINAL:
@@ -543,15 +555,18 @@ class PreparedCall:
                     "only while it runs"
                 )
             state = self.progress_state()
-        state.report(message, progress, total, output)
+        return state.report_progress(message, progress, total, output)
 
-    async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:
+    async def _invoke(
+        self, signal: CancelSignal, linked: bool = False, timed: bool = False
+    ) -> ToolExecutionResult:
         """The innermost ``next()``: look the tool up, run the body under ``signal``, and turn
         what it returned into the call's outcome.
 
         ``linked``: the caller's cancel scope is linked to ``signal`` already (see
         :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
-        checkpoints after it.
+        checkpoints after it. ``timed``: :meth:`_run_timed` applied the tool's timeouts to
+        ``signal`` already.
         """
         if signal is not _NEVER and signal.cancelled:
             return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910 (the caller's stages checkpoint)
@@ -561,62 +576,17 @@ class PreparedCall:
         if tool is None:
             return error_result(ToolNotFoundError(name))  # noqa: ASYNC910
         timeouts = env.host.timeouts
-        # one read when no tool of the registry has a timeout and there is no default
-        if timeouts.watched and timeouts.enforced:
+        # two reads when no tool of the registry has a timeout and there is no default (the
+        # body runs in this frame: no extra coroutine on the common path)
+        if timeouts.watched and timeouts.enforced and not timed:
             timeout = tool.timeout
             if timeout is None:
                 timeout = timeouts.default_timeout
             idle = tool.idle_timeout
             if timeout is not None or idle is not None:
-                return await self._run_timed(tool, signal, timeout, idle)
-        return await self._run(tool, signal, linked)
-
-    async def _run_timed(
-        self,
-        tool: ToolDefinition,
-        signal: CancelSignal,
-        timeout: float | None,  # noqa: ASYNC109 (the tool's own budget, applied as a deadline)
-        idle: float | None,
-    ) -> ToolExecutionResult:
-        """The registry's timeout policy: run the body under the caller's signal fused with
-        its own deadline (``timeout``) and idle deadline (``idle``, moved by each progress
-        report). Its own deadline firing first makes the outcome ``TOOL_TIMEOUT``, whatever
-        the body returned; a caller that cancelled first keeps ``ABORTED``.
-        """
-        now = trio.current_time()
-        deadline = math.inf if timeout is None else now + timeout
-        controller: CancelController | None = None
-        state: ProgressState | None = None
-        sources: tuple[CancelSignal, ...] = (signal,)
-        if idle is not None:
-            controller = CancelController(deadline=now + idle)
-            state = self.progress_state()
-            state.idle = controller
-            state.idle_timeout = idle
-            sources = (signal, controller.signal)
-        # the deadline is data on the fused signal: the body's cancel scope carries it
-        fused, detach = fuse(sources, deadline)
-        try:
-            result = await self._run(tool, fused, False)
-        finally:
-            detach()
-            if state is not None:
-                state.idle = None
-        reason = fused.reason
-        if isinstance(reason, DeadlineReached):
-            if timeout is not None and reason.deadline == deadline:
-                return timeout_result(timeout)
-            if controller is not None and idle is not None and controller.signal.cancelled:
-                return idle_timeout_result(idle)
-        return result
-
-    async def _run(
-        self, tool: ToolDefinition, signal: CancelSignal, linked: bool
-    ) -> ToolExecutionResult:
-        """Run the body of ``tool`` under ``signal`` and turn what it returned into the
-        call's outcome (see :meth:`_invoke`).
-        """
+                return await self._run_timed(signal, timeout, idle)
         context = self._context(signal)
+
         body: Callable[..., object] = tool.execute
         if not is_async_body(body):
             return await self._invoke_sync(tool, body, context, signal, linked)
@@ -650,6 +620,44 @@ class PreparedCall:
         if returned is _MISSING or (signal is not _NEVER and signal.cancelled):
             return ABORTED  # noqa: ASYNC910
         return self._normalize(returned)  # noqa: ASYNC910
+
+    async def _run_timed(
+        self,
+        signal: CancelSignal,
+        timeout: float | None,  # noqa: ASYNC109 (the tool's own budget, applied as a deadline)
+        idle: float | None,
+    ) -> ToolExecutionResult:
+        """The registry's timeout policy: run the body under the caller's signal fused with
+        its own deadline (``timeout``) and idle deadline (``idle``, moved by each progress
+        report). Its own deadline firing first makes the outcome ``TOOL_TIMEOUT``, whatever
+        the body returned; a caller that cancelled first keeps ``ABORTED``.
+        """
+        now = trio.current_time()
+        deadline = math.inf if timeout is None else now + timeout
+        controller: CancelController | None = None
+        state: ProgressState | None = None
+        sources: tuple[CancelSignal, ...] = (signal,)
+        if idle is not None:
+            controller = CancelController(deadline=now + idle)
+            state = self.progress_state()
+            state.idle = controller
+            state.idle_timeout = idle
+            sources = (signal, controller.signal)
+        # the deadline is data on the fused signal: the body's cancel scope carries it
+        fused, detach = fuse(sources, deadline)
+        try:
+            result = await self._invoke(fused, False, True)
+        finally:
+            detach()
+            if state is not None:
+                state.idle = None
+        reason = fused.reason
+        if isinstance(reason, DeadlineReached):
+            if timeout is not None and reason.deadline == deadline:
+                return timeout_result(timeout)
+            if controller is not None and idle is not None and controller.signal.cancelled:
+                return idle_timeout_result(idle)
+        return result
 
     async def _invoke_sync(
         self,

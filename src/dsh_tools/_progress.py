@@ -14,6 +14,7 @@ report, coalesced or not.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -62,15 +63,22 @@ class TimeoutSettings:
 class ProgressState:
     """The progress of one call's body: coalescing, the pending report, the idle deadline.
 
-    Created on the first report (or at the body's start, for a tool with an idle timeout).
+    Created on the trio thread, on the first report (or at the body's start, for a tool with
+    an idle timeout); a report from a sync body's worker thread hops onto the trio thread.
     """
 
     __slots__ = (
         "_call_id",
+        "_chunks",
         "_interval",
+        "_message",
         "_next_at",
+        "_now",
         "_pending",
+        "_progress",
         "_sink",
+        "_thread",
+        "_total",
         "ended",
         "idle",
         "idle_timeout",
@@ -83,8 +91,15 @@ class ProgressState:
         self._sink = sink
         self._interval = interval
         self._next_at = -math.inf
-        # message, progress, total, output chunks of the report not emitted yet (or None)
-        self._pending: tuple[str | None, float | None, float | None, list[str] | None] | None = None
+        # the clock read per report, held bound (trio's clock: virtual in tests)
+        self._now = trio.lowlevel.current_clock().current_time
+        self._thread = threading.get_ident()
+        # the report not emitted yet: whether there is one, its fields, its output chunks
+        self._pending = False
+        self._message: str | None = None
+        self._progress: float | None = None
+        self._total: float | None = None
+        self._chunks: list[str] | None = None
         self.ended = False
         """The body has ended: a later report is a programming error."""
         self.idle: CancelController | None = None
@@ -96,47 +111,53 @@ class ProgressState:
         """How many times the body has been started within this call (a retry runs it
         again)."""
 
-    def report(
+    def report_progress(
         self,
         message: str | None,
         progress: float | None,
         total: float | None,
         output: str | None,
-    ) -> None:
-        """Take one report (arguments checked by the caller)."""
-        try:
-            now = trio.current_time()
-        except RuntimeError:
+        /,
+    ) -> ProgressState:
+        """Take one report (its values checked by the caller); returns itself, the receiver
+        of the next reports.
+        """
+        if threading.get_ident() != self._thread:
             # a sync body in a worker thread: the state belongs to the trio thread
-            trio.from_thread.run_sync(self.report, message, progress, total, output)
-            return
+            return trio.from_thread.run_sync(self.report_progress, message, progress, total, output)
         if self.ended:
             raise RuntimeError(
                 "report_progress() after the call ended: a tool body reports progress only "
                 "while it runs"
             )
         self.reports += 1
+        now = self._now()
         idle = self.idle
         if idle is not None:
             idle.set_deadline(now + self.idle_timeout)
-        pending = self._pending
         if now < self._next_at:
-            chunks = None if pending is None else pending[3]
+            # coalesced: the last report's fields are kept, output chunks are joined later
+            self._pending = True
+            self._message = message
+            self._progress = progress
+            self._total = total
             if output is not None:
+                chunks = self._chunks
                 if chunks is None:
-                    chunks = [output]
+                    self._chunks = [output]
                 else:
                     chunks.append(output)
-            self._pending = (message, progress, total, chunks)
-            return
-        if pending is not None and pending[3] is not None:
-            chunks = pending[3]
+            return self
+        chunks = self._chunks
+        if chunks is not None:
             if output is not None:
                 chunks.append(output)
             output = "".join(chunks)
-        self._pending = None
+            self._chunks = None
+        self._pending = False
         self._next_at = now + self._interval
         self._emit(message, progress, total, output)
+        return self
 
     def end(self) -> None:
         """The body has ended: emit the pending report; later reports are refused."""
@@ -144,13 +165,18 @@ class ProgressState:
         self.flush()
 
     def flush(self) -> None:
-        """Emit the pending report, if any (the body ended, or before a retry)."""
-        pending = self._pending
-        if pending is None:
+        """Emit the pending report, if any."""
+        if not self._pending:
             return
-        self._pending = None
-        message, progress, total, chunks = pending
-        self._emit(message, progress, total, None if chunks is None else "".join(chunks))
+        self._pending = False
+        chunks = self._chunks
+        self._chunks = None
+        self._emit(
+            self._message,
+            self._progress,
+            self._total,
+            None if chunks is None else "".join(chunks),
+        )
 
     def _emit(
         self,
