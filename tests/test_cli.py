@@ -273,3 +273,25 @@ def test_the_bench_table_shows_the_spread_and_flags_a_noisy_size() -> None:
     text = console.export_text()
     assert "10.00 / 11.00 / 19.00" in text
     assert "noisy: do not trust these ratios" in text
+
+
+def test_the_live_view_shows_a_running_calls_last_progress() -> None:
+    from rich.console import Console
+
+    from dsh_tools import TimelineSpan, ToolCallEvent, ToolProgressEvent
+    from dsh_tools.cli.live_demo import DemoView
+
+    view = DemoView()
+    view.on_event(
+        ToolCallEvent(turn=0, step=0, call_id="c3", name="search", arguments='{"query": "TODO"}')
+    )
+    view.on_span(TimelineSpan(call_id="c3", name="search", started=0.0, finished=None))
+    view.on_event(
+        ToolProgressEvent(
+            turn=0, step=0, call_id="c3", message="searched docs/design.md", progress=2, total=4
+        )
+    )
+    console = Console(width=200, record=True, color_system=None)
+    console.print(view.render())
+
+    assert "running: searched docs/design.md (2/4)" in console.export_text()

@@ -41,6 +41,8 @@ INTERNAL: Final = frozenset(
         ("_progress", "ProgressState"),
         ("_progress", "TimeoutSettings"),
         ("_progress", "check_interval"),
+        # the OpenTelemetry instrumentation hears emitted progress through it
+        ("_progress", "add_progress_observer"),
         ("_scheduler", "current_turn"),
         ("_results", "idle_timeout_result"),
         ("_texts", "output_omitted"),

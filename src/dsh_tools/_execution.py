@@ -151,6 +151,11 @@ class ProgressReceiver(Protocol):
     state; internal). Returns the receiver of the next reports.
     """
 
+    @property
+    def runs(self) -> int:
+        """How many times the call's body has been started within the call."""
+        ...
+
     def report_progress(
         self,
         message: str | None,

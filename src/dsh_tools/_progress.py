@@ -13,19 +13,44 @@ report, coalesced or not.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import trio
 
 from ._signal import CancelController
 
-__all__ = ["ProgressSink", "ProgressState", "TimeoutSettings", "check_interval"]
+__all__ = [
+    "ProgressSink",
+    "ProgressState",
+    "TimeoutSettings",
+    "add_progress_observer",
+    "check_interval",
+]
+
+logger: Final = logging.getLogger("dsh_tools")
 
 ProgressSink: TypeAlias = Callable[[str, str | None, float | None, float | None, str | None], None]
 """``(call_id, message, progress, total, output)``: where a batch records a progress event."""
+
+_OBSERVERS: Final[list[ProgressSink]] = []
+
+
+def add_progress_observer(observer: ProgressSink) -> Callable[[], None]:
+    """Hear every emitted progress report of this process, in the reporting body's task
+    (internal: the OpenTelemetry instrumentation adds span events with it, as it records
+    exceptions through a logging handler). Returns the function that removes it.
+    """
+    _OBSERVERS.append(observer)
+
+    def remove() -> None:
+        if observer in _OBSERVERS:
+            _OBSERVERS.remove(observer)
+
+    return remove
 
 
 def check_interval(label: str, value: object) -> float:
@@ -188,3 +213,8 @@ class ProgressState:
         sink = self._sink
         if sink is not None:
             sink(self._call_id, message, progress, total, output)
+        for observer in _OBSERVERS:
+            try:
+                observer(self._call_id, message, progress, total, output)
+            except Exception:
+                logger.exception("a progress observer failed")

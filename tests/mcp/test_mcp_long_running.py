@@ -150,6 +150,6 @@ async def test_a_stdio_servers_stderr_goes_to_the_dsh_tools_mcp_logger(
 
 
 async def test_open_stdio_client_refuses_what_is_not_stdio_parameters() -> None:
-    with pytest.raises(TypeError, match="takes mcp.StdioServerParameters"):
+    with pytest.raises(TypeError, match=r"takes mcp\.StdioServerParameters"):
         async with open_stdio_client("python server.py"):  # pyright: ignore[reportArgumentType]
             pass

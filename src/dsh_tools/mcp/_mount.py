@@ -266,11 +266,11 @@ def _definition(
         else:
             checker.check(plain)
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
             # the server's progress notifications become the call's progress (a server that
             # sends nonsense amounts loses them, never the call)
             try:
-                context.report_progress(message=message, progress=done, total=total)
+                context.report_progress(message=message, progress=progress, total=total)
             except (TypeError, ValueError) as exc:
                 logger.debug('MCP tool "%s": progress dropped: %s', remote, exc)
             await trio.lowlevel.checkpoint()
