@@ -70,7 +70,7 @@ async def _measure(rounds: int) -> tuple[dict[str, list[float]], int]:
 
 
 def run(quick: bool) -> dict[str, object]:
-    rounds = 5 if quick else 21
+    rounds = 5 if quick else 51
     samples, events = trio.run(_measure, rounds)
     best = {name: min(values) for name, values in samples.items()}
     median = {name: statistics.median(values) for name, values in samples.items()}

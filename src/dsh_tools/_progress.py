@@ -107,7 +107,6 @@ class ProgressState:
         "ended",
         "idle",
         "idle_timeout",
-        "reports",
         "runs",
     )
 
@@ -130,8 +129,6 @@ class ProgressState:
         self.idle: CancelController | None = None
         """The idle deadline of the running attempt (``None``: no idle timeout)."""
         self.idle_timeout = 0.0
-        self.reports = 0
-        """Reports received, coalesced ones included."""
         self.runs = 1
         """How many times the body has been started within this call (a retry runs it
         again)."""
@@ -155,7 +152,6 @@ class ProgressState:
                 "report_progress() after the call ended: a tool body reports progress only "
                 "while it runs"
             )
-        self.reports += 1
         now = self._now()
         idle = self.idle
         if idle is not None:
