@@ -468,3 +468,79 @@ def test_a_bare_str_of_transient_errors_is_refused() -> None:
         ToolDefinition(
             name="t", description="d", parameters={}, execute=_sleepy, transient_errors="x"
         )
+
+
+async def test_timeouts_apply_inside_a_parallel_pool(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def quick(args: Any, context: ToolRunContext) -> ToolReturn:
+        await trio.sleep(0.1)
+        return "quick"
+
+    registry = ToolRegistry()
+    registry.register(tool("slow", _sleepy, parallel=True, timeout=0.3))
+    registry.register(tool("quick", quick, parallel=True))
+
+    batch = await run_calls(registry, request("a", "slow"), request("b", "quick"))
+
+    assert ((_timeout("tool call timed out after 300ms"), _ok("quick")), 0.3) == (
+        batch.results,
+        pytest.approx(trio.current_time()),
+    )
+
+
+async def test_a_sync_body_times_out_idle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def stalls(args: Any, context: ToolRunContext) -> ToolReturn:
+        context.report_progress(message="started")
+        # waits on the trio thread; the call's cancellation reaches it there
+        trio.from_thread.run(trio.sleep, 10)
+        return "done"
+
+    registry = ToolRegistry()
+    registry.register(
+        define_tool(name="t", description="d", parameters={}, execute=stalls, idle_timeout=0.2)
+    )
+
+    result = await registry.execute(execution_input("t"))
+
+    assert (_timeout("tool call made no progress for 200ms"), 0.2) == (
+        result,
+        pytest.approx(trio.current_time()),
+    )
+
+
+async def test_a_retried_body_counts_its_attempts_in_its_context(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from dsh_tools import HarnessError, install_retry_policy
+
+    attempts: list[int] = []
+
+    async def flaky(args: Any, context: ToolRunContext) -> ToolReturn:
+        attempts.append(context.attempt)
+        context.report_progress(message=f"attempt {context.attempt}")
+        if context.attempt < 3:
+            raise HarnessError("busy", "BUSY")
+        return "done"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(
+            name="t",
+            description="d",
+            parameters={},
+            execute=flaky,
+            idempotent=True,
+            transient_errors=["BUSY"],
+        )
+    )
+    install_retry_policy(registry, backoff=(1,))
+    log = MemorySessionLog()
+
+    batch = await run_calls(registry, request("c", "t"), session=log)
+
+    messages = [event.message for event in _progress_events(log)]
+    expected = ([1, 2, 3], (_ok(),), ["attempt 1", "attempt 2", "attempt 3"])
+    assert expected == (attempts, batch.results, messages)
