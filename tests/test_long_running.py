@@ -544,3 +544,47 @@ async def test_a_retried_body_counts_its_attempts_in_its_context(
     messages = [event.message for event in _progress_events(log)]
     expected = ([1, 2, 3], (_ok(),), ["attempt 1", "attempt 2", "attempt 3"])
     assert expected == (attempts, batch.results, messages)
+
+
+async def test_a_batch_cut_after_a_progress_event_resumes_with_the_next_attempt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from dsh_tools import resume_tool_calls
+
+    attempts: list[int] = []
+
+    async def build(args: Any, context: ToolRunContext) -> ToolReturn:
+        attempts.append(context.attempt)
+        context.report_progress(message="compiling")
+        await trio.sleep(1)
+        return "built"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(name="build", description="d", parameters={}, execute=build, idempotent=True)
+    )
+    full = MemorySessionLog()
+    await run_calls(registry, request("c", "build"), session=full)
+    # the process stopped after the progress event: no tool/result, no batch/end
+    cut = MemorySessionLog()
+    for event in full.events()[:3]:
+        cut.append(event)
+
+    resumed = await resume_tool_calls(registry, cut, signal=CancelController().signal)
+
+    assert resumed is not None
+    kinds = [type(event).__name__ for event in cut.events()]
+    expected = (
+        [1, 2],
+        (_ok("built"),),
+        [
+            "BatchStartEvent",
+            "ToolCallEvent",
+            "ToolProgressEvent",
+            "ToolCallEvent",
+            "ToolProgressEvent",
+            "ToolResultEvent",
+            "BatchEndEvent",
+        ],
+    )
+    assert expected == (attempts, resumed.results, kinds)
