@@ -47,13 +47,13 @@ async def _echo(args: FrozenJsonObject, context: ToolRunContext) -> str:
     return str(args["text"])
 
 
-def _echo_tool() -> Any:
+def _echo_tool(timeout: float | None = 30.0) -> Any:
     return define_tool(
         name="echo",
         description="Echo the text back.",
         parameters={"text": {"type": "string", "required": True}},
         execute=_echo,
-        timeout=30.0,
+        timeout=timeout,
     )
 
 
@@ -100,8 +100,9 @@ async def _measure(calls: int, rounds: int) -> dict[str, list[float]]:
         await trio.lowlevel.checkpoint()
         return result
 
+    # no policy: a tool without a timeout (the registry enforces a tool's timeout itself)
     plain = ToolRegistry()
-    plain.register(_echo_tool())
+    plain.register(_echo_tool(timeout=None))
 
     hooked = ToolRegistry()
     hooked.register(_echo_tool())

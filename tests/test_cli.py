@@ -42,7 +42,7 @@ def test_demo_plain_works_without_rich(tmp_path: Path) -> None:
     done = run_without_rich("demo", "--plain", "--log", str(log))
     assert (0, "") == (done.returncode, done.stderr)
     assert "  c5   write_file |                            ======" in done.stdout
-    assert 29 == len(read_session_log(log))
+    assert 38 == len(read_session_log(log))
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def test_the_live_demo_ends_with_what_the_model_received(tmp_path: Path) -> None
     text = console.export_text()
     assert "c4   TOOL_TIMEOUT             Error: tool call timed out after 1000ms" in text
     assert "d2   ABORTED                  Error: tool call aborted" in text
-    assert f"session log (29 events): {log}" in text
+    assert f"session log (38 events): {log}" in text
 
 
 def test_the_demo_logs_to_sqlite_by_default_and_replay_reads_it(tmp_path: Path) -> None:
@@ -209,9 +209,9 @@ def test_the_demo_logs_to_sqlite_by_default_and_replay_reads_it(tmp_path: Path) 
     )
 
     assert (0, "") == (demo.returncode, demo.stderr)
-    assert 29 == len(SqliteSessionLog.read(log))
+    assert 38 == len(SqliteSessionLog.read(log))
     assert (0, "") == (replay.returncode, replay.stderr)
-    assert f"{log}: 29 events" in replay.stdout
+    assert f"{log}: 38 events" in replay.stdout
 
 
 def test_the_demo_s_default_log_is_a_sqlite_file() -> None:
@@ -273,3 +273,25 @@ def test_the_bench_table_shows_the_spread_and_flags_a_noisy_size() -> None:
     text = console.export_text()
     assert "10.00 / 11.00 / 19.00" in text
     assert "noisy: do not trust these ratios" in text
+
+
+def test_the_live_view_shows_a_running_calls_last_progress() -> None:
+    from rich.console import Console
+
+    from dsh_tools import TimelineSpan, ToolCallEvent, ToolProgressEvent
+    from dsh_tools.cli.live_demo import DemoView
+
+    view = DemoView()
+    view.on_event(
+        ToolCallEvent(turn=0, step=0, call_id="c3", name="search", arguments='{"query": "TODO"}')
+    )
+    view.on_span(TimelineSpan(call_id="c3", name="search", started=0.0, finished=None))
+    view.on_event(
+        ToolProgressEvent(
+            turn=0, step=0, call_id="c3", message="searched docs/design.md", progress=2, total=4
+        )
+    )
+    console = Console(width=200, record=True, color_system=None)
+    console.print(view.render())
+
+    assert "running: searched docs/design.md (2/4)" in console.export_text()

@@ -99,10 +99,10 @@ def test_the_live_demo_draws_the_batches_in_colour_on_a_terminal(tmp_path: Path)
     line_with(screen, "Esc the user interrupted the turn")
     # then what the model receives, and the log
     line_with(screen, "d4   ABORTED_BEFORE_DISPATCH  Error: tool call aborted before dispatch")
-    line_with(screen, f"session log (29 events): {log}")
+    line_with(screen, f"session log (38 events): {log}")
 
     # frames drawn while the batch ran: calls running, the pool holding bodies in flight
     plain = ANSI.sub(b"", output).decode()
     assert "running" in plain
     assert re.search(r"pool [■□ ]+ [123]/3 in flight", plain)
-    assert 29 == len(log.read_text().splitlines())
+    assert 38 == len(log.read_text().splitlines())

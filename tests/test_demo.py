@@ -32,6 +32,7 @@ from dsh_tools import (
     ToolCallKind,
     ToolCallRequest,
     ToolPresenter,
+    ToolProgressEvent,
     ToolResultEvent,
     ToolResultView,
     TurnEndEvent,
@@ -88,7 +89,9 @@ def test_the_write_defers_a_context_that_follows_the_results() -> None:
     batches, session = run_on_virtual_time()
     assert len(batches[0].batch.contexts) == 1
     assert (
-        type(session.events()[17]).__name__.replace("ContextMessageEvent", "context/message")
+        type(
+            [e for e in session.events() if not isinstance(e, ToolProgressEvent)][17]
+        ).__name__.replace("ContextMessageEvent", "context/message")
         == "context/message"
     )
 
@@ -101,7 +104,8 @@ def test_the_session_log_balances_every_call_with_one_result() -> None:
     expected = ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "d1", "d2", "d3", "d4"]
     assert expected == calls
     assert expected == results
-    assert len(events) == 29  # two batches, each bracketed by batch/start and batch/end
+    assert len(events) == 38  # two batches, each bracketed by batch/start and batch/end, and
+    # the progress of the two searches
 
 
 def test_main_prints_the_timeline_and_the_log_path(
@@ -110,7 +114,7 @@ def test_main_prints_the_timeline_and_the_log_path(
     log = tmp_path / "demo.jsonl"
     assert main(["demo", "--plain", "--log", str(log)]) == 0
     out = capsys.readouterr().out
-    assert f"session log (29 events): {log}" in out
+    assert f"session log (38 events): {log}" in out
     assert "  c4   fetch_url  |        ====================           | 0.40s - 1.40s" in out
     assert 'c7   INVALID_ARGS             Error: invalid arguments: "path" must be a string' in out
 
@@ -137,7 +141,7 @@ def test_the_demo_runs_as_a_command_and_names_every_outcome(tmp_path: Path) -> N
         "Error: tool call aborted before dispatch",
     ):
         assert label in done.stdout
-    assert len(read_session_log(log)) == 29
+    assert len(read_session_log(log)) == 38
 
 
 def test_the_command_line_requires_a_command(capsys: pytest.CaptureFixture[str]) -> None:

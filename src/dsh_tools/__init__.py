@@ -10,7 +10,9 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   integrations acp cli mcp otel providers testing (subpackages, most behind optional
 #                extras; never imported from the core, only by __main__)
 #   demo         demo (the bundled demo agent: a product on top of the core)
+#   budgets      _call_budget (a pre_execute policy; reads the running batch's turn)
 #   batches      _presenter (views for events) _scheduler _timeout (a policy)
+#                _output_budget _retry (execute-wrapper policies)
 #                _timeline (when each body ran)
 #   registry     _registry _approval (the user-approval service) _batch_log (a batch's
 #                session events) _sqlite_log (the SQLite session log)
@@ -18,6 +20,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
 #   results      _results (the canonical results, stage 9's check) _hooks
+#                _progress (a body's progress reports, the registry's timeout settings)
 #   batch values _batch (a batch's calls, results, and what a batch hook is told)
 #   converter    _converter (cattrs, for the values)
 #   definitions  _definition
@@ -43,6 +46,7 @@ from ._batch import ToolBatch as ToolBatch
 from ._batch import ToolBatchInfo as ToolBatchInfo
 from ._batch import ToolBatchStatistics as ToolBatchStatistics
 from ._batch import ToolCallRequest as ToolCallRequest
+from ._call_budget import install_call_budget as install_call_budget
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import MessageSource as MessageSource
@@ -108,6 +112,7 @@ from ._json import JsonValue as JsonValue
 from ._json import dumps_json as dumps_json
 from ._json import snapshot_json as snapshot_json
 from ._json import thaw_json as thaw_json
+from ._output_budget import install_output_budget as install_output_budget
 from ._output_schema import StructuredOutputSchema as StructuredOutputSchema
 from ._output_schema import StructuredScalar as StructuredScalar
 from ._output_schema import StructuredSchemaNode as StructuredSchemaNode
@@ -127,12 +132,14 @@ from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
 from ._presenter import ToolPresenter as ToolPresenter
 from ._presenter import console_block as console_block
+from ._presenter import progress_text as progress_text
 from ._presenter import tool_result_from_event as tool_result_from_event
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolRegistryStatistics as ToolRegistryStatistics
 from ._registry import ToolScope as ToolScope
 from ._resume import recover_session as recover_session
 from ._resume import resume_tool_calls as resume_tool_calls
+from ._retry import install_retry_policy as install_retry_policy
 from ._scheduler import batch_statistics as batch_statistics
 from ._scheduler import inject_context as inject_context
 from ._scheduler import run_tool_calls as run_tool_calls
@@ -153,6 +160,7 @@ from ._session import MemorySessionLog as MemorySessionLog
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionLog as SessionLog
 from ._session import ToolCallEvent as ToolCallEvent
+from ._session import ToolProgressEvent as ToolProgressEvent
 from ._session import ToolResultEvent as ToolResultEvent
 from ._session import TurnEndEvent as TurnEndEvent
 from ._session import TurnStartEvent as TurnStartEvent
@@ -282,6 +290,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutput",
     "ToolPresenter",
+    "ToolProgressEvent",
     "ToolRegistry",
     "ToolRegistryStatistics",
     "ToolResult",
@@ -306,9 +315,13 @@ __all__ = [
     "dumps_json",
     "error_message",
     "inject_context",
+    "install_call_budget",
+    "install_output_budget",
+    "install_retry_policy",
     "install_timeout_policy",
     "linked_cancel_scope",
     "parse_call_arguments",
+    "progress_text",
     "read_session_log",
     "recover_session",
     "register_content_block",

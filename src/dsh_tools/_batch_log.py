@@ -24,6 +24,7 @@ from ._session import (
     SessionEvent,
     SessionLog,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
 )
 
@@ -110,6 +111,35 @@ class BatchLog:
                 attempt=1 if attempts is None else attempts.get(index, 1),
             )
         )
+
+    def progress(
+        self,
+        call_id: str,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+    ) -> None:
+        """Append a ``tool/progress`` of a running call (a body's report). Progress is for
+        people, not for the batch: an append that fails is logged and the batch goes on (its
+        next ``tool/result`` append meets the same log).
+        """
+        if self.failed:
+            return
+        try:
+            self._session.append(
+                ToolProgressEvent(
+                    turn=self._turn,
+                    step=self._step,
+                    call_id=call_id,
+                    message=message,
+                    progress=progress,
+                    total=total,
+                    output=output,
+                )
+            )
+        except Exception:
+            logger.warning("could not record the progress of tool call %r", call_id, exc_info=True)
 
     def result(self, index: int, result: ToolExecutionResult) -> ToolResultEvent:
         """Append the ``tool/result`` of the call at ``index``, pointing at its ``tool/call``

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar, overload
 
 import trio
@@ -30,6 +30,7 @@ from ._definition import (
     check_timeout,
     is_async_body,
     register_checked_body,
+    with_long_running,
 )
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
@@ -54,6 +55,9 @@ def define_tool(
     is_concurrency_safe: Callable[[A], bool] | None = None,
     capacity_class: str | None = None,
     idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
     present_call: Callable[[A], ToolCallView | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -71,6 +75,9 @@ def define_tool(
     is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
     capacity_class: str | None = None,
     idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
     present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
     present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
@@ -87,6 +94,9 @@ def define_tool(
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
     capacity_class: str | None = None,
     idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition:
@@ -124,7 +134,7 @@ def define_tool(
             ``context.signal.cancelled``). Beyond a ``ToolReturn`` it may return JSON data or
             an attrs / dataclass instance, which the model reads as compact JSON text (hence
             the ``object`` return type).
-        timeout: the cooperative budget in seconds applied by the timeout policy.
+        timeout: the cooperative budget in seconds, enforced by the registry.
         abandon_on_cancel: for a plain ``def`` body: when the call is cancelled, report
             ``Error: tool call aborted (its worker thread was abandoned and may still be
             running)`` at once instead of waiting for the thread to return.
@@ -132,7 +142,12 @@ def define_tool(
         capacity_class: the capacity class of the tool's calls (``run_tool_calls(..., capacity_limits=...)``
             limits how many of a class run at once inside a parallel pool).
         idempotent: running the body twice with the same arguments is harmless
-            (``resume_tool_calls`` may run an interrupted call again).
+            (``resume_tool_calls`` may run an interrupted call again, ``install_retry_policy``
+            may retry it).
+        idle_timeout: seconds the body may go without a progress report before the call
+            times out (``ToolDefinition.idle_timeout``).
+        max_output_chars: this tool's output budget (``ToolDefinition.max_output_chars``).
+        transient_errors: error names the retry policy retries for this tool.
         present_call: ``(arguments) -> ToolCallView | None``.
         present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
 
@@ -153,18 +168,23 @@ def define_tool(
             is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
             neither ``None`` nor callable.
     """
-    return build_definition(
-        name=name,
-        description=description,
-        parameters=parameters,
-        execute=execute,
-        timeout=timeout,
-        abandon_on_cancel=abandon_on_cancel,
-        is_concurrency_safe=is_concurrency_safe,
-        capacity_class=capacity_class,
-        idempotent=idempotent,
-        present_call=present_call,
-        present_result=present_result,
+    return with_long_running(
+        build_definition(
+            name=name,
+            description=description,
+            parameters=parameters,
+            execute=execute,
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            capacity_class=capacity_class,
+            idempotent=idempotent,
+            present_call=present_call,
+            present_result=present_result,
+        ),
+        idle_timeout=idle_timeout,
+        max_output_chars=max_output_chars,
+        transient_errors=transient_errors,
     )
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import inspect
 import math
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import FunctionType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 import attrs
 
@@ -30,11 +30,14 @@ __all__ = [
     "ToolOutput",
     "ToolReturn",
     "ToolSchema",
+    "check_char_budget",
     "check_definition_fields",
+    "check_seconds",
     "check_timeout",
     "is_async_body",
     "register_checked_body",
     "runs_in_parallel",
+    "with_long_running",
 ]
 
 JsonSchema: TypeAlias = dict[str, Any]
@@ -135,6 +138,63 @@ def _check_timeout(instance: ToolDefinition, _attribute: object, value: float | 
     check_timeout(instance.name, value)
 
 
+def check_seconds(name: str, field: str, value: object) -> None:
+    """:func:`check_timeout`'s rule for another duration field (``idle_timeout``).
+
+    Raises:
+        ValueError: ``tool "<name>": <field> must be a positive finite number of seconds
+            (got <value>)``.
+    """
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(
+            f'tool "{name}": {field} must be a positive finite number of seconds '
+            f"(got {_shown(value)})"
+        )
+
+
+def _check_idle_timeout(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    check_seconds(instance.name, "idle_timeout", value)
+
+
+def check_char_budget(label: str, value: object) -> None:
+    """The one rule of a character budget: ``None`` or a positive ``int`` (``bool`` is not).
+
+    Raises:
+        ValueError: ``<label> must be a positive integer number of characters (got <value>)``.
+    """
+    if value is None:
+        return
+    if type(value) is not int or value < 1:
+        raise ValueError(
+            f"{label} must be a positive integer number of characters (got {_shown(value)})"
+        )
+
+
+def _check_max_output_chars(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    check_char_budget(f'tool "{instance.name}": max_output_chars', value)
+
+
+def _transient_errors(value: object) -> frozenset[str]:
+    if isinstance(value, str):
+        raise TypeError("transient_errors must be a collection of error names, not a str")
+    if not isinstance(value, Iterable):
+        raise TypeError(
+            f"transient_errors must be a collection of error names, not {type(value).__name__}"
+        )
+    names = frozenset(cast("Iterable[object]", value))
+    for name in names:
+        if type(name) is not str or not name:
+            raise TypeError(f"transient_errors must hold error names (non-empty str), not {name!r}")
+    return cast("frozenset[str]", names)
+
+
 def check_definition_fields(
     name: object,
     description: object,
@@ -220,8 +280,17 @@ class ToolDefinition:
             ``context.signal`` and return only once its own work has stopped. A plain function
             ``(arguments, context) -> ToolReturn`` runs in a worker thread (one
             ``trio.CapacityLimiter`` per registry); it should poll ``context.signal.cancelled``.
-        timeout: cooperative budget in seconds, applied by the timeout policy; never shown to
-            the model. Validated by :func:`check_timeout` (``ValueError``).
+        timeout: cooperative budget in seconds, enforced by the registry (its timeout policy);
+            never shown to the model. Validated by :func:`check_timeout` (``ValueError``).
+        idle_timeout: cooperative budget in seconds between two progress reports of the body
+            (``context.report_progress``; the first runs from the body's start): when it
+            passes, the call's result is ``TOOL_TIMEOUT`` (``Error: tool call made no progress
+            for <ms>ms``). ``None``: no idle budget.
+        max_output_chars: this tool's output budget, used by ``install_output_budget``
+            instead of the policy's ``max_chars``. ``None``: the policy's.
+        transient_errors: error names (``result.error.name``, e.g. ``"ConnectionError"``)
+            that ``install_retry_policy`` retries by default for this tool (an idempotent
+            one only).
         abandon_on_cancel: for a sync body only: when the call is cancelled, report it at once
             (``Error: tool call aborted (its worker thread was abandoned and may still be
             running)``) instead of waiting for the thread to return.
@@ -243,6 +312,11 @@ class ToolDefinition:
     parameters: FrozenJsonObject = attrs.field(converter=_freeze_parameters)
     execute: ToolBody = attrs.field(repr=False, validator=_execute_field)
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
+    idle_timeout: float | None = attrs.field(default=None, validator=_check_idle_timeout)
+    max_output_chars: int | None = attrs.field(default=None, validator=_check_max_output_chars)
+    transient_errors: frozenset[str] = attrs.field(
+        default=frozenset[str](), converter=_transient_errors
+    )
     abandon_on_cancel: bool = attrs.field(default=False, validator=_check_abandon)
     is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
@@ -330,3 +404,26 @@ def runs_in_parallel(tool: ToolDefinition | None, arguments: object) -> bool:
         return classify(arguments) is True
     except Exception:
         return False
+
+
+def with_long_running(
+    definition: ToolDefinition,
+    *,
+    idle_timeout: float | None,
+    max_output_chars: int | None,
+    transient_errors: Iterable[str],
+) -> ToolDefinition:
+    """``definition`` with the long-running options ``define_tool`` and ``@tool`` take (the
+    same definition when none is set).
+
+    Raises:
+        ValueError / TypeError: as the fields' validators.
+    """
+    if idle_timeout is None and max_output_chars is None and not transient_errors:
+        return definition
+    return attrs.evolve(
+        definition,
+        idle_timeout=idle_timeout,
+        max_output_chars=max_output_chars,
+        transient_errors=transient_errors,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias, final
 
@@ -30,6 +31,7 @@ __all__ = [
     "Deny",
     "PostToolDecision",
     "PreToolDecision",
+    "ProgressReceiver",
     "RunBatch",
     "ToolDispatchExecution",
     "ToolExecution",
@@ -40,6 +42,7 @@ __all__ = [
     "ToolGuard",
     "ToolResult",
     "ToolRunContext",
+    "check_progress_amount",
     "new_execution_token",
     "read_approval_outcome",
     "run_context",
@@ -131,12 +134,37 @@ _view_parent: Final = ToolExecution.__dict__["parent"].__set__
 
 @attrs.frozen
 class RunBatch:
-    """What the bodies of one batch share (internal): the batch's id and, in a resumed batch,
-    the attempt of each call run again (by call id; ``None``: every call is attempt 1).
+    """What the bodies of one batch share (internal): the batch's id, in a resumed batch the
+    attempt of each call run again (by call id; ``None``: every call is attempt 1), and where
+    its calls' progress is recorded (``(call_id, message, progress, total, output)``;
+    ``None``: the batch has no session log).
     """
 
     batch_id: str
     attempts: Mapping[str, int] | None = None
+    progress: Callable[[str, str | None, float | None, float | None, str | None], None] | None = (
+        None
+    )
+
+
+class ProgressReceiver(Protocol):
+    """Who takes a body's progress reports (the pipeline's call, then the call's progress
+    state; internal). Returns the receiver of the next reports.
+    """
+
+    @property
+    def runs(self) -> int:
+        """How many times the call's body has been started within the call."""
+        ...
+
+    def report_progress(
+        self,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+        /,
+    ) -> ProgressReceiver: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -152,16 +180,24 @@ class ToolRunContext(ToolExecution):
     # the batch the call belongs to (None: run by registry.execute, outside a batch); one
     # object per batch, so a body's context stores one reference and computes the rest lazily
     _batch: RunBatch | None = attrs.field(alias="_batch", default=None, repr=False)
+    # the call that takes this body's progress (None: a context no registry gave a body)
+    _receiver: ProgressReceiver | None = attrs.field(
+        alias="_receiver", default=None, repr=False, eq=False
+    )
 
     @property
     def attempt(self) -> int:
         """How many times this call's body has been started, this run included: ``1`` on the
         first run; ``resume_tool_calls`` runs an interrupted call of an idempotent tool again
-        with the next attempt.
+        with the next attempt, and ``install_retry_policy`` runs the body again within the call
+        (each run counts).
         """
         batch = self._batch
         attempts = None if batch is None else batch.attempts
-        return 1 if attempts is None else attempts.get(self.call_id, 1)
+        first = 1 if attempts is None else attempts.get(self.call_id, 1)
+        receiver = self._receiver
+        # a retry policy runs the body again within the call: its runs add to the attempt
+        return first if receiver is None else first + receiver.runs - 1
 
     @property
     def idempotency_key(self) -> str:
@@ -172,6 +208,57 @@ class ToolRunContext(ToolExecution):
         batch = self._batch
         return self.call_id if batch is None else f"{batch.batch_id}/{self.call_id}"
 
+    def report_progress(
+        self,
+        *,
+        message: str | None = None,
+        progress: float | None = None,
+        total: float | None = None,
+        output: str | None = None,
+    ) -> None:
+        """Report how far the body got: a ``tool/progress`` session event that UIs show and
+        the model never sees. Synchronous and non-blocking (from a sync body's worker thread
+        too). Reports closer together than the registry's ``progress_interval`` are
+        coalesced: the last one's message and amounts are kept, the ``output`` chunks are
+        joined. Each report also resets the tool's ``idle_timeout``.
+
+        Args:
+            message: what the body is doing (``"resolving dependencies"``).
+            progress: how much is done, in the body's own unit (a finite number >= 0).
+            total: how much there is in all, if known (a finite number >= 0).
+            output: a chunk of terminal output (shown as a terminal's output would be).
+
+        Raises:
+            RuntimeError: the context was not given to a running body by a registry, or the
+                call has ended.
+            TypeError: ``message`` / ``output`` is not a ``str`` or ``None``, or ``progress``
+                / ``total`` is not a number or ``None``.
+            ValueError: ``progress`` / ``total`` is negative, NaN or infinite.
+        """
+        receiver = self._receiver
+        if receiver is None:
+            raise RuntimeError(
+                "report_progress() is for a running tool body: this context was not given "
+                "to a body by a registry"
+            )
+        if message is not None and type(message) is not str:
+            raise TypeError(f"message must be a str or None, not {type(message).__name__}")
+        if output is not None and type(output) is not str:
+            raise TypeError(f"output must be a str or None, not {type(output).__name__}")
+        # the common cases first (an int, or a finite float >= 0; NaN fails the comparison)
+        if progress is not None and (
+            (type(progress) is not int and type(progress) is not float)
+            or not 0 <= progress < _INFINITY
+        ):
+            check_progress_amount("progress", progress)
+        if total is not None and (
+            (type(total) is not int and type(total) is not float) or not 0 <= total < _INFINITY
+        ):
+            check_progress_amount("total", total)
+        following = receiver.report_progress(message, progress, total, output)
+        if following is not receiver:
+            _context_receiver(self, following)
+
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result; deferred contexts come first, in call order,
         and are kept even when the result is an error.
@@ -181,7 +268,27 @@ class ToolRunContext(ToolExecution):
         self._deferred.append(context)
 
 
+_INFINITY: Final = math.inf
+
+
+def check_progress_amount(name: str, value: object) -> None:
+    """The one rule of a progress amount (``progress``, ``total``): ``None`` is checked by the
+    caller; else a finite, non-negative ``int`` / ``float`` (``bool`` is not a number).
+
+    Raises:
+        TypeError: not a number.
+        ValueError: negative, NaN or infinite.
+    """
+    if (type(value) is not float and type(value) is not int) and (
+        isinstance(value, bool) or not isinstance(value, int | float)
+    ):
+        raise TypeError(f"{name} must be a number or None, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+
+
 _context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
+_context_receiver: Final = ToolRunContext.__dict__["_receiver"].__set__
 _context_batch: Final = ToolRunContext.__dict__["_batch"].__set__
 
 
@@ -195,6 +302,7 @@ def run_context(
     parent: ToolExecutionToken | None,
     deferred: list[HookContext],
     batch: RunBatch | None = None,
+    receiver: ProgressReceiver | None = None,
 ) -> ToolRunContext:
     """A body's context built without attrs' ``__init__``, for the pipeline's hot path
     (internal): the same object ``ToolRunContext(...)`` gives, with no check.
@@ -209,6 +317,7 @@ def run_context(
     _view_parent(context, parent)
     _context_deferred(context, deferred)
     _context_batch(context, batch)
+    _context_receiver(context, receiver)
     return context
 
 

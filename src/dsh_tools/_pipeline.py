@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
@@ -64,6 +65,7 @@ from ._execution import (
 )
 from ._hooks import waterfall
 from ._json import CHECKED_BY, FrozenJsonObject, JsonValue, snapshot_json
+from ._progress import ProgressState, TimeoutSettings
 from ._results import (
     ABANDONED,
     ABORTED,
@@ -74,14 +76,16 @@ from ._results import (
     describe,
     error_result,
     freeze_result,
+    idle_timeout_result,
     is_return_value,
     kind,
     normalize,
     reason_text,
     text_error,
+    timeout_result,
     valid_str,
 )
-from ._signal import CancelSignal, fuse, linked_cancel_scope
+from ._signal import CancelController, CancelSignal, DeadlineReached, fuse, linked_cancel_scope
 from ._texts import (
     approval_cancelled,
     approval_needs_agent,
@@ -183,6 +187,7 @@ class PipelineHost:
             the view the guards receive (called only when a guard applies).
         approval: the approval service ``Ask`` decisions go to, or ``None``.
         thread_limiter: bounds how many sync bodies run in worker threads at once.
+        timeouts: the registry's timeout policy and progress settings (read per call).
     """
 
     hooks: HookLists
@@ -190,6 +195,7 @@ class PipelineHost:
     evaluate_guards: Callable[[object, HasExecution], str | None]
     approval: ApprovalService | None
     thread_limiter: trio.CapacityLimiter
+    timeouts: TimeoutSettings = attrs.field(factory=lambda: TimeoutSettings(None, 0.1))
 
 
 # --- the waterfalls ------------------------------------------------------------------------
@@ -250,6 +256,7 @@ class PreparedCall:
         "_body",
         "_deferred",
         "_env",
+        "_progress",
         "_request",
         "_result",
         "_returned",
@@ -280,6 +287,9 @@ class PreparedCall:
         self._trusted: ToolExecutionResult | None = None
         # what a body returned that is not content (named in the stage-9 log), or _MISSING
         self._returned: object = _MISSING
+        # the body's progress and idle deadline (made on the first report, or by an idle
+        # timeout), which also counts the runs of a retried body
+        self._progress: ProgressState | None = None
 
     def final_result(self, result: ToolExecutionResult) -> PreparedCall:
         """Settle on a final-result (it skips ``post_execute``)."""
@@ -488,7 +498,56 @@ class PreparedCall:
 
         return await waterfall(wrappers, (dispatch_execution,), body)()
 
-    async def _invoke(self, signal: CancelSignal, linked: bool = False) -> ToolExecutionResult:
+    @property
+    def runs(self) -> int:
+        """How many times the body has been started within this call (``1`` until a retry
+        policy runs it again).
+        """
+        state = self._progress
+        return 1 if state is None else state.runs
+
+    def progress_state(self) -> ProgressState:
+        """The call's progress state (made on first use)."""
+        state = self._progress
+        if state is None:
+            env = self._env
+            batch = env.batch
+            state = self._progress = ProgressState(
+                self._request.call_id,
+                None if batch is None else batch.progress,
+                env.host.timeouts.progress_interval,
+            )
+        return state
+
+    def report_progress(
+        self,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+        /,
+    ) -> ProgressState:
+        """Take a progress report of the running body (checked by the context); returns the
+        call's progress state, which takes the body's next reports directly.
+        """
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            # a sync body's worker thread: the state is made and fed on the trio thread
+            return trio.from_thread.run_sync(self.report_progress, message, progress, total, output)
+        state = self._progress
+        if state is None:
+            if self._result is not None or self.stage == FINAL:
+                raise RuntimeError(
+                    "report_progress() after the call ended: a tool body reports progress "
+                    "only while it runs"
+                )
+            state = self.progress_state()
+        return state.report_progress(message, progress, total, output)
+
+    async def _invoke(
+        self, signal: CancelSignal, linked: bool = False, timed: bool = False
+    ) -> ToolExecutionResult:
         """The innermost ``next()``: look the tool up, run the body under ``signal`` with its
         context (the call's token, minted now unless a view of the call holds it; its identity
         and arguments; the list its deferred contexts join), and turn what it returned into the
@@ -496,7 +555,8 @@ class PreparedCall:
 
         ``linked``: the caller's cancel scope is linked to ``signal`` already (see
         :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
-        checkpoints after it.
+        checkpoints after it. ``timed``: :meth:`_run_timed` applied the tool's timeouts to
+        ``signal`` already.
         """
         if signal is not _NEVER and signal.cancelled:
             return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910 (the caller's stages checkpoint)
@@ -505,6 +565,16 @@ class PreparedCall:
         tool = env.host.lookup(request.name, env.agent)
         if tool is None:
             return error_result(ToolNotFoundError(request.name))  # noqa: ASYNC910
+        timeouts = env.host.timeouts
+        # two reads when no tool of the registry has a timeout and there is no default (the
+        # body runs in this frame: no extra coroutine on the common path)
+        if timeouts.watched and timeouts.enforced and not timed:
+            timeout = tool.timeout
+            if timeout is None:
+                timeout = timeouts.default_timeout
+            idle = tool.idle_timeout
+            if timeout is not None or idle is not None:
+                return await self._run_timed(signal, timeout, idle)
         view = self._view
         if view is None:
             token = self._view = new_execution_token()
@@ -515,6 +585,11 @@ class PreparedCall:
         deferred = self._deferred
         if deferred is None:
             deferred = self._deferred = []
+        else:
+            # the body runs again within this call (a retry policy called next() again)
+            state = self.progress_state()
+            state.ended = False
+            state.runs += 1
         arguments = self.arguments
         context = run_context(
             token,
@@ -526,6 +601,7 @@ class PreparedCall:
             env.parent,
             deferred,
             env.batch,
+            self,
         )
         plan: BodyPlan = tool._plan  # pyright: ignore[reportPrivateUsage]
         if not plan.awaited:
@@ -559,6 +635,10 @@ class PreparedCall:
         except Exception as exc:
             # outside the per-call cancel scope: the failure belongs to the model
             failure = exc
+        finally:
+            progress = self._progress
+            if progress is not None:
+                progress.end()
         # The body has unwound. If the caller's own trio scope was cancelled meanwhile (a
         # shielded body finished anyway), that cancellation wins now, as trio requires. (A
         # linked caller is inside a scope that may be cancelled by the signal itself: the
@@ -575,6 +655,44 @@ class PreparedCall:
             result = self._trusted = text_success(returned)
             return result  # noqa: ASYNC910
         return self._normalize(returned)  # noqa: ASYNC910
+
+    async def _run_timed(
+        self,
+        signal: CancelSignal,
+        timeout: float | None,  # noqa: ASYNC109 (the tool's own budget, applied as a deadline)
+        idle: float | None,
+    ) -> ToolExecutionResult:
+        """The registry's timeout policy: run the body under the caller's signal fused with
+        its own deadline (``timeout``) and idle deadline (``idle``, moved by each progress
+        report). Its own deadline firing first makes the outcome ``TOOL_TIMEOUT``, whatever
+        the body returned; a caller that cancelled first keeps ``ABORTED``.
+        """
+        now = trio.current_time()
+        deadline = math.inf if timeout is None else now + timeout
+        controller: CancelController | None = None
+        state: ProgressState | None = None
+        sources: tuple[CancelSignal, ...] = (signal,)
+        if idle is not None:
+            controller = CancelController(deadline=now + idle)
+            state = self.progress_state()
+            state.idle = controller
+            state.idle_timeout = idle
+            sources = (signal, controller.signal)
+        # the deadline is data on the fused signal: the body's cancel scope carries it
+        fused, detach = fuse(sources, deadline)
+        try:
+            result = await self._invoke(fused, False, True)
+        finally:
+            detach()
+            if state is not None:
+                state.idle = None
+        reason = fused.reason
+        if isinstance(reason, DeadlineReached):
+            if timeout is not None and reason.deadline == deadline:
+                return timeout_result(timeout)
+            if controller is not None and idle is not None and controller.signal.cancelled:
+                return idle_timeout_result(idle)
+        return result
 
     async def _invoke_sync(
         self,
@@ -615,6 +733,9 @@ class PreparedCall:
         except Exception as exc:
             failure = exc
         finally:
+            progress = self._progress
+            if progress is not None:
+                progress.end()
             with lock:
                 state["given_up"] = True
                 started = state["started"]

@@ -33,6 +33,7 @@ from typing import Final, TypeAlias, cast
 import attrs
 
 from ._arguments import parse_call_arguments
+from ._content import TextBlock
 from ._errors import JsonSnapshotError
 from ._execution import ToolResult
 from ._json import JsonValue, snapshot_json
@@ -48,12 +49,13 @@ from ._presentation import (
     ToolResultView,
 )
 from ._registry import ToolRegistry
-from ._session import ToolCallEvent, ToolResultEvent
-from ._texts import error_message
+from ._session import ToolCallEvent, ToolProgressEvent, ToolResultEvent
+from ._texts import error_message, format_js_number
 
 __all__ = [
     "ToolPresenter",
     "console_block",
+    "progress_text",
     "tool_result_from_event",
 ]
 
@@ -236,6 +238,25 @@ class ToolPresenter:
         )
         return raw
 
+    def present_progress(self, event: ToolProgressEvent) -> ToolResultView:
+        """The view of a running call's progress (its call stays pending).
+
+        A terminal card's call shows the event's ``output`` chunk as terminal output
+        (``TerminalResultView(output=...)``, to be appended to what the terminal shows); any
+        other call, or an event without output, a ``GenericResultView`` whose one text block
+        is :func:`progress_text`.
+        """
+        if not isinstance(event, ToolProgressEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"event must be a ToolProgressEvent, not {type(event).__name__}")
+        pending = self._pending.get(event.call_id)
+        if (
+            event.output is not None
+            and pending is not None
+            and isinstance(pending.card, TerminalCallView)
+        ):
+            return TerminalResultView(output=event.output)
+        return GenericResultView(content=(TextBlock(text=progress_text(event)),))
+
     def _report(self, exc: Exception, call_id: str, name: str, what: str) -> None:
         logger.warning(
             "tool %r call %r: %s failed: %s",
@@ -255,3 +276,26 @@ class ToolPresenter:
 
     def __repr__(self) -> str:
         return f"<ToolPresenter agent={self._agent!r} pending={len(self._pending)}>"
+
+
+def _amount(value: float) -> str:
+    return format_js_number(value)
+
+
+def progress_text(event: ToolProgressEvent) -> str:
+    """One line for a progress event: ``"<message> (<progress>/<total>)"``, with the parts
+    it has (``"fetching"``, ``"3/10"``, ``"fetching (3)"``); amounts are shown as given, never
+    turned into a percentage. An event with neither shows its output.
+    """
+    amounts = ""
+    if event.progress is not None:
+        amounts = _amount(event.progress)
+        if event.total is not None:
+            amounts += "/" + _amount(event.total)
+    elif event.total is not None:
+        amounts = "?/" + _amount(event.total)
+    if event.message is not None:
+        return f"{event.message} ({amounts})" if amounts else event.message
+    if amounts:
+        return amounts
+    return event.output or ""

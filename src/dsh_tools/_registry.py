@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, final, overload
 
@@ -34,6 +35,7 @@ from ._hooks import HookLists, ToolHooks
 from ._json import thaw_json
 from ._pipeline import HasExecution, PipelineHost, prepare
 from ._presentation import ToolCallView, ToolResultView
+from ._progress import TimeoutSettings, check_interval
 from ._tool import ToolDecorator, ToolFunction, function_tool
 
 __all__ = ["ToolRegistry", "ToolRegistryStatistics", "ToolScope", "pipeline_host"]
@@ -176,13 +178,14 @@ class _Registrations:
     hook lists, and the one registration/change rule both apply.
     """
 
-    __slots__ = ("global_layer", "hook_lists", "scopes")
+    __slots__ = ("global_layer", "hook_lists", "scopes", "timeouts")
 
-    def __init__(self) -> None:
+    def __init__(self, timeouts: TimeoutSettings) -> None:
         self.global_layer = _Layer()
         # id(agent) -> (its open scope, that scope's layer)
         self.scopes: dict[int, tuple[ToolScope, _Layer]] = {}
         self.hook_lists = HookLists()
+        self.timeouts = timeouts
 
     def register(self, layer: _Layer, definition: ToolDefinition, *, scoped: bool) -> Disposer:
         if not isinstance(definition, ToolDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -198,6 +201,9 @@ class _Registrations:
                 )
             raise ValueError(f'tool "{name}" is already registered in this scope')
         layer.tools[name] = definition
+        if definition.timeout is not None or definition.idle_timeout is not None:
+            # from now on, calls look at their tool's timeouts (never reset: a cheap flag)
+            self.timeouts.watched = True
 
         def remove() -> None:
             if layer.tools.get(name) is definition:
@@ -261,11 +267,19 @@ class ToolRegistry(_HostHolder):
             once, across every call of this registry (one ``trio.CapacityLimiter``). A call
             waiting for a slot has not started: cancelled there, it is
             ``ABORTED_BEFORE_DISPATCH``.
+        default_timeout: the timeout (seconds) of a tool whose definition has none
+            (``None``: such tools run without one). The registry enforces every tool's
+            ``timeout`` and ``idle_timeout`` itself: its timeout policy is installed from the
+            start (``install_timeout_policy`` returns its disposer).
+        progress_interval: the least time (seconds, trio's clock) between two ``tool/progress``
+            events of one call; closer reports are coalesced (the last one is kept).
 
     Raises:
-        TypeError: ``thread_limit`` is not an ``int`` (``bool`` is not accepted), or
-            ``approval`` has no ``request`` method.
-        ValueError: ``thread_limit`` is less than 1.
+        TypeError: ``thread_limit`` is not an ``int`` (``bool`` is not accepted),
+            ``approval`` has no ``request`` method, or ``default_timeout`` /
+            ``progress_interval`` is not a number.
+        ValueError: ``thread_limit`` is less than 1, ``default_timeout`` is not a positive
+            finite number, or ``progress_interval`` is negative or not finite.
 
     Registrations return a :class:`~dsh_tools.Disposer`. ``scope(agent)`` gives the per-agent
     layer (tools, guards, hooks, restrictions heard only by that agent's calls).
@@ -284,7 +298,14 @@ class ToolRegistry(_HostHolder):
     hooks: ToolHooks
     """The global hooks: heard by every call (see :class:`ToolHooks`)."""
 
-    def __init__(self, approval: ApprovalService | None = None, *, thread_limit: int = 8) -> None:
+    def __init__(
+        self,
+        approval: ApprovalService | None = None,
+        *,
+        thread_limit: int = 8,
+        default_timeout: float | None = None,
+        progress_interval: float = 0.1,
+    ) -> None:
         if isinstance(thread_limit, bool) or not isinstance(thread_limit, int):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
                 f"thread_limit must be a positive integer, not {type(thread_limit).__name__}"
@@ -296,9 +317,24 @@ class ToolRegistry(_HostHolder):
                 "approval must be an approval service (with a request method) or None, "
                 f"not {type(approval).__name__}"
             )
+        if default_timeout is not None:
+            if isinstance(default_timeout, bool) or not isinstance(default_timeout, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    "default_timeout must be a number of seconds or None, not "
+                    f"{type(default_timeout).__name__}"
+                )
+            if not math.isfinite(default_timeout) or default_timeout <= 0:
+                raise ValueError(
+                    "default_timeout must be a positive finite number of seconds, not "
+                    f"{default_timeout!r}"
+                )
+        interval = check_interval("progress_interval", progress_interval)
         self._thread_limiter = trio.CapacityLimiter(thread_limit)
         self._approval = approval
-        self._state = state = _Registrations()
+        timeouts = TimeoutSettings(
+            None if default_timeout is None else float(default_timeout), interval
+        )
+        self._state = state = _Registrations(timeouts)
         # the same objects as the state's, held directly for the per-call lookup
         self._global = state.global_layer
         self._scopes = state.scopes
@@ -311,6 +347,7 @@ class ToolRegistry(_HostHolder):
             evaluate_guards=self._evaluate_guards,
             approval=approval,
             thread_limiter=self._thread_limiter,
+            timeouts=timeouts,
         )
 
     def statistics(self) -> ToolRegistryStatistics:
@@ -384,6 +421,9 @@ class ToolRegistry(_HostHolder):
         is_concurrency_safe: Callable[[Any], bool] | None = None,
         capacity_class: str | None = None,
         idempotent: bool = False,
+        idle_timeout: float | None = None,
+        max_output_chars: int | None = None,
+        transient_errors: Iterable[str] = (),
         present_call: Callable[[Any], ToolCallView | None] | None = None,
         present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
     ) -> ToolDecorator: ...
@@ -400,6 +440,9 @@ class ToolRegistry(_HostHolder):
         is_concurrency_safe: Callable[[Any], bool] | None = None,
         capacity_class: str | None = None,
         idempotent: bool = False,
+        idle_timeout: float | None = None,
+        max_output_chars: int | None = None,
+        transient_errors: Iterable[str] = (),
         present_call: Callable[[Any], ToolCallView | None] | None = None,
         present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
     ) -> ToolDefinition | ToolDecorator:
@@ -425,6 +468,9 @@ class ToolRegistry(_HostHolder):
                 idempotent=idempotent,
                 present_call=present_call,
                 present_result=present_result,
+                idle_timeout=idle_timeout,
+                max_output_chars=max_output_chars,
+                transient_errors=transient_errors,
             )
             self.register(definition)
             return definition

@@ -66,6 +66,7 @@ __all__ = [
     "printable",
     "reason_text",
     "text_error",
+    "idle_timeout_result",
     "timeout_result",
     "valid_str",
 ]
@@ -357,5 +358,15 @@ def timeout_result(timeout: float) -> ToolExecutionResult:
     """
     return text_error(
         f"tool call timed out after {_milliseconds(timeout)}ms",
+        ToolErrorInfo(name=TOOL_TIMEOUT_ERROR_NAME, code=TOOL_TIMEOUT),
+    )
+
+
+def idle_timeout_result(idle_timeout: float) -> ToolExecutionResult:
+    """The ``TOOL_TIMEOUT`` result of a body that made no progress for ``idle_timeout``
+    seconds: ``Error: tool call made no progress for <ms>ms``.
+    """
+    return text_error(
+        f"tool call made no progress for {_milliseconds(idle_timeout)}ms",
         ToolErrorInfo(name=TOOL_TIMEOUT_ERROR_NAME, code=TOOL_TIMEOUT),
     )

@@ -59,6 +59,7 @@ __all__ = [
     "batch_statistics",
     "check_entry",
     "check_capacity_limits",
+    "current_turn",
     "inject_context",
     "run_tool_calls",
 ]
@@ -386,8 +387,13 @@ class _Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
+        log = self.log
         self.env = CallEnv(
-            self.host, self.signal, self.agent, None, RunBatch(self.batch_id, self.attempts)
+            self.host,
+            self.signal,
+            self.agent,
+            None,
+            RunBatch(self.batch_id, self.attempts, None if log is None else log.progress),
         )
         self.prepared = [None] * n
         self.ready = bytearray(n)
@@ -778,6 +784,16 @@ def batch_statistics() -> ToolBatchStatistics:
         committed=batch.committed,
         in_flight=batch.in_flight,
     )
+
+
+def current_turn() -> int | None:
+    """The turn of the batch running in the current task, or ``None`` outside a batch
+    (internal: the call budget counts per turn).
+    """
+    batch = _ACTIVE_BATCH.get()
+    if batch is None or not batch.active:
+        return None
+    return batch.turn
 
 
 def inject_context(context: HookContext) -> None:

@@ -53,7 +53,7 @@ from ._converter import (
     wire_error_messages,
 )
 from ._errors import SessionLogCorruptError, SessionLogLockedError
-from ._execution import ApprovalOutcome
+from ._execution import ApprovalOutcome, check_progress_amount
 from ._json import JsonValue, snapshot_json
 from ._texts import ToolErrorInfo
 
@@ -71,6 +71,7 @@ __all__ = [
     "SessionEvent",
     "SessionLog",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolResultEvent",
     "TurnEndEvent",
     "TurnStartEvent",
@@ -256,6 +257,39 @@ class ToolCallEvent:
     attempt: int = attrs.field(default=1, validator=_attempt)
 
 
+def _optional_text(
+    _instance: object, attribute: attrs.Attribute[str | None], value: object
+) -> None:
+    if value is not None and type(value) is not str:
+        raise TypeError(f"{attribute.name} must be a str or None, not {type(value).__name__}")
+
+
+def _optional_amount(
+    _instance: object, attribute: attrs.Attribute[float | None], value: object
+) -> None:
+    if value is not None:
+        check_progress_amount(attribute.name, value)
+
+
+@attrs.frozen(kw_only=True)
+class ToolProgressEvent:
+    """A running body reported progress (wire ``tool/progress``), between its call's
+    ``tool/call`` and ``tool/result``. Never shown to the model.
+
+    ``progress`` / ``total`` are amounts in the body's own unit (``total`` ``None``: unknown);
+    ``output`` is a chunk of terminal output, the chunks of reports coalesced into this event
+    joined in order.
+    """
+
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    call_id: str = attrs.field(validator=_text)
+    message: str | None = attrs.field(default=None, validator=_optional_text)
+    progress: float | None = attrs.field(default=None, validator=_optional_amount)
+    total: float | None = attrs.field(default=None, validator=_optional_amount)
+    output: str | None = attrs.field(default=None, validator=_optional_text)
+
+
 @attrs.frozen(kw_only=True)
 class ToolResultEvent:
     """A call committed (wire ``tool/result``): the final result the model receives.
@@ -410,6 +444,7 @@ class ApprovalPolicyEvent:
 
 SessionEvent: TypeAlias = (
     ToolCallEvent
+    | ToolProgressEvent
     | ToolResultEvent
     | ContextMessageEvent
     | BatchStartEvent
@@ -468,6 +503,7 @@ register_wire_class(
     omit=("attempt",),
 )
 for _cls, _tag in (
+    (ToolProgressEvent, "tool/progress"),
     (ToolResultEvent, "tool/result"),
     (ContextMessageEvent, "context/message"),
     (BatchStartEvent, "batch/start"),
@@ -554,6 +590,7 @@ def _describe_error(exc: Exception) -> str:
 _EVENT_CLASSES: Final = frozenset(
     (
         ToolCallEvent,
+        ToolProgressEvent,
         ToolResultEvent,
         ContextMessageEvent,
         BatchStartEvent,

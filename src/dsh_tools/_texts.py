@@ -23,6 +23,11 @@ __all__ = [
     "UNPRINTABLE",
     "ToolErrorInfo",
     "approval_cancelled",
+    "call_budget_per_tool",
+    "call_budget_per_turn",
+    "call_budget_repeated",
+    "output_omitted",
+    "output_spilled",
     "approval_needs_agent",
     "approval_not_supported",
     "approval_rejected",
@@ -206,4 +211,40 @@ def sync_body_returned_awaitable(tool: str, class_name: str) -> str:
     return (
         f'tool "{tool}": its body is a plain function that returned an awaitable '
         f"({class_name}); declare it `async def`"
+    )
+
+
+# --- the long-running policies ------------------------------------------------------------------
+
+
+def output_omitted(count: int) -> str:
+    """The one line an output budget puts between a long result's head and tail."""
+    return f"[... {count} characters omitted ...]"
+
+
+def output_spilled(path: str) -> str:
+    """The line after :func:`output_omitted` when the whole output was written to a file."""
+    return f"full output: {path}"
+
+
+def call_budget_per_tool(name: str, limit: int) -> str:
+    """The denial of a call beyond its tool's budget for the turn."""
+    return (
+        f'tool "{name}" has reached its limit of {limit} calls this turn; '
+        "use the results you have, or answer without calling it again"
+    )
+
+
+def call_budget_per_turn(limit: int) -> str:
+    """The denial of a call beyond the turn's total budget."""
+    return (
+        f"this turn has reached its limit of {limit} tool calls; answer with what you have so far"
+    )
+
+
+def call_budget_repeated(name: str, count: int) -> str:
+    """The denial of the ``count``-th identical call in a turn."""
+    return (
+        f'tool "{name}" was already called {count - 1} times this turn with exactly these '
+        "arguments; its result will not change: use it, or change the arguments"
     )

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, overload
 
 import attrs
 
 from ._define import build_definition
-from ._definition import ToolDefinition, ToolReturn, is_async_body
+from ._definition import ToolDefinition, ToolReturn, is_async_body, with_long_running
 from ._execution import ToolResult, ToolRunContext
 from ._presentation import ToolCallView, ToolResultView
 
@@ -45,6 +45,9 @@ def tool(
     is_concurrency_safe: Callable[[Any], bool] | None = None,
     capacity_class: str | None = None,
     idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDecorator: ...
@@ -61,6 +64,9 @@ def tool(
     is_concurrency_safe: Callable[[Any], bool] | None = None,
     capacity_class: str | None = None,
     idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
 ) -> ToolDefinition | ToolDecorator:
@@ -91,6 +97,9 @@ def tool(
             whose attributes are the validated parameters.
         capacity_class: as for :func:`~dsh_tools.define_tool`.
         idempotent: as for :func:`~dsh_tools.define_tool`.
+        idle_timeout: as for :func:`~dsh_tools.define_tool`.
+        max_output_chars: as for :func:`~dsh_tools.define_tool`.
+        transient_errors: as for :func:`~dsh_tools.define_tool`.
         present_call: as for :func:`~dsh_tools.define_tool`, with that object.
         present_result: as for :func:`~dsh_tools.define_tool`, with that object.
 
@@ -117,6 +126,9 @@ def tool(
             idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
+            idle_timeout=idle_timeout,
+            max_output_chars=max_output_chars,
+            transient_errors=transient_errors,
         )
 
     if fn is None:
@@ -136,6 +148,9 @@ def function_tool(
     idempotent: bool,
     present_call: Callable[[Any], ToolCallView | None] | None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
 ) -> ToolDefinition:
     """The definition ``@tool`` makes of ``fn`` (see :func:`tool`)."""
     if not callable(fn):
@@ -199,7 +214,7 @@ def function_tool(
         kw_only=True,
     )
     try:
-        return build_definition(
+        definition = build_definition(
             name=getattr(fn, "__name__", "") if name is None else name,
             description=doc.description if description is None else description,
             parameters=arguments_class,
@@ -221,6 +236,12 @@ def function_tool(
             raise
         parameter, _, detail = text[len(prefix) :].partition(": ")
         raise TypeError(f'@tool {label}: parameter "{parameter}": {detail}') from None
+    return with_long_running(
+        definition,
+        idle_timeout=idle_timeout,
+        max_output_chars=max_output_chars,
+        transient_errors=transient_errors,
+    )
 
 
 def _body(

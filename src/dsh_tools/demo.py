@@ -293,7 +293,8 @@ def demo_registry() -> ToolRegistry:
 
 
 def build_registry(workspace: Workspace, *, approval: UserApproval | None = None) -> ToolRegistry:
-    """The demo's registry: five tools over ``workspace``, a guard, the timeout policy.
+    """The demo's registry: five tools over ``workspace`` (``search`` reports its progress), a
+    guard, the timeout policy (installed from the start; installing it again is a no-op).
 
     With ``approval``, writes and commands ask the user first (a ``pre_execute`` ``Ask``).
     """
@@ -324,13 +325,18 @@ def build_registry(workspace: Workspace, *, approval: UserApproval | None = None
         )
 
     async def search(args: SearchArgs, context: ToolRunContext) -> str:
-        await trio.sleep(0.6)
-        hits = [
-            f"{path}:{number}: {line.strip()}"
-            for path, text in sorted(workspace.files.items())
-            for number, line in enumerate(text.splitlines(), start=1)
-            if args.query in line
-        ]
+        # a slow scan, one file at a time, that says how far it got (tool/progress events)
+        files = sorted(workspace.files.items())
+        hits: list[str] = []
+        for done, (path, text) in enumerate(files, start=1):
+            await trio.sleep(0.6 / len(files))
+            hits.extend(
+                f"{path}:{number}: {line.strip()}"
+                for number, line in enumerate(text.splitlines(), start=1)
+                if args.query in line
+            )
+            context.report_progress(message=f"searched {path}", progress=done, total=len(files))
+        await trio.lowlevel.checkpoint()  # an empty workspace is searched at once
         return "\n".join(hits) if hits else f"no match for {args.query!r}"
 
     async def fetch_url(args: FetchArgs, context: ToolRunContext) -> str:

@@ -429,3 +429,25 @@ async def test_a_client_without_the_terminal_capability_gets_the_output_as_a_con
     result = editor.final_updates()["t0-c9"]
     assert "_meta" not in result
     assert f"```console\n{GREP_OUTPUT.rstrip()}\n```" == _text(result)
+
+
+async def test_the_slow_search_streams_its_progress_before_its_result(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        editor, _done = await _start(nursery)
+        session_id = await editor.new_session()
+        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
+        nursery.cancel_scope.cancel()
+    updates = [u for u in editor.updates("tool_call_update") if u["toolCallId"] == "t0-c3"]
+    progress = [_text(u) for u in updates if u["status"] == "in_progress"]
+    expected = (
+        [
+            "searched README.md (1/4)",
+            "searched docs/design.md (2/4)",
+            "searched logs/build.log (3/4)",
+            "searched src/app.py (4/4)",
+        ],
+        "completed",
+    )
+    assert expected == (progress, updates[-1]["status"])

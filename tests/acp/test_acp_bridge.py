@@ -27,6 +27,7 @@ from dsh_tools import (
     ToolCallKind,
     ToolCallView,
     ToolPresenter,
+    ToolProgressEvent,
     ToolRegistry,
     ToolResult,
     ToolResultEvent,
@@ -500,3 +501,59 @@ def test_an_append_surface_op_is_a_result_update(surface_op: str | None) -> None
     bridge = _bridge()
     bridge.update_for(_call())
     assert [_text("pruned")] == _update_for(bridge, _surfaced(surface_op))["content"]
+
+
+# --- tool/progress ------------------------------------------------------------------------
+
+
+def _progress(**fields: Any) -> ToolProgressEvent:
+    return ToolProgressEvent(turn=0, step=0, call_id=_call().call_id, **fields)
+
+
+def test_progress_becomes_an_in_progress_update_with_its_text() -> None:
+    bridge = _bridge()
+    _update_for(bridge, _call())
+
+    update = _update_for(bridge, _progress(message="fetching", progress=3, total=10))
+
+    expected = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": _call().call_id,
+        "status": "in_progress",
+        "content": [_text("fetching (3/10)")],
+    }
+    assert expected == update
+
+
+def test_terminal_output_progress_is_a_terminal_output_chunk_with_the_capability() -> None:
+    bridge = _bridge(lambda _args: TerminalCallView(title="make"), terminal=True)
+    _update_for(bridge, _call())
+
+    update = _update_for(bridge, _progress(output="compiling a.c\n"))
+
+    expected = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": _call().call_id,
+        "status": "in_progress",
+        "_meta": {"terminal_output": {"terminal_id": _call().call_id, "data": "compiling a.c\n"}},
+    }
+    assert expected == update
+
+
+def test_terminal_output_progress_is_a_console_block_without_the_capability() -> None:
+    bridge = _bridge(lambda _args: TerminalCallView(title="make"))
+    _update_for(bridge, _call())
+
+    update = _update_for(bridge, _progress(output="compiling a.c\n"))
+
+    assert [_text("```console\ncompiling a.c\n```")] == update["content"]
+
+
+def test_the_call_stays_pending_after_its_progress() -> None:
+    bridge = _bridge()
+    _update_for(bridge, _call())
+    _update_for(bridge, _progress(message="working"))
+
+    update = _update_for(bridge, _result("done"))
+
+    assert ("completed", [_text("done")]) == (update["status"], update["content"])

@@ -103,6 +103,21 @@ async def shrink(name: str, ctx: Context) -> str:
     return f"removed {name}"
 
 
+@server.tool()
+def explode() -> str:
+    """Fails with an unexpected exception (the SDK hides its message from the client)."""
+    raise ValueError("the fuse blew")
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+async def steps(count: int, ctx: Context) -> str:
+    """Report ``count`` progress notifications, a little apart, then answer."""
+    for step in range(1, count + 1):
+        await anyio.sleep(0.01)
+        await ctx.report_progress(step, count, f"step {step}")
+    return f"{count} steps"
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))

@@ -27,7 +27,18 @@ from dsh_tools import (
 from dsh_tools.mcp import MCP_TOOL_ERROR, mount_mcp
 from support import run_calls
 
-SERVER_TOOLS = ("add", "configure", "picture", "broken", "hang", "die", "grow", "shrink")
+SERVER_TOOLS = (
+    "add",
+    "configure",
+    "picture",
+    "broken",
+    "hang",
+    "die",
+    "grow",
+    "shrink",
+    "explode",
+    "steps",
+)
 
 
 @pytest.fixture

@@ -442,3 +442,56 @@ async def test_disposing_the_tracing_stops_the_batch_spans_too(
     dispose()
     await run_calls(registry, request("1", "a"))
     assert () == exporter.get_finished_spans()
+
+
+async def test_each_emitted_progress_report_is_a_span_event(
+    provider: TracerProvider, exporter: InMemorySpanExporter, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def body(_args: object, context: ToolRunContext) -> str:
+        context.report_progress(message="fetching", progress=1, total=2)
+        await trio.sleep(1)
+        context.report_progress(progress=2, total=2, output="done\n")
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(spec_tool("fetch", body))
+    install_tracing(registry, tracer_provider=provider)
+    await run_calls(registry, request("call-1", "fetch"))
+
+    (span,) = tool_spans(exporter)
+    expected = [
+        (
+            "tool.progress",
+            {
+                "gen_ai.tool.call.id": "call-1",
+                "dsh_tools.progress.message": "fetching",
+                "dsh_tools.progress.progress": 1,
+                "dsh_tools.progress.total": 2,
+            },
+        ),
+        (
+            "tool.progress",
+            {
+                "gen_ai.tool.call.id": "call-1",
+                "dsh_tools.progress.progress": 2,
+                "dsh_tools.progress.total": 2,
+                "dsh_tools.progress.output_chars": 5,
+            },
+        ),
+    ]
+    assert expected == [(event.name, dict(event.attributes or {})) for event in span.events]
+
+
+async def test_disposing_the_tracing_stops_the_progress_events(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    async def body(_args: object, context: ToolRunContext) -> str:
+        context.report_progress(message="working")
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(spec_tool("work", body))
+    install_tracing(registry, tracer_provider=provider)()
+    await run_calls(registry, request("call-1", "work"))
+
+    assert () == tool_spans(exporter)

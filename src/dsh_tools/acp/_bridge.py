@@ -1,7 +1,9 @@
 """Session events → ACP ``session/update`` payloads (the original's ``packages/ui/acp`` mapping).
 
-A ``tool/call`` event becomes a ``tool_call`` update (``status: "in_progress"``), an appended
-``tool/result`` event a ``tool_call_update`` (``completed`` / ``failed``). The cards come from a
+A ``tool/call`` event becomes a ``tool_call`` update (``status: "in_progress"``), a
+``tool/progress`` event a ``tool_call_update`` still ``in_progress`` (its text as content, or
+with the terminal capability and a terminal card its output chunk as ``_meta.terminal_output``),
+an appended ``tool/result`` event a ``tool_call_update`` (``completed`` / ``failed``). The cards come from a
 :class:`~dsh_tools.ToolPresenter`, so a tool's own ``present_call`` / ``present_result`` shape
 what the editor shows, with the presenter's fallbacks:
 
@@ -46,6 +48,7 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallKind,
     ToolPresenter,
+    ToolProgressEvent,
     ToolResultEvent,
     console_block,
     thaw_json,
@@ -111,7 +114,27 @@ class AcpSessionBridge:
             if event.surface_op is not None and event.surface_op != _APPEND:
                 return None
             return self._result_update(event)
+        if isinstance(event, ToolProgressEvent):
+            return self._progress_update(event)
         return None
+
+    def _progress_update(self, event: ToolProgressEvent) -> dict[str, object]:
+        view = self._presenter.present_progress(event)
+        update: dict[str, object] = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.call_id,
+            "status": "in_progress",
+        }
+        if isinstance(view, TerminalResultView):
+            if self._terminal:
+                update["_meta"] = {
+                    "terminal_output": {"terminal_id": event.call_id, "data": view.output or ""}
+                }
+            else:
+                update["content"] = [_text_item(console_block(view.output or ""))]
+        elif isinstance(view, GenericResultView):
+            update["content"] = _text_content(view.content or ())
+        return update
 
     def _call_update(self, event: ToolCallEvent) -> dict[str, object]:
         view: object = self._presenter.present_call(event)

@@ -35,8 +35,10 @@ from dsh_tools import (
     ToolCallRequest,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolProgressEvent,
     ToolResultEvent,
     parse_call_arguments,
+    progress_text,
 )
 from dsh_tools._printable import printable
 from dsh_tools.demo import (
@@ -85,6 +87,7 @@ class _Call:
     started: float | None = None  # time.monotonic() when its body's chain started
     finished: float | None = None
     code: str | None = None  # the committed result's label
+    progress: str | None = None  # the last tool/progress of the running body, as one line
 
 
 @attrs.define(eq=False)
@@ -147,6 +150,9 @@ class DemoView:
                 batch, _call = self._by_id[event.call_id]
                 if batch.opened is None:
                     batch.opened = time.monotonic()
+            elif isinstance(event, ToolProgressEvent):
+                _batch, call = self._by_id[event.call_id]
+                call.progress = progress_text(event)
             elif isinstance(event, ToolResultEvent):
                 batch, call = self._by_id[event.call_id]
                 if not event.is_error:
@@ -233,6 +239,8 @@ class DemoView:
     def _status(self, call: _Call) -> Text:
         if call.code is None:
             state = "running" if call.started is not None else "waiting"
+            if state == "running" and call.progress is not None:
+                return Text(_line(f"running: {call.progress}"), _STYLES[state])
             return Text(state, _STYLES[state])
         label = _LABELS.get(call.code, call.code)
         return Text(_line(label), _STYLES.get(call.code, "red"))

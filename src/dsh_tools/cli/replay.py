@@ -51,12 +51,14 @@ from dsh_tools import (
     ToolCallEvent,
     ToolCallView,
     ToolPresenter,
+    ToolProgressEvent,
     ToolRegistry,
     ToolResultEvent,
     ToolResultView,
     TurnEndEvent,
     TurnStartEvent,
     dumps_json,
+    progress_text,
     read_session_log,
     thaw_json,
 )
@@ -201,6 +203,10 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
                 f"  {_line(event.call_id)}: result replaced ({_line(str(surface_op))})", "dim"
             )
         return _result_card(event, presenter.present_result(event))
+    if isinstance(event, ToolProgressEvent):
+        return Text.assemble(
+            (f"  {_line(event.call_id)} ", "bold"), (_line(progress_text(event)), "yellow")
+        )
     if isinstance(event, ContextMessageEvent):
         source = getattr(event.source, "plugin", "user")
         return Text.assemble(

@@ -1,5 +1,6 @@
 """Tools from MCP servers: ``mount_mcp`` registers every tool of a connected ``mcp.Client``
-into a registry or a scope (extra ``[mcp]``; the core never imports this package).
+into a registry or a scope; ``open_stdio_client`` connects to a stdio server whose stderr goes
+to the ``dsh_tools.mcp`` logger (extra ``[mcp]``; the core never imports this package).
 """
 
 try:
@@ -9,6 +10,8 @@ try:
     from ._mount import MountedServer as MountedServer
     from ._mount import MountTarget as MountTarget
     from ._mount import mount_mcp as mount_mcp
+    from ._stdio import STDERR_LOGGER as STDERR_LOGGER
+    from ._stdio import open_stdio_client as open_stdio_client
 except ModuleNotFoundError as exc:
     if (exc.name or "").partition(".")[0] not in ("mcp", "jsonschema"):
         raise
@@ -24,5 +27,7 @@ __all__ = [
     "McpToolError",
     "MountTarget",
     "MountedServer",
+    "STDERR_LOGGER",
     "mount_mcp",
+    "open_stdio_client",
 ]

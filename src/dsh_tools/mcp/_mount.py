@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, TypeAlias, cast
@@ -226,8 +227,21 @@ def _read_only(_arguments: object) -> bool:
     return True
 
 
+@attrs.frozen
+class _Options:
+    """What ``mount_mcp`` applies to every tool it mounts."""
+
+    timeout: float | None = None
+    idle_timeout: float | None = None
+    trust_hints: bool = False
+
+
 def _definition(
-    client: mcp.Client, tool: mcp.types.Tool, name: str, validations: trio.CapacityLimiter
+    client: mcp.Client,
+    tool: mcp.types.Tool,
+    name: str,
+    validations: trio.CapacityLimiter,
+    options: _Options,
 ) -> ToolDefinition:
     """The mounted tool, or a ``TypeError`` / ``ValueError`` when the server's tool cannot be
     one (an empty name, a schema that is not lossless JSON).
@@ -251,18 +265,38 @@ def _definition(
             )
         else:
             checker.check(plain)
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            # the server's progress notifications become the call's progress (a server that
+            # sends nonsense amounts loses them, never the call)
+            try:
+                context.report_progress(message=message, progress=progress, total=total)
+            except (TypeError, ValueError) as exc:
+                logger.debug('MCP tool "%s": progress dropped: %s', remote, exc)
+            await trio.lowlevel.checkpoint()
+
         try:
-            result = await client.call_tool(remote, cast("dict[str, Any]", plain))
+            result = await client.call_tool(
+                remote, cast("dict[str, Any]", plain), progress_callback=progress
+            )
         except mcp.MCPError as exc:
             raise McpConnectionError(f'MCP tool "{remote}" failed: {exc}') from exc
         return _output(remote, result)
 
-    read_only = tool.annotations is not None and tool.annotations.read_only_hint is True
+    annotations = tool.annotations
+    read_only = annotations is not None and annotations.read_only_hint is True
+    # a server's hint decides a retry only when the user trusts the server's hints
+    idempotent = (
+        options.trust_hints and annotations is not None and annotations.idempotent_hint is True
+    )
     return ToolDefinition(
         name=name,
         description=tool.description or "",
         parameters=cast("Mapping[str, object]", parameters),
         execute=call,
+        timeout=options.timeout,
+        idle_timeout=options.idle_timeout,
+        idempotent=idempotent,
         is_concurrency_safe=_read_only if read_only else None,
     )
 
@@ -319,6 +353,7 @@ class MountedServer:
     _client: mcp.Client = attrs.field(alias="client")
     prefix: str
     _registrations: _Registrations = attrs.field(alias="registrations")
+    _options: _Options = attrs.field(alias="options", factory=_Options)
     _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _syncs: int = attrs.field(init=False, default=0)
     _validations: trio.CapacityLimiter = attrs.field(
@@ -367,7 +402,9 @@ class MountedServer:
                         continue
                     mounted.pop(name)[1]()
                 try:
-                    definition = _definition(self._client, tool, name, self._validations)
+                    definition = _definition(
+                        self._client, tool, name, self._validations, self._options
+                    )
                 except (TypeError, ValueError) as exc:
                     logger.warning("MCP tool %r skipped: %s", tool.name, exc)
                     continue
@@ -418,6 +455,25 @@ async def _follow_changes(
         task_status.started()
 
 
+def _check_mount_options(timeout: object, idle_timeout: object, trust_hints: object) -> _Options:
+    for label, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"mount_mcp() {label} must be a number of seconds or None")
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(
+                f"mount_mcp() {label} must be a positive finite number of seconds, not {value!r}"
+            )
+    if type(trust_hints) is not bool:
+        raise TypeError(f"mount_mcp() trust_hints must be a bool, not {type(trust_hints).__name__}")
+    return _Options(
+        timeout=cast("float | None", timeout),
+        idle_timeout=cast("float | None", idle_timeout),
+        trust_hints=trust_hints,
+    )
+
+
 def _check_mount_arguments(target: object, client: object, prefix: object) -> None:
     if not isinstance(target, ToolRegistry | ToolScope):
         raise TypeError(
@@ -435,6 +491,9 @@ async def mount_mcp(
     client: mcp.Client,
     *,
     prefix: str = "",
+    timeout: float | None = None,  # noqa: ASYNC109 (the mounted tools' own timeout, not this call's)
+    idle_timeout: float | None = None,
+    trust_hints: bool = False,
 ) -> AsyncGenerator[MountedServer]:
     """Register every tool of a connected MCP server into ``target`` for the ``async with``.
 
@@ -446,7 +505,11 @@ async def mount_mcp(
     (with every deadline) must not wait for it. A tool that cannot be mounted (an empty name, an input schema that
     is not lossless JSON) is skipped with a warning; structured content that is not lossless
     JSON is dropped with a warning, and the text content kept.
-    A tool annotated ``readOnlyHint: true`` may run in parallel pools. Cancelling the call
+    A tool annotated ``readOnlyHint: true`` may run in parallel pools; one annotated
+    ``idempotentHint: true`` is marked idempotent (retried by ``install_retry_policy``, re-run
+    by ``resume_tool_calls``) only with ``trust_hints=True``. The server's progress
+    notifications for a call become the call's progress (``tool/progress`` events), which
+    also resets ``idle_timeout``. Cancelling the call
     (through its signal) cancels the request, and the SDK sends MCP's cancel notification.
     Text content becomes :class:`~dsh_tools.TextBlock`; other content a text rendering naming
     its type; structured content becomes the result's ``meta``; ``isError`` an error result
@@ -460,10 +523,17 @@ async def mount_mcp(
         target: a :class:`~dsh_tools.ToolRegistry` or a :class:`~dsh_tools.ToolScope`.
         client: an entered ``mcp.Client``.
         prefix: prepended to every tool name (e.g. ``"files_"``), to keep servers apart.
+        timeout: the ``timeout`` of every mounted tool (seconds; ``None``: the registry's
+            ``default_timeout``).
+        idle_timeout: the ``idle_timeout`` of every mounted tool: how long a call may go
+            without a progress notification from the server.
+        trust_hints: whether the server's ``idempotentHint`` marks a tool idempotent.
 
     Raises:
         TypeError: ``target`` is not a registry or a scope, ``client`` is not an
-            ``mcp.Client``, or ``prefix`` is not a ``str`` (before anything is sent).
+            ``mcp.Client``, ``prefix`` is not a ``str``, a timeout is not a number, or
+            ``trust_hints`` is not a ``bool`` (before anything is sent).
+        ValueError: a timeout is not a positive finite number.
         ValueError: a tool name is already registered in ``target``.
         mcp.MCPError: listing the tools failed.
 
@@ -472,9 +542,10 @@ async def mount_mcp(
     wrapped in an exception group by the listener's nursery).
     """
     _check_mount_arguments(target, client, prefix)
+    options = _check_mount_options(timeout, idle_timeout, trust_hints)
     registrations = _Registrations()
     mounted = MountedServer(
-        target=target, client=client, prefix=prefix, registrations=registrations
+        target=target, client=client, prefix=prefix, registrations=registrations, options=options
     )
     lone: BaseException | None = None
     try:

@@ -14,6 +14,7 @@ span of the caller's task, around the whole batch. One ``execute`` wrapper, adde
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Final, cast
 
@@ -32,6 +33,7 @@ from dsh_tools import (
     ToolRegistry,
     ToolScope,
 )
+from dsh_tools._progress import add_progress_observer
 
 __all__ = ["BATCH_SPAN", "OTHER_ERROR", "install_tracing"]
 
@@ -82,10 +84,19 @@ _BRIDGE: Final = _ExceptionBridge()
 _bridge_users = 0
 
 
+def _nothing() -> None:
+    return None
+
+
+_remove_observer: Callable[[], None] = _nothing
+
+
 def _attach_bridge() -> None:
-    global _bridge_users
+    global _bridge_users, _remove_observer
     if _bridge_users == 0:
         logging.getLogger("dsh_tools").addHandler(_BRIDGE)
+        # one observer for every install: the span it writes to is the current call's
+        _remove_observer = add_progress_observer(_progress_event)
     _bridge_users += 1
 
 
@@ -94,6 +105,30 @@ def _detach_bridge() -> None:
     _bridge_users -= 1
     if _bridge_users == 0:
         logging.getLogger("dsh_tools").removeHandler(_BRIDGE)
+        _remove_observer()
+
+
+def _progress_event(
+    call_id: str,
+    message: str | None,
+    progress: float | None,
+    total: float | None,
+    output: str | None,
+) -> None:
+    """A ``tool.progress`` event on the span of the call that reported (heard in its task)."""
+    call = _CURRENT.get()
+    if call is None:
+        return
+    attributes: dict[str, str | float] = {"gen_ai.tool.call.id": call_id}
+    if message is not None:
+        attributes["dsh_tools.progress.message"] = message
+    if progress is not None:
+        attributes["dsh_tools.progress.progress"] = progress
+    if total is not None:
+        attributes["dsh_tools.progress.total"] = total
+    if output is not None:
+        attributes["dsh_tools.progress.output_chars"] = len(output)
+    call.span.add_event("tool.progress", attributes)
 
 
 def _leaf_types(exc: BaseException) -> set[str]:
@@ -142,6 +177,11 @@ def install_tracing(
     A call stopped by cancelling the caller's own trio scope
     ends its span with status ``ERROR`` and ``error.type = "Cancelled"`` before the
     cancellation propagates.
+
+    Each progress report the call's body emits (``context.report_progress``, after
+    coalescing) adds a ``tool.progress`` event to its span, with ``dsh_tools.progress.message``
+    / ``.progress`` / ``.total`` and ``.output_chars`` (the length of its output chunk, never
+    the output itself) when present.
 
     Calls that never reach dispatch (denied by a policy or a guard, or cancelled before
     dispatch) get no span: no tool ran.
