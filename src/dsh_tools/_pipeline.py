@@ -417,7 +417,7 @@ class PreparedCall:
                     # skipped
                     _log_raised(self, "an execute wrapper", exc)
                     self.final_result(error_result(exc))
-                    return
+                    return  # noqa: ASYNC910 (the caller's stages checkpoint)
                 self._settle(result)
                 return
             result = await self._invoke(env.signal, linked)
