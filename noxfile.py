@@ -20,7 +20,7 @@ nox.options.error_on_missing_interpreters = False
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest + pytest-trio + Hypothesis) with branch coverage."""
-    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli]")
+    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres]")
     # CI gets the derandomized Hypothesis profile (tests/conftest.py): it never fails by chance
     profile = ["--hypothesis-profile=ci"] if os.environ.get("CI") else []
     session.run("coverage", "run", "-m", "pytest", *profile, *session.posargs)
