@@ -75,6 +75,7 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Run every benchmark in benchmarks/ and print one JSON document."""
-    session.install("-e", ".[test,mcp]")
+    """Run every benchmark in benchmarks/ and print one JSON document (the PostgreSQL one
+    starts a throwaway cluster, or is skipped with its reason when it cannot)."""
+    session.install("-e", ".[test,mcp,postgres]")
     session.run("python", "-m", "benchmarks", *session.posargs)
