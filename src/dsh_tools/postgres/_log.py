@@ -38,7 +38,7 @@ from dsh_tools import (
 )
 from dsh_tools._session import check_event, encode_event_line, json_problem
 
-__all__ = ["PostgresSessionLog", "create_schema"]
+__all__ = ["PostgresSessionLog", "create_schema", "describe_conninfo"]
 
 SCHEMA_VERSION: Final = 1
 
