@@ -82,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the most batches this worker runs at once (default: %(default)s)",
     )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on Ctrl-C or SIGTERM, how long the batches in progress may take to finish "
+        "(default: %(default)s)",
+    )
     return parser
 
 
@@ -115,6 +123,7 @@ def main_worker(argv: Sequence[str]) -> int:
                             schema=arguments.schema,
                             synchronous_commit=not arguments.no_synchronous_commit,
                             max_concurrent_batches=arguments.max_concurrent_batches,
+                            drain_timeout=arguments.drain_timeout,
                         )
                     )
                     print(

@@ -85,8 +85,11 @@ class _BatchActivity:
     async def run_batch(self, request: BatchRequest) -> BatchOutcome:
         """Run (or finish) the batch on the trio loop, heartbeating until it has ended.
 
-        Cancelled (the agent's signal fired): the batch's signal fires, and the batch ends
-        ``"aborted"`` with every call answered before this returns.
+        Cancelled because the agent's signal fired: the batch's signal fires, and the batch
+        ends ``"aborted"`` with every call answered before this returns. Cancelled for another
+        reason (this attempt timed out, the worker is stopping): the batch is left running;
+        the next attempt, on any worker, waits for its log (``SessionLogLockedError`` is
+        retried) and finishes or returns it.
         """
         loop = asyncio.get_running_loop()
         controller = CancelController()
@@ -111,6 +114,12 @@ class _BatchActivity:
             except TimeoutError:
                 continue
             except asyncio.CancelledError:
+                details = activity.cancellation_details()
+                if details is None or not details.cancel_requested:
+                    # Temporal gave up on this attempt (its heartbeats came too late) or the
+                    # worker is stopping: the batch goes on here while it can, and whoever
+                    # runs it next finds it in the log
+                    raise
                 # the agent interrupted the batch: it still ends with every call answered
                 self._token.run_sync_soon(controller.cancel)
                 return await finished
@@ -172,6 +181,7 @@ async def serve_worker(
     schema: str = "dsh",
     synchronous_commit: bool = True,
     max_concurrent_batches: int = 100,
+    drain_timeout: float = 30.0,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve tool batches from ``task_queue`` until cancelled: the session workflows and the
@@ -186,10 +196,14 @@ async def serve_worker(
         schema: its schema (see :func:`~dsh_tools.postgres.create_schema`).
         synchronous_commit: see :class:`~dsh_tools.postgres.PostgresSessionLog`.
         max_concurrent_batches: the most batches this worker runs at once.
+        drain_timeout: when cancelled, how long (seconds) the batches in progress may take to
+            finish before the worker stops.
         task_status: ``started()`` once the worker polls its task queue.
 
-    Cancelling it shuts the worker down: batches in progress are abandoned (their activities
-    are retried on another worker, which finishes them from the log).
+    Cancelling it stops the worker: it takes no new batch and waits up to ``drain_timeout``
+    for the batches in progress. A batch still running then is cancelled with the trio run
+    around it (its running calls end ``ABORTED``, as on any interrupt), and Temporal's retry
+    returns those results.
     """
     token = trio.lowlevel.current_trio_token()
     executor = concurrent.futures.ThreadPoolExecutor(
@@ -206,7 +220,7 @@ async def serve_worker(
             activities=[batches.run_batch],
             max_concurrent_activities=max_concurrent_batches,
             workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
-            graceful_shutdown_timeout=timedelta(0),
+            graceful_shutdown_timeout=timedelta(seconds=drain_timeout),
             # a session's workflow task waits this long for the worker that cached it before
             # any worker takes it: after a worker died, this delays the end of its batch
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=STICKY_TIMEOUT),
