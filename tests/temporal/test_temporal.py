@@ -12,6 +12,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncGenerator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import trio
@@ -25,6 +26,7 @@ from dsh_tools import (
     TextBlock,
     ToolBatch,
     ToolCallEvent,
+    ToolCallRequest,
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
@@ -40,7 +42,8 @@ from dsh_tools.temporal import (
     serve_worker,
 )
 from dsh_tools.temporal._bridge import open_asyncio_thread
-from dsh_tools.temporal._worker import last_batch
+from dsh_tools.temporal._worker import _BatchActivity, last_batch  # pyright: ignore[reportPrivateUsage]
+from dsh_tools.temporal._workflow import BatchCall, BatchRequest
 from support import first_text, request
 
 
@@ -363,3 +366,65 @@ def test_the_worker_command_reports_an_unreachable_server_without_a_traceback() 
         done.stderr.startswith("dsh-tools worker: error: "),
         "Traceback" in done.stderr,
     )
+
+
+# --- what an attempt of the batch activity finds in the log (the activity's trio side) --------
+
+
+def _activity(registry: ToolRegistry, dsn: str) -> _BatchActivity:
+    return _BatchActivity(
+        registry, dsn, "dsh", True, trio.lowlevel.current_trio_token(), ThreadPoolExecutor(1)
+    )
+
+
+def _batch_request(session: str, calls: list[ToolCallRequest]) -> BatchRequest:
+    return BatchRequest(
+        session_id=session,
+        calls=[BatchCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in calls],
+        turn=0,
+        step=0,
+        max_parallel_tool_calls=10,
+        capacity_limits=None,
+        heartbeat_timeout=5,
+        batch_timeout=60,
+    )
+
+
+async def test_a_retried_attempt_of_an_ended_batch_runs_nothing_and_reports_it(dsn: str) -> None:
+    started: list[str] = []
+    activity = _activity(_registry(started), dsn)
+    request_ = _batch_request(f"s-{uuid.uuid4()}", [request("c1", "echo")])
+
+    first = await activity._run_on_trio(request_, CancelController(), 1)  # pyright: ignore[reportPrivateUsage]
+    again = await activity._run_on_trio(request_, CancelController(), 2)  # pyright: ignore[reportPrivateUsage]
+
+    assert (["c1"], first.batch_id, "completed") == (started, again.batch_id, again.reason)
+
+
+async def test_an_attempt_that_finds_the_batch_open_resumes_it_from_the_log(dsn: str) -> None:
+    session = f"s-{uuid.uuid4()}"
+    calls = [request("c1", "echo"), request("c2", "echo")]
+    with PostgresSessionLog(dsn, session) as log:  # what a worker killed in c2's body left
+        log.append(BatchStartEvent(turn=0, step=0, batch_id="b1", calls=calls))
+        log.append(_call("c1"))
+        log.append(_result("c1", "before the crash"))
+        log.append(_call("c2"))
+    started: list[str] = []
+    registry = ToolRegistry()
+
+    async def echo(args: object, context: ToolRunContext) -> str:
+        started.append(f"{context.call_id}/{context.attempt}")
+        return f"echo {context.call_id} attempt {context.attempt}"
+
+    registry.register(
+        define_tool(name="echo", description="e", parameters={}, execute=echo, idempotent=True)
+    )
+    outcome = await _activity(registry, dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+        _batch_request(session, calls), CancelController(), 2
+    )
+    batch = batch_from_log(PostgresSessionLog.read(dsn, session), "b1")
+    assert (["c2/2"], ("b1", "completed", 2)) == (
+        started,
+        (outcome.batch_id, outcome.reason, outcome.attempt),
+    )
+    assert ["before the crash", "echo c2 attempt 2"] == [first_text(r) for r in batch.results]
