@@ -428,3 +428,16 @@ async def test_an_attempt_that_finds_the_batch_open_resumes_it_from_the_log(dsn:
         (outcome.batch_id, outcome.reason, outcome.attempt),
     )
     assert ["before the crash", "echo c2 attempt 2"] == [first_text(r) for r in batch.results]
+
+
+async def test_bad_capacity_limits_are_refused_before_anything_is_sent(
+    client: TemporalClient, dsn: str
+) -> None:
+    runner = TemporalBatchRunner(client, "nobody-serves-this", conninfo=dsn)
+    with pytest.raises(ValueError, match="positive integer"):
+        await runner.run(
+            [request("c1", "echo")],
+            session_id="s",
+            signal=CancelSignal.never(),
+            capacity_limits={"net": 0},
+        )

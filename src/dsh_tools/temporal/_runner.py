@@ -24,6 +24,7 @@ from dsh_tools import (
     ToolExecutionResult,
     ToolResultEvent,
 )
+from dsh_tools._scheduler import check_capacity_limits
 from dsh_tools.postgres import PostgresSessionLog
 
 from ._client import TemporalClient
@@ -160,7 +161,8 @@ class TemporalBatchRunner:
             turn=turn,
             step=step,
             max_parallel_tool_calls=max_parallel_tool_calls,
-            capacity_limits=None if capacity_limits is None else dict(capacity_limits),
+            # checked here: a batch its worker refuses would be retried until batch_timeout
+            capacity_limits=check_capacity_limits(capacity_limits) or None,
             heartbeat_timeout=self._heartbeat_timeout,
             batch_timeout=self._batch_timeout,
         )

@@ -98,6 +98,9 @@ class SessionWorkflow:
                     initial_interval=timedelta(milliseconds=200),
                     backoff_coefficient=2.0,
                     maximum_interval=timedelta(seconds=5),
+                    # a batch its worker refuses (arguments, a corrupt log) fails the same on
+                    # every worker; a locked log or a lost connection is worth another try
+                    non_retryable_error_types=["TypeError", "ValueError", "SessionLogCorruptError"],
                 ),
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
