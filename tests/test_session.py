@@ -548,7 +548,8 @@ def test_a_log_cut_at_any_byte_keeps_every_complete_event_and_appends_cleanly(
         assert [*written[:complete], CALL] == reopened.events()
 
 
-@settings(max_examples=50)
+# no per-example deadline: each example also makes round trips to a PostgreSQL server
+@settings(max_examples=50, deadline=None)
 @given(events=st.lists(session_events, max_size=6))
 def test_any_events_read_back_equal_from_every_durable_log(
     tmp_path_factory: pytest.TempPathFactory, events: list[SessionEvent]
