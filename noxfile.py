@@ -21,9 +21,10 @@ nox.options.error_on_missing_interpreters = False
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest + pytest-trio + Hypothesis) with branch coverage."""
-    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres]")
+    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres,temporal]")
     # CI gets the derandomized Hypothesis profile (tests/conftest.py): it never fails by chance
     profile = ["--hypothesis-profile=ci"] if os.environ.get("CI") else []
+    # the Temporal SDK is installed (the package's own checks import every module), but
     # tests/temporal needs the Temporal dev server: its own session, below
     session.run(
         "coverage", "run", "-m", "pytest", "--ignore=tests/temporal", *profile, *session.posargs
