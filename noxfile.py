@@ -46,8 +46,14 @@ def temporal(session: nox.Session) -> None:
 @nox.session
 def thorough(session: nox.Session) -> None:
     """The property tests with >= 5,000 examples each and random seeds (not in the default set)."""
-    session.install("-e", ".[test]")
-    session.run("pytest", "--hypothesis-profile=thorough", "-q", *session.posargs)
+    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres,temporal]")
+    session.run(
+        "pytest",
+        "--hypothesis-profile=thorough",
+        "--ignore=tests/temporal",
+        "-q",
+        *session.posargs,
+    )
 
 
 @nox.session
