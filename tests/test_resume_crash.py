@@ -1,4 +1,4 @@
-"""Real crashes: a child process runs a batch into a file log and is killed with ``SIGKILL``
+"""Real crashes: a child process runs a batch into a durable log (a file, or PostgreSQL) and is killed with ``SIGKILL``
 while it runs; the parent reopens the log and finishes the batch with ``resume_tool_calls``.
 
 The bodies record each start in a file (``<process> <call id> <attempt>``, one line, written
@@ -29,7 +29,7 @@ from dsh_tools import (
     resume_tool_calls,
 )
 from dsh_tools.testing import check_batch
-from support import FILE_LOGS, FileLogKind, first_text, request
+from support import DURABLE_LOGS, OPEN_LOG, FileLogKind, first_text, request
 
 CALLS = (
     request("c1", "put"),  # parallel, idempotent
@@ -71,16 +71,17 @@ def registry(starts, process, seconds):
 
 _CHILD = (
     _TOOLS
+    + OPEN_LOG
     + """
 import sys
-from dsh_tools import CancelSignal, JsonlSessionLog, SqliteSessionLog, ToolCallRequest, run_tool_calls
+from dsh_tools import CancelSignal, ToolCallRequest, run_tool_calls
 
 path, kind, starts = sys.argv[1], sys.argv[2], sys.argv[3]
 calls = [ToolCallRequest(call_id=f"c{i}", name=name, arguments="{}")
          for i, name in enumerate(["put", "send", "rm", "get", "put", "send"], 1)]
 
 async def main():
-    log = JsonlSessionLog(path) if kind == "jsonl" else SqliteSessionLog(path)
+    log = open_log(kind, path)
     await run_tool_calls(registry(starts, "child", 0.15), calls, signal=CancelSignal.never(),
                          session=log)
     print("finished", flush=True)
@@ -123,6 +124,7 @@ def _starts(path: Path, process: str) -> list[str]:
 
 def _run_and_kill(log_path: Path, kind: FileLogKind, starts: Path, kill_after: int) -> None:
     """Run the batch in a child; SIGKILL it once ``kill_after`` bodies have started."""
+    kind.start()
     with subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(log_path), kind.name, str(starts)],
         stdout=subprocess.PIPE,
@@ -138,7 +140,7 @@ def _run_and_kill(log_path: Path, kind: FileLogKind, starts: Path, kill_after: i
     assert -signal.SIGKILL == child.returncode
 
 
-@pytest.mark.parametrize("kind", FILE_LOGS, ids=[kind.name for kind in FILE_LOGS])
+@pytest.mark.parametrize("kind", DURABLE_LOGS, ids=[kind.name for kind in DURABLE_LOGS])
 @pytest.mark.parametrize("kill_after", [1, 3, 5])
 def test_a_batch_killed_mid_run_is_finished_by_resume_in_another_process(
     tmp_path: Path, kind: FileLogKind, kill_after: int

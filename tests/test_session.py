@@ -34,8 +34,9 @@ from dsh_tools import (
     session_event_from_json,
 )
 from dsh_tools._session import event_to_wire
+from dsh_tools.postgres import PostgresSessionLog
 from strategies import session_events
-from support import FILE_LOGS, FileLogKind
+from support import DURABLE_LOGS, FILE_LOGS, OPEN_LOG, FileLogKind
 
 CALL = ToolCallEvent(turn=0, step=1, call_id="c1", name="read_file", arguments='{"path":"a"}')
 RESULT = ToolResultEvent(
@@ -64,9 +65,18 @@ ALL_EVENTS: list[SessionEvent] = [CALL, RESULT, FAILED, CONTEXT]
 
 @pytest.fixture(params=FILE_LOGS, ids=[kind.name for kind in FILE_LOGS])
 def kind(request: pytest.FixtureRequest) -> FileLogKind:
-    """Each file log in turn: the contract tests below hold for every one of them."""
+    """Each file log in turn: the tests of files below hold for every one of them."""
     file_log: FileLogKind = request.param
     return file_log
+
+
+@pytest.fixture(params=DURABLE_LOGS, ids=[kind.name for kind in DURABLE_LOGS])
+def durable(request: pytest.FixtureRequest) -> FileLogKind:
+    """Each durable log in turn (the file logs and ``PostgresSessionLog``, its session named by
+    the path): the contract tests below hold for every one of them."""
+    log: FileLogKind = request.param
+    log.start()
+    return log
 
 
 def test_tool_call_event_has_the_original_wire_shape() -> None:
@@ -179,19 +189,19 @@ def test_memory_log_reads_back_a_fresh_list_in_order() -> None:
     assert log.events() == [CALL, RESULT]
 
 
-def test_every_log_satisfies_the_session_log_protocol(tmp_path: Path, kind: FileLogKind) -> None:
+def test_every_log_satisfies_the_session_log_protocol(tmp_path: Path, durable: FileLogKind) -> None:
     assert isinstance(MemorySessionLog(), SessionLog)
-    with kind.open(tmp_path / kind.file_name) as log:
+    with durable.open(tmp_path / durable.file_name) as log:
         assert isinstance(log, SessionLog)
 
 
-def test_a_file_log_round_trips_every_event(tmp_path: Path, kind: FileLogKind) -> None:
-    path = tmp_path / kind.file_name
-    with kind.open(path) as log:
+def test_a_durable_log_round_trips_every_event(tmp_path: Path, durable: FileLogKind) -> None:
+    path = tmp_path / durable.file_name
+    with durable.open(path) as log:
         seqs = [log.append(event) for event in ALL_EVENTS]
         assert seqs == [0, 1, 2, 3]
         assert log.events() == ALL_EVENTS
-    assert ALL_EVENTS == kind.read(path)
+    assert ALL_EVENTS == durable.read(path)
 
 
 def test_jsonl_log_writes_one_compact_line_per_event(tmp_path: Path) -> None:
@@ -219,14 +229,14 @@ def test_a_file_log_at_a_bad_path_fails_at_construction(tmp_path: Path, kind: Fi
         kind.open(tmp_path / "missing-directory" / kind.file_name)
 
 
-def test_a_reopened_file_log_continues_the_sequence_numbers(
-    tmp_path: Path, kind: FileLogKind
+def test_a_reopened_durable_log_continues_the_sequence_numbers(
+    tmp_path: Path, durable: FileLogKind
 ) -> None:
-    path = tmp_path / kind.file_name
-    with kind.open(path) as first:
+    path = tmp_path / durable.file_name
+    with durable.open(path) as first:
         first.append(CALL)
         first.append(RESULT)
-    with kind.open(path) as second:
+    with durable.open(path) as second:
         assert second.append(CONTEXT) == 2
         assert second.events() == [CALL, RESULT, CONTEXT]
 
@@ -350,55 +360,61 @@ def test_session_event_from_json_rejects_what_is_not_an_object() -> None:
 # --- writer lock, readers, lifetime ------------------------------------------------------------
 
 
-def test_a_second_writer_in_the_same_process_is_refused(tmp_path: Path, kind: FileLogKind) -> None:
-    path = tmp_path / kind.file_name
-    with kind.open(path) as log:
+def test_a_second_writer_in_the_same_process_is_refused(
+    tmp_path: Path, durable: FileLogKind
+) -> None:
+    path = tmp_path / durable.file_name
+    with durable.open(path) as log:
         log.append(CALL)
         with pytest.raises(SessionLogLockedError) as caught:
-            kind.open(path)
-        assert caught.value.path == str(path)
+            durable.open(path)
+        assert caught.value.path == durable.where(path)
         assert log.append(RESULT) == 1
-    assert [CALL, RESULT] == kind.read(path)
+    assert [CALL, RESULT] == durable.read(path)
 
 
-def test_closing_the_writer_releases_the_lock(tmp_path: Path, kind: FileLogKind) -> None:
-    path = tmp_path / kind.file_name
-    kind.open(path).close()
-    with kind.open(path) as again:
+def test_closing_the_writer_releases_the_lock(tmp_path: Path, durable: FileLogKind) -> None:
+    path = tmp_path / durable.file_name
+    durable.open(path).close()
+    with durable.open(path) as again:
         assert again.append(CALL) == 0
 
 
-_OTHER_WRITER = """
+_OTHER_WRITER = (
+    OPEN_LOG
+    + """
 import sys
-from dsh_tools import JsonlSessionLog, SessionLogLockedError, SqliteSessionLog
-kind = JsonlSessionLog if sys.argv[2] == "jsonl" else SqliteSessionLog
+from dsh_tools import SessionLogLockedError
 try:
-    kind(sys.argv[1]).close()
+    open_log(sys.argv[2], sys.argv[1]).close()
 except SessionLogLockedError as exc:
     print("locked", exc.path)
 else:
     print("opened")
 """
+)
 
 
-def test_a_second_writer_in_another_process_is_refused(tmp_path: Path, kind: FileLogKind) -> None:
-    path = tmp_path / kind.file_name
-    with kind.open(path):
+def test_a_second_writer_in_another_process_is_refused(
+    tmp_path: Path, durable: FileLogKind
+) -> None:
+    path = tmp_path / durable.file_name
+    with durable.open(path):
         held = subprocess.run(
-            [sys.executable, "-c", _OTHER_WRITER, str(path), kind.name],
+            [sys.executable, "-c", _OTHER_WRITER, str(path), durable.name],
             capture_output=True,
             text=True,
             timeout=60,
             check=True,
         )
     free = subprocess.run(
-        [sys.executable, "-c", _OTHER_WRITER, str(path), kind.name],
+        [sys.executable, "-c", _OTHER_WRITER, str(path), durable.name],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
-    assert (f"locked {path}\n", "opened\n") == (held.stdout, free.stdout)
+    assert (f"locked {durable.where(path)}\n", "opened\n") == (held.stdout, free.stdout)
 
 
 def test_a_reader_never_cuts_a_torn_last_line(tmp_path: Path) -> None:
@@ -412,20 +428,22 @@ def test_a_reader_never_cuts_a_torn_last_line(tmp_path: Path) -> None:
         assert before == path.read_bytes()
 
 
-def test_a_reader_of_a_locked_log_is_not_refused(tmp_path: Path, kind: FileLogKind) -> None:
-    path = tmp_path / kind.file_name
-    with kind.open(path) as log:
+def test_a_reader_of_a_locked_log_is_not_refused(tmp_path: Path, durable: FileLogKind) -> None:
+    path = tmp_path / durable.file_name
+    with durable.open(path) as log:
         log.append(CALL)
-        assert [CALL] == kind.read(path)
+        assert [CALL] == durable.read(path)
 
 
-def test_reading_a_missing_log_raises_file_not_found(tmp_path: Path, kind: FileLogKind) -> None:
-    with pytest.raises(FileNotFoundError):
-        kind.read(tmp_path / kind.file_name)
+def test_reading_a_log_never_written_is_a_missing_log_error(
+    tmp_path: Path, durable: FileLogKind
+) -> None:
+    with pytest.raises(durable.missing):
+        durable.read(tmp_path / durable.file_name)
 
 
-def test_appending_after_close_raises_value_error(tmp_path: Path, kind: FileLogKind) -> None:
-    log = kind.open(tmp_path / kind.file_name)
+def test_appending_after_close_raises_value_error(tmp_path: Path, durable: FileLogKind) -> None:
+    log = durable.open(tmp_path / durable.file_name)
     log.close()
     log.close()  # closing twice does nothing
     with pytest.raises(ValueError, match="closed"):
@@ -433,17 +451,17 @@ def test_appending_after_close_raises_value_error(tmp_path: Path, kind: FileLogK
     assert log.closed
 
 
-def test_the_context_manager_closes_the_log(tmp_path: Path, kind: FileLogKind) -> None:
-    with kind.open(tmp_path / kind.file_name) as log:
+def test_the_context_manager_closes_the_log(tmp_path: Path, durable: FileLogKind) -> None:
+    with durable.open(tmp_path / durable.file_name) as log:
         assert not log.closed
     assert log.closed
 
 
 def test_a_log_garbage_collected_while_open_is_closed_with_a_resource_warning(
-    tmp_path: Path, kind: FileLogKind
+    tmp_path: Path, durable: FileLogKind
 ) -> None:
-    path = tmp_path / kind.file_name
-    log = kind.open(path)
+    path = tmp_path / durable.file_name
+    log = durable.open(path)
     log.append(CALL)
 
     def drop() -> None:
@@ -451,9 +469,9 @@ def test_a_log_garbage_collected_while_open_is_closed_with_a_resource_warning(
         del log
         gc.collect()
 
-    with pytest.warns(ResourceWarning, match=f"unclosed {kind.class_name}"):
+    with pytest.warns(ResourceWarning, match=f"unclosed {durable.class_name}"):
         drop()
-    with kind.open(path) as again:  # the lock was released
+    with durable.open(path) as again:  # the lock was released
         assert again.events() == [CALL]
 
 
@@ -481,6 +499,7 @@ def test_context_message_event_carries_a_hook_context_unchanged() -> None:
 def test_a_file_log_names_its_path(tmp_path: Path, kind: FileLogKind) -> None:
     path = tmp_path / kind.file_name
     with kind.open(path) as log:
+        assert not isinstance(log, PostgresSessionLog)  # a session of a database has no path
         assert log.path == path
 
 
@@ -529,12 +548,13 @@ def test_a_log_cut_at_any_byte_keeps_every_complete_event_and_appends_cleanly(
         assert [*written[:complete], CALL] == reopened.events()
 
 
-@settings(max_examples=50)
+# no per-example deadline: each example also makes round trips to a PostgreSQL server
+@settings(max_examples=50, deadline=None)
 @given(events=st.lists(session_events, max_size=6))
-def test_any_events_read_back_equal_from_every_file_log(
+def test_any_events_read_back_equal_from_every_durable_log(
     tmp_path_factory: pytest.TempPathFactory, events: list[SessionEvent]
 ) -> None:
-    for kind in FILE_LOGS:
+    for kind in DURABLE_LOGS:
         path = tmp_path_factory.mktemp(kind.name) / kind.file_name
         with kind.open(path) as log:
             assert list(range(len(events))) == [log.append(event) for event in events]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dsh_tools import SqliteSessionLog, ToolResultEvent
-from support import FILE_LOGS, FileLogKind
+from support import DURABLE_LOGS, FILE_LOGS, OPEN_LOG, FileLogKind
 
 EVENTS = 10
 """Events the writer appends: 1-4 MB each, about 25 MB in all."""
@@ -167,12 +167,14 @@ def test_writers_of_two_sessions_in_two_processes_append_to_one_file(tmp_path: P
         ]
 
 
-_KILLED_WRITER = """
+_KILLED_WRITER = (
+    OPEN_LOG
+    + """
 import sys
-from dsh_tools import JsonlSessionLog, SqliteSessionLog, TextBlock, ToolResultEvent
+from dsh_tools import TextBlock, ToolResultEvent
 
 path, kind = sys.argv[1], sys.argv[2]
-log = JsonlSessionLog(path) if kind == "jsonl" else SqliteSessionLog(path)
+log = open_log(kind, path)
 for index in range(1_000_000):
     event = ToolResultEvent(
         turn=index, step=0, call_id=f"c{index}",
@@ -180,14 +182,16 @@ for index in range(1_000_000):
     )
     print(log.append(event), flush=True)  # acknowledged
 """
+)
 
 
-@pytest.mark.parametrize("kind", FILE_LOGS, ids=[kind.name for kind in FILE_LOGS])
+@pytest.mark.parametrize("kind", DURABLE_LOGS, ids=[kind.name for kind in DURABLE_LOGS])
 @pytest.mark.parametrize("kill_after", [1, 17, 150])
 def test_every_acknowledged_event_survives_a_sigkill_of_the_writer(
     tmp_path: Path, kind: FileLogKind, kill_after: int
 ) -> None:
     path = tmp_path / kind.file_name
+    kind.start()
     with subprocess.Popen(
         [sys.executable, "-c", _KILLED_WRITER, str(path), kind.name],
         stdout=subprocess.PIPE,

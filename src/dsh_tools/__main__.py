@@ -1,10 +1,11 @@
 """The ``dsh-tools`` command line (also ``python -m dsh_tools``).
 
 Subcommands: ``demo`` (a scripted agent turn; a live ``rich`` view, or ``--plain`` ASCII),
-``bench`` (the parallel-dispatch benchmark), ``replay`` (a session log through the presenter)
-and ``acp`` (an ACP agent over stdio). Everything that needs ``rich`` (the ``[cli]`` extra)
-lives in :mod:`dsh_tools.cli` and is imported only by the command that uses it, so
-``dsh-tools demo --plain`` works with the core dependencies alone.
+``bench`` (the parallel-dispatch benchmark), ``replay`` (a session log through the presenter),
+``acp`` (an ACP agent over stdio) and ``worker`` (a Temporal worker for tool batches).
+Everything that needs ``rich`` (the ``[cli]`` extra) lives in :mod:`dsh_tools.cli` and is
+imported only by the command that uses it, so ``dsh-tools demo --plain`` works with the core
+dependencies alone.
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
         description="An Agent Client Protocol agent over stdio (needs the [acp] extra).",
         add_help=False,
     )
+    commands.add_parser(
+        "worker",
+        help="serve tool batches from a Temporal task queue",
+        description="A Temporal worker for tool batches (needs the [temporal] extra).",
+        add_help=False,
+    )
     demo.add_argument(
         "--ask",
         action="store_true",
@@ -171,6 +178,10 @@ def _discard_stdout() -> None:
 def _run(arguments: list[str]) -> int:
     if arguments[:1] == ["acp"]:
         return _acp(arguments[1:])
+    if arguments[:1] == ["worker"]:
+        from .cli.worker import main_worker  # imports trio only; it names a missing extra
+
+        return main_worker(arguments[1:])
     args = _parser().parse_args(arguments)
     command: str = args.command
     if command == "demo":

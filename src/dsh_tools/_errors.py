@@ -151,15 +151,18 @@ class SessionLogLockedError(OSError):
     """Another writer (in this process or another) holds the log: a :class:`JsonlSessionLog`
     the file's lock, or a :class:`SqliteSessionLog` the lock of the same session of the file.
 
-    ``path`` names the file; ``session_id`` the session of an SQLite log (``None`` for a JSON
-    Lines log). Read a log someone else is writing with :func:`read_session_log` or
-    :meth:`SqliteSessionLog.read`.
+    ``path`` names the file (for a ``dsh_tools.postgres.PostgresSessionLog``: the database,
+    without its password); ``session_id`` the session of an SQLite or PostgreSQL log (``None``
+    for a JSON Lines log; ``log_class`` names the session log class in the message). Read a
+    log someone else is writing with :func:`read_session_log` or :meth:`SqliteSessionLog.read`.
     """
 
     path: str
     session_id: str | None
 
-    def __init__(self, path: str, session_id: str | None = None) -> None:
+    def __init__(
+        self, path: str, session_id: str | None = None, *, log_class: str = "SqliteSessionLog"
+    ) -> None:
         if session_id is None:
             message = (
                 f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
@@ -167,8 +170,8 @@ class SessionLogLockedError(OSError):
             )
         else:
             message = (
-                f"{path}: another SqliteSessionLog is writing session {session_id!r} (it holds "
-                "the session's lock); read it with SqliteSessionLog.read()"
+                f"{path}: another {log_class} is writing session {session_id!r} (it holds "
+                f"the session's lock); read it with {log_class}.read()"
             )
         super().__init__(message)
         self.path = path

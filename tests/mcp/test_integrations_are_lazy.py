@@ -1,5 +1,6 @@
 """The core never imports an integration's dependencies: importing ``dsh_tools`` (and running
-a call through it) loads neither the MCP SDK, jsonschema, OpenTelemetry, pydantic nor docstring-parser."""
+a call through it) loads neither the MCP SDK, jsonschema, OpenTelemetry, pydantic, docstring-parser,
+psycopg nor the Temporal SDK."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ async def main():
     )
 
 trio.run(main)
-print(sorted({name.split(".")[0] for name in sys.modules} & {"mcp", "jsonschema", "opentelemetry", "pydantic", "docstring_parser"}))
+print(sorted({name.split(".")[0] for name in sys.modules} & {"mcp", "jsonschema", "opentelemetry", "pydantic", "docstring_parser", "psycopg", "temporalio"}))
 """
 
 

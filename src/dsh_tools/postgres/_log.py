@@ -1,0 +1,440 @@
+r"""``PostgresSessionLog``: session logs in a PostgreSQL database (psycopg 3, synchronous API).
+
+The schema (``dsh`` unless told otherwise), made by :func:`create_schema`::
+
+    sessions(id bigint PRIMARY KEY, name text UNIQUE)         one row per session id
+    events(session bigint, seq bigint, event text,            one row per event: its wire
+           PRIMARY KEY (session, seq))                        JSON, the JSONL log's line
+    meta(version integer)                                     the schema version
+
+An event is stored as ``text``, not ``jsonb``: ``jsonb`` reorders keys and refuses some strings
+the model can send, while the text is the exact line a :class:`~dsh_tools.JsonlSessionLog`
+writes (lone surrogates as ``\u`` escapes, so it is valid UTF-8 without NUL).
+
+One writer per session: a writer holds a session-level advisory lock (its key a hash of the
+schema and the session id) on its own connection until it is closed; PostgreSQL releases it
+when that connection ends, a killed process's included. The primary key is a fence behind the
+lock: a writer that lost its lock without noticing (its connection was cut and another writer
+took over) fails on the first sequence number the other one stored, instead of interleaving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import warnings
+from typing import Final, Self
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from dsh_tools import (
+    SessionEvent,
+    SessionLogCorruptError,
+    SessionLogLockedError,
+    session_event_from_json,
+)
+from dsh_tools._session import check_event, encode_event_line, json_problem
+
+__all__ = ["PostgresSessionLog", "create_schema", "describe_conninfo"]
+
+SCHEMA_VERSION: Final = 1
+
+DEFAULT_SCHEMA: Final = "dsh"
+
+_IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+_CREATE_LOCK: Final = 0x64736854  # "dshT": two create_schema calls at once make it once
+
+
+def _statements(schema: str) -> tuple[sql.Composed, ...]:
+    name = sql.Identifier(schema)
+    return (
+        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {}.sessions ("
+            "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL UNIQUE)"
+        ).format(name),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {}.events ("
+            "session bigint NOT NULL REFERENCES {}.sessions (id), seq bigint NOT NULL, "
+            "event text NOT NULL, PRIMARY KEY (session, seq))"
+        ).format(name, name),
+        sql.SQL("CREATE TABLE IF NOT EXISTS {}.meta (version integer NOT NULL)").format(name),
+    )
+
+
+def create_schema(conninfo: str, *, schema: str = DEFAULT_SCHEMA) -> None:
+    """Create the tables of the session logs in schema ``schema`` of the database (nothing if
+    they exist): what :class:`PostgresSessionLog` needs, run once per database by someone
+    allowed to create tables. Also ``python -m dsh_tools.postgres create-schema DSN``.
+
+    Args:
+        conninfo: a libpq connection string or URI (``postgresql://user@host:5432/db``).
+        schema: the PostgreSQL schema (a lower-case SQL identifier).
+
+    Raises:
+        TypeError: ``conninfo`` or ``schema`` is not a ``str``.
+        ValueError: ``schema`` is not a lower-case identifier, or it holds tables of another
+            schema version.
+        psycopg.Error: the database cannot be reached or refused a statement.
+    """
+    _check_conninfo(conninfo)
+    _check_schema(schema)
+    with psycopg.connect(conninfo, autocommit=True) as connection, connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
+        for statement in _statements(schema):
+            connection.execute(statement)
+        rows = connection.execute(
+            sql.SQL("SELECT version FROM {}.meta").format(sql.Identifier(schema))
+        ).fetchall()
+        if not rows:
+            connection.execute(
+                sql.SQL("INSERT INTO {}.meta (version) VALUES (%s)").format(sql.Identifier(schema)),
+                (SCHEMA_VERSION,),
+            )
+        elif rows != [(SCHEMA_VERSION,)]:
+            raise ValueError(
+                f"schema {schema!r} of {describe_conninfo(conninfo)} holds session logs of "
+                f"schema version {rows}; this version of dsh-tools writes version "
+                f"{SCHEMA_VERSION}"
+            )
+
+
+class PostgresSessionLog:
+    """A :class:`~dsh_tools.SessionLog` in a PostgreSQL database: many sessions (and many
+    machines) per database, the same events and wire JSON as
+    :class:`~dsh_tools.JsonlSessionLog` and :class:`~dsh_tools.SqliteSessionLog`.
+
+    Args:
+        conninfo: a libpq connection string or URI (``postgresql://user@host:5432/db``). A
+            connection is opened here, so a bad address or password fails here.
+        session_id: the session this log appends to and reads (any non-empty ``str`` without
+            lone surrogates). An existing session is continued: its events keep their sequence
+            numbers, new ones follow.
+        schema: the PostgreSQL schema that :func:`create_schema` made.
+        synchronous_commit: ``True`` (the default): an event whose ``append`` returned is on
+            the server's disk (it survives a crash of the server, not only of this process).
+            ``False``: the server acknowledges before its write-ahead log reaches the disk
+            (PostgreSQL's ``synchronous_commit = off``): a crash of this process still loses
+            nothing, a crash of the server may lose the last fraction of a second of events,
+            and an append is about three times faster.
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: ``session_id`` is empty or holds a lone surrogate, ``schema`` is not a
+            lower-case identifier, the database's encoding is not UTF-8, or the schema does
+            not hold session logs (run :func:`create_schema`) or holds another schema version.
+        SessionLogLockedError: another writer holds this session (in this process or on any
+            machine).
+        psycopg.Error: the database cannot be reached.
+
+    One writer per session, any number of sessions and of readers: the writer holds a
+    PostgreSQL advisory lock for its session on its own connection until :meth:`close` (it is
+    also a context manager). Read a session someone else is writing with :meth:`read`. A log
+    garbage-collected while open is closed with a ``ResourceWarning``.
+
+    Each ``append`` is one ``INSERT`` committed on its own, on the calling thread: it blocks
+    the trio loop for one round trip to the server (and, with ``synchronous_commit=True``, for
+    the server's flush of its write-ahead log). A failed insert stores nothing. If the
+    connection is lost, ``append`` raises ``psycopg.OperationalError`` and so does every later
+    one: the lock went with the connection, so open a new log (which continues the session).
+    """
+
+    __slots__ = (
+        "_closed",
+        "_connection",
+        "_key",
+        "_next_seq",
+        "_place",
+        "_schema",
+        "_session_id",
+    )
+
+    _place: str
+    _session_id: str
+    _schema: str
+    _key: int
+    _next_seq: int
+    _connection: psycopg.Connection[tuple[object, ...]] | None
+    _closed: bool
+
+    def __init__(
+        self,
+        conninfo: str,
+        session_id: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        synchronous_commit: bool = True,
+    ) -> None:
+        self._closed = True  # until the connection is open and the session locked
+        self._connection = None
+        _check_conninfo(conninfo)
+        _check_session_id(session_id)
+        _check_schema(schema)
+        if not isinstance(synchronous_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"synchronous_commit must be a bool, not {synchronous_commit!r}")
+        self._place = describe_conninfo(conninfo)
+        self._session_id = session_id
+        self._schema = schema
+        connection = psycopg.connect(conninfo, autocommit=True)
+        try:
+            _check_database(connection, schema, self._place)
+            locked = connection.execute(
+                "SELECT pg_try_advisory_lock(%s)", (_lock_key(schema, session_id),)
+            ).fetchone()
+            if locked is None or locked[0] is not True:
+                raise SessionLogLockedError(self._place, session_id, log_class="PostgresSessionLog")
+            if not synchronous_commit:
+                connection.execute("SET synchronous_commit = off")
+            name = sql.Identifier(schema)
+            connection.execute(
+                sql.SQL("INSERT INTO {}.sessions (name) VALUES (%s) ON CONFLICT DO NOTHING").format(
+                    name
+                ),
+                (session_id,),
+            )
+            row = connection.execute(
+                sql.SQL(
+                    "SELECT s.id, (SELECT COALESCE(MAX(seq) + 1, 0) FROM {}.events "
+                    "WHERE session = s.id) FROM {}.sessions s WHERE s.name = %s"
+                ).format(name, name),
+                (session_id,),
+            ).fetchone()
+        except BaseException:
+            connection.close()
+            raise
+        assert row is not None  # the row was inserted above, or was there
+        key, next_seq = row
+        assert isinstance(key, int)
+        assert isinstance(next_seq, int)
+        self._key = key
+        self._next_seq = next_seq
+        self._connection = connection
+        self._closed = False
+
+    @property
+    def session_id(self) -> str:
+        """The session this log appends to."""
+        return self._session_id
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding the log."""
+        return self._schema
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (no more appends; the session's lock is released)."""
+        return self._closed
+
+    def append(self, event: SessionEvent, /) -> int:
+        """Store ``event`` (one ``INSERT``, committed before this returns) and return its
+        sequence number in the session.
+
+        Raises:
+            TypeError: ``event`` is not a session event.
+            ValueError: the log is closed.
+            SessionLogLockedError: another writer stored this sequence number (this log had
+                lost its lock); the log is closed.
+            psycopg.Error: the insert failed (the connection was lost, the server refused
+                it); nothing was stored.
+        """
+        check_event(event)
+        connection = self._connection
+        if connection is None:
+            raise ValueError(f"append to a closed PostgresSessionLog ({self._describe()})")
+        seq = self._next_seq
+        text = encode_event_line(event)[:-1].decode("utf-8")
+        try:
+            connection.execute(
+                sql.SQL("INSERT INTO {}.events (session, seq, event) VALUES (%s, %s, %s)").format(
+                    sql.Identifier(self._schema)
+                ),
+                (self._key, seq, text),
+            )
+        except psycopg.errors.UniqueViolation:
+            self.close()
+            raise SessionLogLockedError(
+                self._place, self._session_id, log_class="PostgresSessionLog"
+            ) from None
+        self._next_seq = seq + 1
+        return seq
+
+    def events(self) -> list[SessionEvent]:
+        """Every event of the session, in append order (a fresh list).
+
+        Raises:
+            SessionLogCorruptError: a stored event is not an event (its ``line`` is the
+                event's 1-based position in the session).
+            ValueError: the log is closed (use :meth:`read`).
+        """
+        connection = self._connection
+        if connection is None:
+            raise ValueError(f"events() of a closed PostgresSessionLog ({self._describe()})")
+        return _read_events(connection, self._schema, self._key, self._describe())
+
+    @staticmethod
+    def read(conninfo: str, session_id: str, *, schema: str = DEFAULT_SCHEMA) -> list[SessionEvent]:
+        """Read every event of session ``session_id``, in order, without writing or locking:
+        safe while a writer (on this machine or another) appends.
+
+        Raises:
+            LookupError: the database holds no session ``session_id``.
+            ValueError: the schema does not hold session logs (or another version of them).
+            SessionLogCorruptError: a stored event is not an event.
+            psycopg.Error: the database cannot be reached.
+        """
+        _check_conninfo(conninfo)
+        _check_session_id(session_id)
+        _check_schema(schema)
+        place = describe_conninfo(conninfo)
+        with psycopg.connect(conninfo, autocommit=True) as connection:
+            _check_database(connection, schema, place)
+            row = connection.execute(
+                sql.SQL("SELECT id FROM {}.sessions WHERE name = %s").format(
+                    sql.Identifier(schema)
+                ),
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                raise LookupError(f"{place}: no session {session_id!r} in schema {schema!r}")
+            key = row[0]
+            assert isinstance(key, int)
+            return _read_events(connection, schema, key, f"{place} (session {session_id!r})")
+
+    def close(self) -> None:
+        """Close the connection, which releases the session's lock. Closing twice does
+        nothing.
+        """
+        connection = self._connection
+        self._connection = None
+        self._closed = True
+        if connection is not None:
+            connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._closed:
+            warnings.warn(
+                f"unclosed PostgresSessionLog {self._describe()}", ResourceWarning, stacklevel=2
+            )
+            self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"next_seq={self._next_seq}"
+        return f"<PostgresSessionLog {self._describe()} {state}>"
+
+    def _describe(self) -> str:
+        return f"{self._place} schema {self._schema!r} session {self._session_id!r}"
+
+
+def describe_conninfo(conninfo: str) -> str:
+    """The database ``conninfo`` names, for messages: host, port, database and user, never
+    the password.
+    """
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "postgresql (an unreadable connection string)"
+    shown = ("host", "port", "dbname", "user")
+    return "postgresql " + " ".join(f"{key}={parts[key]}" for key in shown if key in parts)
+
+
+def _lock_key(schema: str, session_id: str) -> int:
+    """A signed 64-bit advisory lock key for one session of one schema."""
+    digest = hashlib.sha256(f"dsh-tools\0{schema}\0{session_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _check_conninfo(conninfo: object) -> None:
+    if not isinstance(conninfo, str):
+        raise TypeError(f"conninfo must be a str, not {type(conninfo).__name__}")
+
+
+def _check_schema(schema: object) -> None:
+    if not isinstance(schema, str):
+        raise TypeError(f"schema must be a str, not {type(schema).__name__}")
+    if not _IDENTIFIER.fullmatch(schema):
+        raise ValueError(
+            f"schema must be a lower-case SQL identifier (letters, digits, _), not {schema!r}"
+        )
+
+
+def _check_session_id(session_id: object) -> None:
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
+    if not session_id:
+        raise ValueError("session_id must be a non-empty str, not ''")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
+        ) from None
+    if "\0" in session_id:
+        raise ValueError(
+            f"session_id must not hold NUL characters (PostgreSQL text cannot): {session_id!r}"
+        )
+
+
+def _check_database(
+    connection: psycopg.Connection[tuple[object, ...]], schema: str, place: str
+) -> None:
+    encoding = connection.execute("SHOW server_encoding").fetchone()
+    if encoding is None or encoding[0] != "UTF8":
+        raise ValueError(
+            f"{place}: the database's encoding is {encoding and encoding[0]}, not UTF8: "
+            "a session log holds any Unicode text the model sends"
+        )
+    found = connection.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.meta",)).fetchone()
+    if found is None or found[0] is not True:
+        raise ValueError(
+            f"{place}: schema {schema!r} holds no session logs; create it with "
+            f"`python -m dsh_tools.postgres create-schema DSN --schema {schema}`"
+        )
+    rows = connection.execute(
+        sql.SQL("SELECT version FROM {}.meta").format(sql.Identifier(schema))
+    ).fetchall()
+    if rows != [(SCHEMA_VERSION,)]:
+        raise ValueError(
+            f"{place}: schema {schema!r} holds session logs of schema version "
+            f"{[row[0] for row in rows]}; this version of dsh-tools reads version "
+            f"{SCHEMA_VERSION}"
+        )
+
+
+def _read_events(
+    connection: psycopg.Connection[tuple[object, ...]], schema: str, key: int, name: str
+) -> list[SessionEvent]:
+    events: list[SessionEvent] = []
+    rows = connection.execute(
+        sql.SQL("SELECT seq, event FROM {}.events WHERE session = %s ORDER BY seq").format(
+            sql.Identifier(schema)
+        ),
+        (key,),
+    )
+    for number, (seq, text) in enumerate(rows, start=1):
+        if seq != number - 1:
+            raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
+        if not isinstance(text, str):
+            raise SessionLogCorruptError(name, number, "not text")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
+        try:
+            event = session_event_from_json(data)
+        except (ValueError, RecursionError) as exc:
+            raise SessionLogCorruptError(
+                name, number, f"not a session event ({json_problem(exc)})"
+            ) from exc
+        events.append(event)
+    return events

@@ -1,0 +1,70 @@
+"""A Temporal client a trio program can hold: the SDK's client on the side thread's loop."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+import temporalio.client
+
+from ._bridge import AsyncioThread, open_asyncio_thread
+
+__all__ = ["TemporalClient", "open_temporal_client"]
+
+T = TypeVar("T")
+
+
+class TemporalClient:
+    """A connected ``temporalio.client.Client`` and the asyncio thread it lives on (from
+    :func:`open_temporal_client`).
+    """
+
+    __slots__ = ("_client", "_thread")
+
+    def __init__(self, client: temporalio.client.Client, thread: AsyncioThread) -> None:
+        self._client = client
+        self._thread = thread
+
+    @property
+    def client(self) -> temporalio.client.Client:
+        """The SDK's client: use it only inside :meth:`run` (it belongs to the side loop)."""
+        return self._client
+
+    async def run(self, function: Callable[[temporalio.client.Client], Awaitable[T]]) -> T:
+        """Run ``function(client)`` on the client's asyncio loop and return its result.
+
+        A checkpoint; cancelling the calling trio task cancels the asyncio task.
+        """
+        client = self._client
+
+        async def call() -> T:
+            return await function(client)
+
+        return await self._thread.run(call)
+
+    @property
+    def thread(self) -> AsyncioThread:
+        """The asyncio side thread (shared with a worker started on this client)."""
+        return self._thread
+
+
+@asynccontextmanager
+async def open_temporal_client(
+    target: str, *, namespace: str = "default"
+) -> AsyncGenerator[TemporalClient]:
+    """Connect to the Temporal server at ``target`` (``HOST:PORT``) from trio.
+
+    Starts one asyncio loop in a side thread for the Temporal SDK (asyncio-only) and connects
+    there; the loop and the thread stop when the block ends.
+
+    Raises:
+        RuntimeError: the server cannot be reached (the SDK's error).
+    """
+    async with open_asyncio_thread() as thread:
+
+        async def connect() -> temporalio.client.Client:
+            return await temporalio.client.Client.connect(target, namespace=namespace)
+
+        client = await thread.run(connect)
+        yield TemporalClient(client, thread)

@@ -1,0 +1,268 @@
+"""The agent side: hand a batch to the workers through Temporal, read its results back from
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import trio
+from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.common import WorkflowIDConflictPolicy
+
+from dsh_tools import (
+    BatchEndEvent,
+    BatchStartEvent,
+    CancelSignal,
+    ContextMessageEvent,
+    HookContext,
+    SessionEvent,
+    ToolBatch,
+    ToolCallRequest,
+    ToolExecutionResult,
+    ToolResultEvent,
+)
+from dsh_tools._scheduler import check_capacity_limits
+from dsh_tools.postgres import PostgresSessionLog
+
+from ._client import TemporalClient
+from ._workflow import BatchCall, BatchOutcome, BatchRequest, SessionWorkflow
+
+__all__ = ["TemporalBatchRunner", "batch_from_log"]
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+class TemporalBatchRunner:
+    """Runs an agent's tool batches on the workers of a Temporal task queue.
+
+    Args:
+        client: from :func:`open_temporal_client`.
+        task_queue: the task queue the workers (``dsh-tools worker``) serve.
+        conninfo: the PostgreSQL database the workers write the session logs to; the results
+            are read back from it (they never travel through Temporal).
+        schema: its schema.
+        heartbeat_timeout: how long a worker may stay silent before Temporal gives its batch
+            to another worker (seconds; the worker heartbeats four times as often). A
+            failover takes about this long plus the retry's backoff.
+        batch_timeout: the longest one attempt of a batch may run (seconds).
+
+    Raises:
+        TypeError: ``task_queue`` or ``conninfo`` is not a ``str``, a timeout not a number.
+        ValueError: a timeout is not positive, or ``task_queue`` is empty.
+    """
+
+    __slots__ = (
+        "_batch_timeout",
+        "_client",
+        "_conninfo",
+        "_heartbeat_timeout",
+        "_schema",
+        "_task_queue",
+    )
+
+    def __init__(
+        self,
+        client: TemporalClient,
+        task_queue: str,
+        *,
+        conninfo: str,
+        schema: str = "dsh",
+        heartbeat_timeout: float = 10.0,
+        batch_timeout: float = 3600.0,
+    ) -> None:
+        if not isinstance(client, TemporalClient):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"client must be a TemporalClient (open_temporal_client), not {type(client).__name__}"
+            )
+        for name, value in (("task_queue", task_queue), ("conninfo", conninfo), ("schema", schema)):
+            if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        if not task_queue:
+            raise ValueError("task_queue must be a non-empty str")
+        self._client = client
+        self._task_queue = task_queue
+        self._conninfo = conninfo
+        self._schema = schema
+        self._heartbeat_timeout = _positive("heartbeat_timeout", heartbeat_timeout)
+        self._batch_timeout = _positive("batch_timeout", batch_timeout)
+
+    async def run(
+        self,
+        calls: Iterable[ToolCallRequest],
+        *,
+        session_id: str,
+        signal: CancelSignal,
+        max_parallel_tool_calls: int = 10,
+        turn: int = 0,
+        step: int = 0,
+        capacity_limits: Mapping[str, int] | None = None,
+    ) -> ToolBatch:
+        """Run one model response's tool calls on a worker and return one result per call, in
+        model order: what :func:`~dsh_tools.run_tool_calls` returns for the same calls, with
+        the session's log (``session_id``, in PostgreSQL) written by the worker.
+
+        The session's workflow (id ``dsh-tools-session/<session_id>``) is started on first use;
+        its batches run one at a time. If the worker running the batch dies, Temporal gives the
+        batch to another worker once ``heartbeat_timeout`` passes, and that worker finishes it
+        from the log (:func:`~dsh_tools.resume_tool_calls`: committed calls are not run again,
+        an interrupted idempotent call runs again, any other interrupted call gets
+        ``TOOL_INTERRUPTED``).
+
+        When ``signal`` fires, the worker fires the batch's signal: the batch ends as
+        ``run_tool_calls`` ends on an interrupt, and its results are returned.
+
+        A checkpoint. Cancelling the calling trio task stops waiting (the batch goes on on its
+        worker; the next ``run`` of the session waits for it).
+
+        Raises:
+            TypeError / ValueError: as :func:`~dsh_tools.run_tool_calls` for bad arguments;
+                ``session_id`` must be a non-empty ``str``.
+            temporalio.client.WorkflowUpdateFailedError: the batch failed on every attempt
+                Temporal made (or its ``batch_timeout`` passed).
+        """
+        if not isinstance(session_id, str) or not session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
+        if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+        requests = tuple(calls)
+        for index, call in enumerate(requests):
+            if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}"
+                )
+        for name, value in (
+            ("max_parallel_tool_calls", max_parallel_tool_calls),
+            ("turn", turn),
+            ("step", step),
+        ):
+            if type(value) is not int:
+                raise TypeError(f"{name} must be an int, not {value!r}")
+        if max_parallel_tool_calls < 1 or turn < 0 or step < 0:
+            raise ValueError(
+                "max_parallel_tool_calls must be at least 1, and turn and step not negative"
+            )
+        if not requests:
+            await trio.lowlevel.checkpoint()
+            return ToolBatch(results=(), contexts=())
+        request = BatchRequest(
+            session_id=session_id,
+            calls=[
+                BatchCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in requests
+            ],
+            turn=turn,
+            step=step,
+            max_parallel_tool_calls=max_parallel_tool_calls,
+            # checked here: a batch its worker refuses would be retried until batch_timeout
+            capacity_limits=check_capacity_limits(capacity_limits) or None,
+            heartbeat_timeout=self._heartbeat_timeout,
+            batch_timeout=self._batch_timeout,
+        )
+        workflow_id = f"dsh-tools-session/{session_id}"
+        task_queue = self._task_queue
+
+        async def start_and_run(client: Client) -> BatchOutcome:
+            start = WithStartWorkflowOperation(
+                SessionWorkflow.run,
+                session_id,
+                id=workflow_id,
+                task_queue=task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+            # one of the SDK's overloads has an untyped parameter: the method reads as unknown
+            outcome: object = await client.execute_update_with_start_workflow(  # pyright: ignore[reportUnknownMemberType]
+                "run_batch", request, start_workflow_operation=start, result_type=BatchOutcome
+            )
+            assert isinstance(outcome, BatchOutcome)
+            return outcome
+
+        async def interrupt(client: Client) -> None:
+            await client.get_workflow_handle(workflow_id).signal(SessionWorkflow.cancel_batch)
+
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                await signal.wait()
+                await self._client.run(interrupt)
+
+            nursery.start_soon(watch)
+            outcome = await self._client.run(start_and_run)
+            nursery.cancel_scope.cancel()
+        events = await trio.to_thread.run_sync(
+            functools.partial(
+                PostgresSessionLog.read, self._conninfo, session_id, schema=self._schema
+            )
+        )
+        return batch_from_log(events, outcome.batch_id)
+
+    async def close_session(self, session_id: str) -> None:
+        """End the session's workflow once its batches are done (its log stays). A checkpoint."""
+
+        async def close(client: Client) -> None:
+            await client.get_workflow_handle(f"dsh-tools-session/{session_id}").signal(
+                SessionWorkflow.close
+            )
+
+        await self._client.run(close)
+
+
+def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
+    """The batch ``batch_id`` of a session log as a :class:`~dsh_tools.ToolBatch`: one result
+    per call of its ``batch/start`` in model order, and its contexts.
+
+    Raises:
+        LookupError: the log holds no finished batch ``batch_id`` (or not a result per call).
+    """
+    start_index = next(
+        (
+            i
+            for i, event in enumerate(events)
+            if isinstance(event, BatchStartEvent) and event.batch_id == batch_id
+        ),
+        None,
+    )
+    if start_index is None:
+        raise LookupError(f"the session log holds no batch {batch_id}")
+    start = events[start_index]
+    assert isinstance(start, BatchStartEvent)
+    results: dict[str, ToolResultEvent] = {}
+    contexts: list[HookContext] = []
+    ended = False
+    for event in events[start_index + 1 :]:
+        if isinstance(event, BatchStartEvent):
+            break
+        if isinstance(event, ToolResultEvent):
+            results[event.call_id] = event
+        elif isinstance(event, ContextMessageEvent):
+            contexts.append(
+                HookContext(content=event.content, source=event.source, meta=event.meta)
+            )
+        elif isinstance(event, BatchEndEvent) and event.batch_id == batch_id:
+            ended = event.reason != "suspended"
+    missing = [call.call_id for call in start.calls if call.call_id not in results]
+    if not ended or missing:
+        raise LookupError(
+            f"batch {batch_id} is not finished in the session log (calls without a result: "
+            f"{missing})"
+        )
+    return ToolBatch(
+        results=tuple(
+            ToolExecutionResult(
+                content=results[call.call_id].content,
+                is_error=results[call.call_id].is_error,
+                error=results[call.call_id].error,
+                meta=results[call.call_id].meta,
+                additional_contexts=results[call.call_id].contexts,
+            )
+            for call in start.calls
+        ),
+        contexts=tuple(contexts),
+    )

@@ -1,0 +1,253 @@
+"""The worker: Temporal's activities for tool batches, run on the worker's trio loop."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+from collections.abc import Sequence
+from datetime import timedelta
+
+import trio
+from temporalio import activity
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from dsh_tools import (
+    BatchEndEvent,
+    BatchStartEvent,
+    CancelController,
+    SessionEvent,
+    ToolCallRequest,
+    ToolRegistry,
+    resume_tool_calls,
+    run_tool_calls,
+)
+from dsh_tools.postgres import PostgresSessionLog
+
+from ._client import TemporalClient
+from ._workflow import BATCH_ACTIVITY, BatchOutcome, BatchRequest, SessionWorkflow
+
+__all__ = ["STICKY_TIMEOUT", "last_batch", "serve_worker"]
+
+STICKY_TIMEOUT = 1.0
+"""Seconds a session's workflow task waits for the worker that has the workflow cached (the
+SDK's default is 10 s): short, so a dead worker delays its sessions' next step by this much
+only. The session workflow is small, so a worker that missed it replays it cheaply."""
+
+
+def last_batch(
+    events: Sequence[SessionEvent], calls: Sequence[ToolCallRequest], turn: int, step: int
+) -> tuple[BatchStartEvent, BatchEndEvent | None] | None:
+    """The session's last batch if it is the batch of ``calls`` at ``turn``/``step`` (its
+    ``batch/start``, and its last ``batch/end`` or ``None``), else ``None``.
+
+    A worker finishes each session's batches one at a time, so a batch that an earlier attempt
+    of the same activity started is the session's last one.
+    """
+    start_index = next(
+        (i for i in range(len(events) - 1, -1, -1) if isinstance(events[i], BatchStartEvent)),
+        None,
+    )
+    if start_index is None:
+        return None
+    start = events[start_index]
+    assert isinstance(start, BatchStartEvent)
+    if (start.turn, start.step, start.calls) != (turn, step, tuple(calls)):
+        return None
+    end: BatchEndEvent | None = None
+    for event in events[start_index + 1 :]:
+        if isinstance(event, BatchEndEvent) and event.batch_id == start.batch_id:
+            end = event
+    return start, end
+
+
+class _BatchActivity:
+    """The activity, bound to the worker's registry, database and trio loop."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        conninfo: str,
+        schema: str,
+        synchronous_commit: bool,
+        token: trio.lowlevel.TrioToken,
+        executor: concurrent.futures.Executor,
+    ) -> None:
+        self._executor = executor
+        self._registry = registry
+        self._conninfo = conninfo
+        self._schema = schema
+        self._synchronous_commit = synchronous_commit
+        self._token = token
+
+    @activity.defn(name=BATCH_ACTIVITY)
+    async def run_batch(self, request: BatchRequest) -> BatchOutcome:
+        """Run (or finish) the batch on the trio loop, heartbeating until it has ended.
+
+        Cancelled because the agent's signal fired: the batch's signal fires, and the batch
+        ends ``"aborted"`` with every call answered before this returns. Cancelled for another
+        reason (this attempt timed out, the worker is stopping): the batch is left running;
+        the next attempt, on any worker, waits for its log (``SessionLogLockedError`` is
+        retried) and finishes or returns it.
+        """
+        loop = asyncio.get_running_loop()
+        controller = CancelController()
+        attempt = activity.info().attempt
+
+        # trio.from_thread.run blocks its thread until the batch ends: an executor thread,
+        # so this loop keeps heartbeating
+        async def batch() -> BatchOutcome:
+            return await self._run_on_trio(request, controller, attempt)
+
+        def on_trio() -> BatchOutcome:
+            return trio.from_thread.run(batch, trio_token=self._token)
+
+        # trio.from_thread.run blocks its thread until the batch ends: an executor thread,
+        # so this loop keeps heartbeating
+        finished = loop.run_in_executor(self._executor, on_trio)
+        interval = max(request.heartbeat_timeout / 4, 0.05)
+        while True:
+            activity.heartbeat()
+            try:
+                return await asyncio.wait_for(asyncio.shield(finished), interval)
+            except TimeoutError:
+                continue
+            except asyncio.CancelledError:
+                details = activity.cancellation_details()
+                if details is None or not details.cancel_requested:
+                    # Temporal gave up on this attempt (its heartbeats came too late) or the
+                    # worker is stopping: the batch goes on here while it can, and whoever
+                    # runs it next finds it in the log
+                    raise
+                # the agent interrupted the batch: it still ends with every call answered
+                self._token.run_sync_soon(controller.cancel)
+                return await finished
+
+    async def _run_on_trio(
+        self, request: BatchRequest, controller: CancelController, attempt: int
+    ) -> BatchOutcome:
+        calls = tuple(
+            ToolCallRequest(call_id=call.call_id, name=call.name, arguments=call.arguments)
+            for call in request.calls
+        )
+        # the connection is opened off the loop; every append then blocks it for one round trip
+        log = await trio.to_thread.run_sync(
+            functools.partial(
+                PostgresSessionLog,
+                self._conninfo,
+                request.session_id,
+                schema=self._schema,
+                synchronous_commit=self._synchronous_commit,
+            )
+        )
+        try:
+            found = last_batch(log.events(), calls, request.turn, request.step)
+            if found is None:
+                await run_tool_calls(
+                    self._registry,
+                    calls,
+                    signal=controller.signal,
+                    max_parallel_tool_calls=request.max_parallel_tool_calls,
+                    session=log,
+                    turn=request.turn,
+                    step=request.step,
+                    capacity_limits=request.capacity_limits,
+                )
+            elif found[1] is None or found[1].reason == "suspended":
+                await resume_tool_calls(
+                    self._registry,
+                    log,
+                    signal=controller.signal,
+                    max_parallel_tool_calls=request.max_parallel_tool_calls,
+                    capacity_limits=request.capacity_limits,
+                )
+            done = last_batch(log.events(), calls, request.turn, request.step)
+        finally:
+            log.close()
+        if done is None or done[1] is None:
+            raise RuntimeError(
+                f"session {request.session_id!r}: the batch left no batch/end in the log"
+            )
+        return BatchOutcome(batch_id=done[0].batch_id, reason=done[1].reason, attempt=attempt)
+
+
+async def serve_worker(
+    client: TemporalClient,
+    task_queue: str,
+    registry: ToolRegistry,
+    conninfo: str,
+    *,
+    schema: str = "dsh",
+    synchronous_commit: bool = True,
+    max_concurrent_batches: int = 100,
+    drain_timeout: float = 30.0,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve tool batches from ``task_queue`` until cancelled: the session workflows and the
+    batch activity, whose batches run on this trio loop against each session's
+    :class:`~dsh_tools.postgres.PostgresSessionLog` in ``conninfo``.
+
+    Args:
+        client: from :func:`open_temporal_client`; the worker runs on its asyncio thread.
+        task_queue: the Temporal task queue the agents' :class:`TemporalBatchRunner` uses.
+        registry: the tools (every worker of a task queue must register the same ones).
+        conninfo: the PostgreSQL database of the session logs.
+        schema: its schema (see :func:`~dsh_tools.postgres.create_schema`).
+        synchronous_commit: see :class:`~dsh_tools.postgres.PostgresSessionLog`.
+        max_concurrent_batches: the most batches this worker runs at once.
+        drain_timeout: when cancelled, how long (seconds) the batches in progress may take to
+            finish before the worker stops.
+        task_status: ``started()`` once the worker polls its task queue.
+
+    Cancelling it stops the worker: it takes no new batch and waits up to ``drain_timeout``
+    for the batches in progress. A batch still running then is cancelled with the trio run
+    around it (its running calls end ``ABORTED``, as on any interrupt), and Temporal's retry
+    returns those results.
+    """
+    token = trio.lowlevel.current_trio_token()
+    executor = concurrent.futures.ThreadPoolExecutor(
+        max_concurrent_batches, thread_name_prefix="dsh-tools batch"
+    )
+    batches = _BatchActivity(registry, conninfo, schema, synchronous_commit, token, executor)
+    restrictions = SandboxRestrictions.default.with_passthrough_modules("dsh_tools")
+
+    async def run(_client: object) -> None:
+        worker = Worker(
+            client.client,
+            task_queue=task_queue,
+            workflows=[SessionWorkflow],
+            activities=[batches.run_batch],
+            max_concurrent_activities=max_concurrent_batches,
+            workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+            graceful_shutdown_timeout=timedelta(seconds=drain_timeout),
+            # a session's workflow task waits this long for the worker that cached it before
+            # any worker takes it: after a worker died, this delays the end of its batch
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=STICKY_TIMEOUT),
+        )
+        running = asyncio.ensure_future(worker.run())
+        started()
+        try:
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            # shutdown() stops the pollers and waits for run() to end: cancelling run()
+            # itself would leave the SDK's poll tasks failing unobserved
+            await worker.shutdown()
+            raise
+
+    ready = trio.Event()
+
+    def started() -> None:
+        token.run_sync_soon(ready.set)
+
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def serve() -> None:
+                await client.run(run)
+
+            nursery.start_soon(serve)
+            await ready.wait()
+            task_status.started()
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,203 @@
+"""PostgresSessionLog on a real, throwaway PostgreSQL cluster (what the log contract tests in
+``tests/test_session.py`` do not cover: the schema, the fence, lost connections, the command).
+
+Each test uses its own session id (the test's ``tmp_path``), so tests share one cluster.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from dsh_tools import (
+    SessionLogCorruptError,
+    SessionLogLockedError,
+    TextBlock,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from dsh_tools._session import encode_event_line
+from dsh_tools.postgres import PostgresSessionLog, create_schema
+from dsh_tools.postgres._log import describe_conninfo
+from support import postgres_dsn
+
+CALL = ToolCallEvent(turn=0, step=0, call_id="c1", name="put", arguments='{"a":"\ud800\u0000"}')
+RESULT = ToolResultEvent(
+    turn=0, step=0, call_id="c1", content=[TextBlock(text="done")], is_error=False
+)
+
+
+@pytest.fixture
+def dsn() -> str:
+    return postgres_dsn()
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> str:
+    return str(tmp_path)
+
+
+def test_sessions_of_one_database_number_and_read_their_events_apart(dsn: str) -> None:
+    a, b = f"a-{uuid.uuid4()}", f"b-{uuid.uuid4()}"
+    with PostgresSessionLog(dsn, a) as first, PostgresSessionLog(dsn, b) as second:
+        assert [0, 0, 1] == [first.append(CALL), second.append(RESULT), first.append(RESULT)]
+    assert ([CALL, RESULT], [RESULT]) == (
+        PostgresSessionLog.read(dsn, a),
+        PostgresSessionLog.read(dsn, b),
+    )
+
+
+def test_the_stored_event_is_the_jsonl_line_of_the_event(dsn: str, session: str) -> None:
+    with PostgresSessionLog(dsn, session) as log:
+        log.append(CALL)
+    with psycopg.connect(dsn) as connection:
+        row = connection.execute(
+            "SELECT e.event FROM dsh.events e JOIN dsh.sessions s ON s.id = e.session "
+            "WHERE s.name = %s",
+            (session,),
+        ).fetchone()
+    assert row is not None
+    assert encode_event_line(CALL)[:-1].decode() == row[0]
+
+
+def test_a_schema_that_was_never_created_is_refused_naming_the_command(dsn: str) -> None:
+    with pytest.raises(ValueError, match="create-schema DSN --schema nowhere"):
+        PostgresSessionLog(dsn, "s", schema="nowhere")
+
+
+def test_create_schema_twice_creates_it_once_and_logs_use_it(dsn: str) -> None:
+    create_schema(dsn, schema="twice")
+    create_schema(dsn, schema="twice")
+    with PostgresSessionLog(dsn, "s", schema="twice") as log:
+        assert 0 == log.append(CALL)
+    assert [CALL] == PostgresSessionLog.read(dsn, "s", schema="twice")
+
+
+def test_the_command_creates_the_schema(dsn: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_tools.postgres", "create-schema", dsn, "--schema", "cli"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (0, f"schema 'cli' ready in {describe_conninfo(dsn)}\n") == (
+        done.returncode,
+        done.stdout,
+    )
+    with PostgresSessionLog(dsn, "s", schema="cli") as log:
+        assert [] == log.events()
+
+
+def test_the_command_reports_an_unreachable_database_without_a_traceback() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools.postgres",
+            "create-schema",
+            "postgresql://x@127.0.0.1:1/db",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (1, True, False) == (
+        done.returncode,
+        done.stderr.startswith("create-schema: "),
+        "Traceback" in done.stderr,
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"session_id": ""}, ValueError, "non-empty"),
+        ({"session_id": 3}, TypeError, "session_id"),
+        ({"session_id": "a\ud800"}, ValueError, "lone surrogate"),
+        ({"session_id": "a\x00"}, ValueError, "NUL"),
+        ({"session_id": "s", "schema": "Bad-Name"}, ValueError, "lower-case SQL identifier"),
+        ({"session_id": "s", "synchronous_commit": "on"}, TypeError, "synchronous_commit"),
+    ],
+)
+def test_bad_arguments_are_refused_before_connecting(
+    arguments: dict[str, object], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        PostgresSessionLog("postgresql://nobody@127.0.0.1:1/none", **arguments)  # type: ignore[arg-type]
+
+
+def test_a_message_never_shows_the_password() -> None:
+    described = describe_conninfo("postgresql://agent:s3cret@db.internal:5433/sessions")
+    assert "postgresql host=db.internal port=5433 dbname=sessions user=agent" == described
+
+
+def test_a_stored_row_that_is_not_an_event_is_corruption_naming_its_position(
+    dsn: str, session: str
+) -> None:
+    with PostgresSessionLog(dsn, session) as log:
+        log.append(CALL)
+        log.append(RESULT)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(
+            'UPDATE dsh.events SET event = \'{"type":"tool/call"}\' FROM dsh.sessions s '
+            "WHERE s.id = dsh.events.session AND s.name = %s AND seq = 1",
+            (session,),
+        )
+    with pytest.raises(SessionLogCorruptError, match=r"line 2: not a session event") as caught:
+        PostgresSessionLog.read(dsn, session)
+    assert 2 == caught.value.line
+
+
+def test_a_writer_that_lost_its_lock_is_fenced_by_the_sequence_numbers(
+    dsn: str, session: str
+) -> None:
+    stale = PostgresSessionLog(dsn, session)
+    stale.append(CALL)
+    # what a cut connection does to the lock, with the connection left usable
+    connection = stale._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    connection.execute("SELECT pg_advisory_unlock_all()")
+    with PostgresSessionLog(dsn, session) as successor:
+        assert 1 == successor.append(RESULT)
+        with pytest.raises(SessionLogLockedError, match="another PostgresSessionLog"):
+            stale.append(CALL)
+        assert stale.closed
+        assert 2 == successor.append(CALL)
+    assert [CALL, RESULT, CALL] == PostgresSessionLog.read(dsn, session)
+
+
+def test_a_lost_connection_fails_the_append_and_frees_the_session(dsn: str, session: str) -> None:
+    log = PostgresSessionLog(dsn, session)
+    log.append(CALL)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks "
+            "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+            " AND granted AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = %s)",
+            ("postgres",),
+        )
+    with pytest.raises(psycopg.OperationalError):
+        log.append(RESULT)
+    log.close()
+    with PostgresSessionLog(dsn, session) as again:
+        assert ([CALL], 1) == (again.events(), again.append(RESULT))
+
+
+def test_an_unreachable_database_fails_at_construction() -> None:
+    with pytest.raises(psycopg.OperationalError):
+        PostgresSessionLog("postgresql://nobody@127.0.0.1:1/none", "s")
+
+
+def test_the_repr_names_the_session_and_never_the_password(dsn: str, session: str) -> None:
+    with PostgresSessionLog(dsn, session) as log:
+        assert (
+            f"<PostgresSessionLog {describe_conninfo(dsn)} schema 'dsh' session {session!r} next_seq=0>"
+            == repr(log)
+        )

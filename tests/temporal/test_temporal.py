@@ -1,0 +1,443 @@
+"""dsh_tools.temporal against a real Temporal dev server and PostgreSQL: a worker served in
+this trio run (its tool bodies run here), the agent's TemporalBatchRunner, the side-thread
+bridge, and the ``dsh-tools worker`` command.
+
+Real servers run in real time: these tests wait on them, never on trio's virtual clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncGenerator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import trio
+
+from dsh_tools import (
+    BatchEndEvent,
+    BatchStartEvent,
+    CancelController,
+    CancelSignal,
+    MemorySessionLog,
+    TextBlock,
+    ToolBatch,
+    ToolCallEvent,
+    ToolCallRequest,
+    ToolRegistry,
+    ToolResultEvent,
+    ToolRunContext,
+    define_tool,
+    run_tool_calls,
+)
+from dsh_tools.postgres import PostgresSessionLog
+from dsh_tools.temporal import (
+    TemporalBatchRunner,
+    TemporalClient,
+    batch_from_log,
+    open_temporal_client,
+    serve_worker,
+)
+from dsh_tools.temporal._bridge import open_asyncio_thread
+from dsh_tools.temporal._worker import _BatchActivity, last_batch  # pyright: ignore[reportPrivateUsage]
+from dsh_tools.temporal._workflow import BatchCall, BatchRequest
+from support import first_text, request
+
+
+def _registry(started: list[str], release: trio.Event | None = None) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    async def echo(args: object, context: ToolRunContext) -> str:
+        started.append(context.call_id)
+        return f"echo {context.call_id} attempt {context.attempt}"
+
+    async def fail(args: object, context: ToolRunContext) -> str:
+        started.append(context.call_id)
+        raise ValueError("no such row")
+
+    async def wait(args: object, context: ToolRunContext) -> str:
+        started.append(context.call_id)
+        if release is not None:
+            release.set()
+        await trio.sleep_forever()
+
+    for name, body in (("echo", echo), ("fail", fail), ("wait", wait)):
+        registry.register(
+            define_tool(
+                name=name,
+                description=name,
+                parameters={},
+                execute=body,
+                is_concurrency_safe=lambda _args: True,
+            )
+        )
+    return registry
+
+
+@pytest.fixture
+async def client(temporal_address: str) -> AsyncGenerator[TemporalClient]:
+    async with open_temporal_client(temporal_address) as connected:
+        yield connected
+
+
+async def test_a_batch_run_on_a_worker_equals_the_same_batch_run_here(
+    client: TemporalClient, dsn: str
+) -> None:
+    calls = [request("c1", "echo"), request("c2", "fail"), request("c3", "missing")]
+    started: list[str] = []
+    queue = f"q-{uuid.uuid4()}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_worker, client, queue, _registry(started), dsn)
+        runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=5)
+        remote = await runner.run(
+            calls, session_id=f"s-{uuid.uuid4()}", signal=CancelSignal.never()
+        )
+        nursery.cancel_scope.cancel()
+    local = await run_tool_calls(
+        _registry([]), calls, signal=CancelSignal.never(), session=MemorySessionLog()
+    )
+    assert (local, ["c1", "c2"]) == (remote, sorted(started))
+
+
+async def test_the_worker_writes_the_batch_to_the_sessions_postgres_log(
+    client: TemporalClient, dsn: str
+) -> None:
+    session = f"s-{uuid.uuid4()}"
+    queue = f"q-{uuid.uuid4()}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_worker, client, queue, _registry([]), dsn)
+        runner = TemporalBatchRunner(client, queue, conninfo=dsn)
+        await runner.run(
+            [request("c1", "echo")], session_id=session, signal=CancelSignal.never(), turn=2, step=1
+        )
+        await runner.run(
+            [request("d1", "echo")], session_id=session, signal=CancelSignal.never(), turn=3
+        )
+        await runner.close_session(session)
+        nursery.cancel_scope.cancel()
+    events = PostgresSessionLog.read(dsn, session)
+    kinds = [type(event).__name__ for event in events]
+    assert ["BatchStartEvent", "ToolCallEvent", "ToolResultEvent", "BatchEndEvent"] * 2 == kinds
+    assert [(2, 1), (3, 0)] == [(e.turn, e.step) for e in events if isinstance(e, BatchStartEvent)]
+
+
+async def test_the_agents_signal_interrupts_the_batch_on_its_worker(
+    client: TemporalClient, dsn: str
+) -> None:
+    started: list[str] = []
+    release = trio.Event()
+    controller = CancelController()
+    queue = f"q-{uuid.uuid4()}"
+    session = f"s-{uuid.uuid4()}"
+    batch: ToolBatch | None = None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_worker, client, queue, _registry(started, release), dsn)
+        runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=1)
+
+        async def interrupt() -> None:
+            await release.wait()  # the body of c2 runs on the worker (in this trio run)
+            controller.cancel()
+
+        nursery.start_soon(interrupt)
+        with trio.fail_after(60):
+            batch = await runner.run(
+                [request("c1", "echo"), request("c2", "wait")],
+                session_id=session,
+                signal=controller.signal,
+            )
+        nursery.cancel_scope.cancel()
+    assert batch is not None
+    assert (["echo c1 attempt 1", "Error: tool call aborted"], "aborted") == (
+        [first_text(result) for result in batch.results],
+        [e for e in PostgresSessionLog.read(dsn, session) if isinstance(e, BatchEndEvent)][
+            -1
+        ].reason,
+    )
+
+
+async def test_an_empty_batch_goes_nowhere(client: TemporalClient, dsn: str) -> None:
+    runner = TemporalBatchRunner(client, "nobody-serves-this", conninfo=dsn)
+    assert ToolBatch(results=(), contexts=()) == await runner.run(
+        [], session_id="s", signal=CancelSignal.never()
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"session_id": ""}, TypeError, "session_id"),
+        ({"session_id": "s", "signal": None}, TypeError, "signal must be a CancelSignal"),
+        ({"session_id": "s", "turn": -1}, ValueError, "not negative"),
+        ({"session_id": "s", "max_parallel_tool_calls": True}, TypeError, "max_parallel"),
+    ],
+)
+async def test_bad_arguments_are_refused_before_anything_is_sent(
+    client: TemporalClient,
+    dsn: str,
+    arguments: dict[str, object],
+    error: type[Exception],
+    match: str,
+) -> None:
+    runner = TemporalBatchRunner(client, "q", conninfo=dsn)
+    keywords: dict[str, object] = {"signal": CancelSignal.never()} | arguments
+    with pytest.raises(error, match=match):
+        await runner.run([request("c1", "echo")], **keywords)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"heartbeat_timeout": 0}, ValueError, "heartbeat_timeout"),
+        ({"batch_timeout": float("nan")}, ValueError, "batch_timeout"),
+        ({"heartbeat_timeout": "2"}, TypeError, "heartbeat_timeout"),
+        ({"task_queue": ""}, ValueError, "task_queue"),
+    ],
+)
+async def test_a_runner_with_bad_settings_is_refused(
+    client: TemporalClient,
+    dsn: str,
+    arguments: dict[str, object],
+    error: type[Exception],
+    match: str,
+) -> None:
+    keywords: dict[str, object] = {"task_queue": "q", "conninfo": dsn} | arguments
+    with pytest.raises(error, match=match):
+        TemporalBatchRunner(client, **keywords)  # type: ignore[arg-type]
+
+
+# --- the batch in the log (no server) --------------------------------------------------------
+
+CALLS = (request("c1", "echo"), request("c2", "echo"))
+
+
+def _result(call_id: str, text: str) -> ToolResultEvent:
+    return ToolResultEvent(
+        turn=0, step=0, call_id=call_id, content=[TextBlock(text=text)], is_error=False
+    )
+
+
+def _call(call_id: str, attempt: int = 1) -> ToolCallEvent:
+    return ToolCallEvent(
+        turn=0, step=0, call_id=call_id, name="echo", arguments="{}", attempt=attempt
+    )
+
+
+START = BatchStartEvent(turn=0, step=0, batch_id="b1", calls=CALLS)
+
+
+def test_a_resumed_batch_is_read_with_the_result_of_its_last_attempt() -> None:
+    events = [
+        START,
+        _call("c1"),
+        _result("c1", "one"),
+        _call("c2"),
+        _call("c2", 2),
+        _result("c2", "two"),
+        BatchEndEvent(turn=0, step=0, batch_id="b1", reason="completed"),
+    ]
+    batch = batch_from_log(events, "b1")
+    assert ["one", "two"] == [first_text(result) for result in batch.results]
+
+
+def test_a_batch_without_its_end_is_not_finished() -> None:
+    with pytest.raises(LookupError, match="not finished"):
+        batch_from_log([START, _call("c1"), _result("c1", "one")], "b1")
+
+
+def test_an_unknown_batch_id_is_a_lookup_error() -> None:
+    with pytest.raises(LookupError, match="no batch b2"):
+        batch_from_log([START], "b2")
+
+
+def test_the_last_batch_is_found_only_for_the_same_calls_turn_and_step() -> None:
+    end = BatchEndEvent(turn=0, step=0, batch_id="b1", reason="completed")
+    events = [START, _call("c1"), _result("c1", "one"), end]
+    assert ((START, end), None, None, None) == (
+        last_batch(events, CALLS, 0, 0),
+        last_batch(events, CALLS[:1], 0, 0),
+        last_batch(events, CALLS, 1, 0),
+        last_batch([], CALLS, 0, 0),
+    )
+
+
+def test_an_open_last_batch_is_found_without_an_end() -> None:
+    assert (START, None) == last_batch([START, _call("c1")], CALLS, 0, 0)
+
+
+# --- the bridge -------------------------------------------------------------------------------
+
+
+async def test_the_side_thread_returns_a_coroutines_value_and_raises_its_error() -> None:
+    async def value() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    async def error() -> int:
+        raise KeyError("k")
+
+    async with open_asyncio_thread() as thread:
+        assert 42 == await thread.run(value)
+        with pytest.raises(KeyError):
+            await thread.run(error)
+
+
+async def test_cancelling_the_trio_side_cancels_the_asyncio_task_and_waits_for_it() -> None:
+    unwound: list[str] = []
+    running = trio.Event()
+    async with open_asyncio_thread() as thread:
+        token = trio.lowlevel.current_trio_token()
+
+        async def forever() -> None:
+            token.run_sync_soon(running.set)
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.01)  # unwinding takes a while
+                unwound.append("cancelled")
+                raise
+
+        with trio.move_on_after(30) as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(thread.run, forever)
+                await running.wait()
+                nursery.cancel_scope.cancel()
+        assert (False, ["cancelled"]) == (scope.cancelled_caught, unwound)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def test_the_worker_command_refuses_a_registry_that_is_not_one() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools",
+            "worker",
+            "--temporal",
+            "127.0.0.1:1",
+            "--task-queue",
+            "q",
+            "--postgres",
+            "postgresql://x@127.0.0.1:1/db",
+            "--registry",
+            "json:__name__",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        2,
+        "dsh-tools worker: error: json:__name__ is not a ToolRegistry (nor a function returning one)\n",
+    ) == (
+        done.returncode,
+        done.stderr,
+    )
+
+
+def test_the_worker_command_reports_an_unreachable_server_without_a_traceback() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools",
+            "worker",
+            "--temporal",
+            "127.0.0.1:1",
+            "--task-queue",
+            "q",
+            "--postgres",
+            "postgresql://x@127.0.0.1:1/db",
+            "--registry",
+            "dsh_tools:ToolRegistry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (1, True, False) == (
+        done.returncode,
+        done.stderr.startswith("dsh-tools worker: error: "),
+        "Traceback" in done.stderr,
+    )
+
+
+# --- what an attempt of the batch activity finds in the log (the activity's trio side) --------
+
+
+def _activity(registry: ToolRegistry, dsn: str) -> _BatchActivity:
+    return _BatchActivity(
+        registry, dsn, "dsh", True, trio.lowlevel.current_trio_token(), ThreadPoolExecutor(1)
+    )
+
+
+def _batch_request(session: str, calls: list[ToolCallRequest]) -> BatchRequest:
+    return BatchRequest(
+        session_id=session,
+        calls=[BatchCall(call_id=c.call_id, name=c.name, arguments=c.arguments) for c in calls],
+        turn=0,
+        step=0,
+        max_parallel_tool_calls=10,
+        capacity_limits=None,
+        heartbeat_timeout=5,
+        batch_timeout=60,
+    )
+
+
+async def test_a_retried_attempt_of_an_ended_batch_runs_nothing_and_reports_it(dsn: str) -> None:
+    started: list[str] = []
+    activity = _activity(_registry(started), dsn)
+    request_ = _batch_request(f"s-{uuid.uuid4()}", [request("c1", "echo")])
+
+    first = await activity._run_on_trio(request_, CancelController(), 1)  # pyright: ignore[reportPrivateUsage]
+    again = await activity._run_on_trio(request_, CancelController(), 2)  # pyright: ignore[reportPrivateUsage]
+
+    assert (["c1"], first.batch_id, "completed") == (started, again.batch_id, again.reason)
+
+
+async def test_an_attempt_that_finds_the_batch_open_resumes_it_from_the_log(dsn: str) -> None:
+    session = f"s-{uuid.uuid4()}"
+    calls = [request("c1", "echo"), request("c2", "echo")]
+    with PostgresSessionLog(dsn, session) as log:  # what a worker killed in c2's body left
+        log.append(BatchStartEvent(turn=0, step=0, batch_id="b1", calls=calls))
+        log.append(_call("c1"))
+        log.append(_result("c1", "before the crash"))
+        log.append(_call("c2"))
+    started: list[str] = []
+    registry = ToolRegistry()
+
+    async def echo(args: object, context: ToolRunContext) -> str:
+        started.append(f"{context.call_id}/{context.attempt}")
+        return f"echo {context.call_id} attempt {context.attempt}"
+
+    registry.register(
+        define_tool(name="echo", description="e", parameters={}, execute=echo, idempotent=True)
+    )
+    outcome = await _activity(registry, dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+        _batch_request(session, calls), CancelController(), 2
+    )
+    batch = batch_from_log(PostgresSessionLog.read(dsn, session), "b1")
+    assert (["c2/2"], ("b1", "completed", 2)) == (
+        started,
+        (outcome.batch_id, outcome.reason, outcome.attempt),
+    )
+    assert ["before the crash", "echo c2 attempt 2"] == [first_text(r) for r in batch.results]
+
+
+async def test_bad_capacity_limits_are_refused_before_anything_is_sent(
+    client: TemporalClient, dsn: str
+) -> None:
+    runner = TemporalBatchRunner(client, "nobody-serves-this", conninfo=dsn)
+    with pytest.raises(ValueError, match="positive integer"):
+        await runner.run(
+            [request("c1", "echo")],
+            session_id="s",
+            signal=CancelSignal.never(),
+            capacity_limits={"net": 0},
+        )
