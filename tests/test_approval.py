@@ -13,14 +13,17 @@ from dsh_tools import (
     Ask,
     CancelController,
     CancelSignal,
+    GenericCallView,
     PreExecuteNext,
     PreToolDecision,
     TextBlock,
+    ToolCallKind,
     ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
+    snapshot_json,
 )
 from support import (
     NOTHING,
@@ -123,7 +126,13 @@ async def test_the_request_carries_agent_tool_call_signal_and_reason() -> None:
     await registry.execute(_input(agent, signal))
 
     expected = ApprovalRequest(
-        agent=agent, tool_name="rm", call_id="call-7", signal=signal, reason="deletes files"
+        agent=agent,
+        tool_name="rm",
+        call_id="call-7",
+        signal=signal,
+        reason="deletes files",
+        arguments=snapshot_json({}),
+        view=GenericCallView(title="rm", kind=ToolCallKind.OTHER, raw_input={}),
     )
     assert [expected] == service.requests
 

@@ -54,7 +54,7 @@ async def test_yes_allows_the_call_once() -> None:
     answer = console_answerer(read_line=read_line)
 
     assert ApprovalOutcome.ALLOWED_ONCE == await answer(_request(reason="writes"), _fallback)
-    assert ['Allow tool "write_file" (writes)? [y/N] '] == prompts
+    assert ['Allow tool "write_file" (writes)? [y/N/a] '] == prompts
 
 
 async def test_no_or_an_empty_line_rejects() -> None:

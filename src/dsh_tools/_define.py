@@ -29,6 +29,7 @@ from ._definition import (
     check_definition_fields,
     check_timeout,
     is_async_body,
+    with_argument_validator,
 )
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
@@ -277,6 +278,7 @@ def build_definition(
 
         validated_execute = validated_execute_sync
 
+    with_argument_validator(validated_execute, validate)
     return ToolDefinition(
         name=name,
         description=description,
@@ -392,6 +394,7 @@ def _define_with_model(
 
         validated_execute = validated_execute_sync
 
+    with_argument_validator(validated_execute, validate)
     return ToolDefinition(
         name=name,
         description=description,

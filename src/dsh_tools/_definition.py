@@ -11,7 +11,7 @@ import inspect
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import FunctionType
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
@@ -28,10 +28,12 @@ __all__ = [
     "ToolOutput",
     "ToolReturn",
     "ToolSchema",
+    "argument_validator",
     "check_definition_fields",
     "check_timeout",
     "is_async_body",
     "runs_in_parallel",
+    "with_argument_validator",
 ]
 
 JsonSchema: TypeAlias = dict[str, Any]
@@ -75,6 +77,25 @@ def is_async_body(body: object) -> bool:
         return True
     call = getattr(type(body), "__call__", None)  # noqa: B004 (the method, to test it)
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+_VALIDATOR: Final = "_dsh_validate_arguments"
+
+Validator: TypeAlias = Callable[[object], list[str]]
+
+
+def with_argument_validator(execute: Any, validate: Validator) -> None:
+    """Record on a validating ``execute`` (one ``define_tool`` built) the validator it applies
+    first, so the pipeline can reject invalid arguments before any policy runs.
+    """
+    setattr(execute, _VALIDATOR, validate)
+
+
+def argument_validator(tool: ToolDefinition) -> Validator | None:
+    """The validator a definition's ``execute`` applies to its arguments, or ``None`` (a raw
+    definition validates nothing).
+    """
+    return getattr(tool.execute, _VALIDATOR, None)
 
 
 @attrs.frozen(kw_only=True)

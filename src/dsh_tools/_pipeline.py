@@ -39,8 +39,8 @@ import attrs
 import trio
 
 from ._content import HookContext, text_block
-from ._definition import is_async_body
-from ._errors import HarnessError, JsonSnapshotError, ToolNotFoundError
+from ._definition import argument_validator, is_async_body
+from ._errors import HarnessError, JsonSnapshotError, ToolArgsError, ToolNotFoundError
 from ._execution import (
     Accept,
     Allow,
@@ -65,6 +65,7 @@ from ._execution import (
 )
 from ._hooks import waterfall
 from ._json import JsonValue, snapshot_json
+from ._presentation import call_view_of
 from ._results import (
     ABANDONED,
     ABORTED,
@@ -72,6 +73,7 @@ from ._results import (
     INVALID_ARGUMENTS,
     INVALID_RESULT,
     Invalid,
+    approval_pending_result,
     describe,
     error_result,
     freeze_result,
@@ -102,7 +104,15 @@ if TYPE_CHECKING:
     from ._execution import ApprovalService
     from ._hooks import ExecuteHook, HookLists, ResultObserver
 
-__all__ = ["CallEnv", "CallRequest", "PipelineHost", "PreparedCall", "open_call", "prepare"]
+__all__ = [
+    "CallEnv",
+    "CallRequest",
+    "PipelineHost",
+    "PreparedCall",
+    "open_call",
+    "prepare",
+    "resume_suspended",
+]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -117,6 +127,8 @@ _PENDING: Final = 1
 _ALLOWED: Final = 2
 _DISPATCHED: Final = 3
 _FINAL: Final = 4  # settled on a final-result (it skips post_execute), from any stage
+_SUSPENDED: Final = 5  # its approval was deferred: a placeholder, neither logged nor observed
+_REPLAYED: Final = 6  # a result read back from the session log (a resumed batch): final as it is
 # PreparedCall._body: what happened to the body
 _NOT_RUN: Final = 0
 _RAN: Final = 1
@@ -273,6 +285,30 @@ class PreparedCall:
         """Settle on a post-result (it goes through ``post_execute``)."""
         self._result = result
         return self
+
+    def suspend(self) -> PreparedCall:
+        """Settle on the ``APPROVAL_PENDING`` placeholder: the call's approval was deferred."""
+        self._result = approval_pending_result(self._request.name)
+        self._stage = _SUSPENDED
+        return self
+
+    def replay(self, result: ToolExecutionResult) -> PreparedCall:
+        """Settle on a result the session log holds already (a resumed batch's): no stage
+        runs, no observer hears it again.
+        """
+        self._result = result
+        self._stage = _REPLAYED
+        return self
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the call's result was read back from the session log."""
+        return self._stage == _REPLAYED
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the call's approval was deferred (its result is only a placeholder)."""
+        return self._stage == _SUSPENDED
 
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""
@@ -646,9 +682,11 @@ class PreparedCall:
         ``post_execute`` listener hears the call (then await :meth:`complete`).
         """
         result = self._result
-        if self._stage == _FINAL:
+        stage = self._stage
+        if stage >= _FINAL:
             assert result is not None
-            return self._materialize(result)
+            # a suspended call's placeholder is no result, a replayed one was observed already
+            return self._materialize(result) if stage == _FINAL else result
         env = self._env
         listeners = env.host.hooks.post_execute
         if listeners.active and listeners.for_agent(env.agent):
@@ -812,8 +850,56 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     host = env.host
     listeners = host.hooks.pre_execute
     if listeners.active and listeners.for_agent(env.agent):
+        # validation first: nobody decides about a call that cannot run
+        violations = _violations(prepared)
+        if violations:
+            return _invalid(prepared, violations)
         return prepared.pending()
     return _allowed(prepared, env)
+
+
+def _violations(prepared: PreparedCall) -> list[str] | None:
+    """What the call's tool's own validation says about its arguments (``None``: the tool is
+    unknown or validates nothing). A frozen value a validator accepted is marked, so the body
+    does not validate it again.
+    """
+    env = prepared.env
+    tool = env.host.lookup(prepared.name, env.agent)
+    validate = None if tool is None else argument_validator(tool)
+    if validate is None:
+        return None
+    try:
+        return validate(prepared.arguments)
+    except Exception as exc:  # the body's own validation would raise it too: the body reports
+        _log_raised(prepared, "validating the arguments", exc)
+        return None
+
+
+def _invalid(prepared: PreparedCall, violations: list[str]) -> PreparedCall:
+    """Settle on ``INVALID_ARGS``, as the body's own validation would have (a post-result)."""
+    error = ToolArgsError(violations)
+    _log_raised(prepared, "validating the arguments", error)
+    return prepared.post_result(error_result(error))
+
+
+class _InvalidArguments(Exception):
+    def __init__(self, violations: list[str]) -> None:
+        super().__init__()
+        self.violations = violations
+
+
+def _checked_view(prepared: PreparedCall) -> Callable[[], ToolExecution]:
+    """The view guards receive, built only once a guard applies, after the arguments are
+    validated (:class:`_InvalidArguments` stops the guards when they are not).
+    """
+
+    def view() -> ToolExecution:
+        violations = _violations(prepared)
+        if violations:
+            raise _InvalidArguments(violations)
+        return prepared.execution()
+
+    return view
 
 
 async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
@@ -847,7 +933,41 @@ async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
             _log_raised(prepared, "the approval service", exc)
             prepared.final_result(error_result(exc))
             return  # noqa: ASYNC910
+        if decision is _DEFERRED:
+            prepared.suspend()
+            return  # noqa: ASYNC910
     _decided(prepared, decision, approval_cancelled=approval_cancelled)
+
+
+def resume_suspended(
+    env: CallEnv, request: CallRequest, arguments: object, outcome: ApprovalOutcome | None
+) -> PreparedCall:
+    """A suspended call of a resumed batch, settled on its deferred approval's ``outcome``
+    (``None``: still undecided, so suspended again).
+
+    Its ``pre_execute`` listeners decided ``Ask`` before the batch was suspended and do not
+    run again: stage 0 (the arguments), validation, then stages 4-6 from the decision
+    (``ALLOWED_ONCE`` / ``ALLOWED_SESSION`` run the guards and leave the call to dispatch;
+    the other outcomes deny it with the texts of a live decision). Never raises for a tool or
+    policy failure.
+    """
+    try:
+        frozen = snapshot_json(arguments)
+    except JsonSnapshotError:
+        return PreparedCall(env, request, None).final_result(INVALID_ARGUMENTS)
+    prepared = PreparedCall(env, request, frozen)
+    if outcome is None:
+        return prepared.suspend()
+    signal = env.signal
+    if signal is not _NEVER and signal.cancelled:
+        return prepared.final_result(ABORTED_BEFORE_DISPATCH)
+    violations = _violations(prepared)
+    if violations:
+        return _invalid(prepared, violations)
+    decision, approval_cancelled = _decision_for(request.name, outcome, outcome)
+    if decision is _DEFERRED:
+        return prepared.suspend()
+    return _decided(prepared, decision, approval_cancelled=approval_cancelled)
 
 
 def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bool) -> PreparedCall:
@@ -874,7 +994,9 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
 def _allowed(prepared: PreparedCall, env: CallEnv) -> PreparedCall:
     """Stages 5-6 after an ``Allow``: the guards, then the signal."""
     try:
-        reason = env.host.evaluate_guards(env.agent, prepared.execution)
+        reason = env.host.evaluate_guards(env.agent, _checked_view(prepared))
+    except _InvalidArguments as invalid:
+        return _invalid(prepared, invalid.violations)
     except Exception as exc:
         _log_raised(prepared, "a guard", exc)
         return prepared.final_result(error_result(exc))
@@ -931,6 +1053,11 @@ async def _resolve_ask(
             approval_needs_agent(name)
         ), False
     # the service is a plug-in: do not trust its annotation
+    arguments = execution.arguments
+    tool = host.lookup(name, execution.agent)
+    view, error = call_view_of(None if tool is None else tool.present_call, name, arguments)
+    if error is not None:
+        _log_raised(execution, "present_call (for the approval request)", error)
     answer = cast(
         object,
         await service.request(
@@ -940,11 +1067,24 @@ async def _resolve_ask(
                 call_id=execution.call_id,
                 signal=execution.signal,
                 reason=reason,
+                arguments=arguments,
+                view=view,
             )
         ),
     )
-    known = read_approval_outcome(answer)
-    if known is ApprovalOutcome.ALLOWED_ONCE:
+    return _decision_for(name, read_approval_outcome(answer), answer)
+
+
+_DEFERRED: Final[Any] = object()
+
+
+def _decision_for(
+    name: str, known: ApprovalOutcome | None, answer: object
+) -> tuple[PreToolDecision, bool]:
+    """The decision an approval outcome stands for, and whether it is a cancellation
+    (``_DEFERRED`` for a deferred one).
+    """
+    if known is ApprovalOutcome.ALLOWED_ONCE or known is ApprovalOutcome.ALLOWED_SESSION:
         return _ALLOW, False
     if known is ApprovalOutcome.REJECTED:
         return Deny(approval_rejected(name)), False
@@ -952,4 +1092,6 @@ async def _resolve_ask(
         return Deny(approval_cancelled(name)), True
     if known is ApprovalOutcome.UNAVAILABLE:
         return Deny(approval_unavailable(name)), False
+    if known is ApprovalOutcome.DEFERRED:
+        return _DEFERRED, False
     raise _Unreachable(f"unreachable variant in ApprovalOutcome: {describe(answer)}")
