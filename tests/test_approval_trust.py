@@ -465,13 +465,15 @@ async def test_grants_survive_a_reopened_log(
         approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION))
         await run(lab.registry(approval), session, [write("c1")], agent=Agent(), turn=1)
 
-    # a new process: a new service and registry over the reopened log, no answerer at all
+    # a new process: a new service and registry over the reopened log; its answerer is
+    # never asked
     again = Lab()
     with file_log(kind, tmp_path) as session:
         approval = UserApproval(session)
+        approval.answerers.add(again.answerer())
         batch = await run(again.registry(approval), session, [write("c2")], agent=Agent(), turn=2)
 
-    assert (["wrote NOTES.md"], ["c2"]) == (texts(batch), again.ran)
+    assert (["wrote NOTES.md"], ["c2"], []) == (texts(batch), again.ran, again.asked)
 
 
 # --- deferred decisions ---------------------------------------------------------------------
@@ -570,7 +572,7 @@ async def test_resume_decides_a_deferred_call_from_a_reopened_log(
         contexts = [e.content[0] for e in events if isinstance(e, ContextMessageEvent)]
         assert [TextBlock(text="ctx r1"), TextBlock(text="ctx r2")] == contexts
         assert (decision == "allowed-session") == (("main", "write") in approval.grants)
-        assert await resume_tool_calls(registry, session, signal=NEVER) is None
+        assert await resume_tool_calls(registry, session, signal=NEVER, agent=Agent()) is None
 
 
 async def test_a_deferred_call_without_a_decision_stays_suspended(
@@ -614,9 +616,13 @@ async def test_approvals_for_a_call_that_is_not_pending_are_a_value_error(
     before = session.events()
 
     with pytest.raises(ValueError, match=r"not pending in batch .*: 'w9' \(pending: 'w1'\)"):
-        await resume_tool_calls(registry, session, signal=NEVER, approvals={"w9": "rejected"})
+        await resume_tool_calls(
+            registry, session, signal=NEVER, agent=Agent(), approvals={"w9": "rejected"}
+        )
     with pytest.raises(ValueError, match='must be one of "allowed-once"'):
-        await resume_tool_calls(registry, session, signal=NEVER, approvals={"w1": "deferred"})
+        await resume_tool_calls(
+            registry, session, signal=NEVER, agent=Agent(), approvals={"w1": "deferred"}
+        )
     assert before == session.events()
 
 

@@ -47,6 +47,8 @@ INTERNAL: Final = frozenset(
         # a call's card with its fallback, for the presenter and approval requests
         ("_presentation", "call_view_of"),
         ("_presentation", "generic_call_view"),
+        # the batch-setup check of approval wiring (run_tool_calls, resume_tool_calls)
+        ("_approval", "check_approval_setup"),
         # the placeholder of a call whose approval was deferred
         ("_results", "approval_pending_result"),
         # define_tool's derivation of a spec from an attrs class

@@ -37,6 +37,7 @@ from ._approval import ApprovalNext as ApprovalNext
 from ._approval import ApprovalScope as ApprovalScope
 from ._approval import UserApproval as UserApproval
 from ._approval import UserApprovalStatistics as UserApprovalStatistics
+from ._approval import ask_before as ask_before
 from ._approval import console_answerer as console_answerer
 from ._approval import describe_call as describe_call
 from ._approval import session_turn as session_turn
@@ -65,6 +66,7 @@ from ._definition import ToolOutput as ToolOutput
 from ._definition import ToolReturn as ToolReturn
 from ._definition import ToolSchema as ToolSchema
 from ._disposer import Disposer as Disposer
+from ._errors import ApprovalSetupWarning as ApprovalSetupWarning
 from ._errors import HarnessError as HarnessError
 from ._errors import JsonSnapshotError as JsonSnapshotError
 from ._errors import JsonTypeError as JsonTypeError
@@ -197,6 +199,7 @@ __all__ = [
     "ApprovalRevokedEvent",
     "ApprovalScope",
     "ApprovalService",
+    "ApprovalSetupWarning",
     "Ask",
     "BatchEndEvent",
     "BatchHook",
@@ -305,6 +308,7 @@ __all__ = [
     "UserApproval",
     "UserApprovalStatistics",
     "UserSource",
+    "ask_before",
     "assert_supported_output_schema",
     "batch_statistics",
     "console_answerer",

@@ -36,19 +36,29 @@ import inspect
 import json
 import logging
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Final, TypeAlias, cast
+from typing import Final, TypeAlias, cast, final
 
 import attrs
 import trio
 
 from ._content import TextBlock
 from ._disposer import DisposerGroup
-from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
+from ._errors import ApprovalSetupWarning
+from ._execution import (
+    ApprovalOutcome,
+    ApprovalRequest,
+    Ask,
+    PreToolDecision,
+    ToolExecution,
+    read_approval_outcome,
+)
 from ._grants import agent_name, grants_in
-from ._hooks import HookList, HookPoint, waterfall
+from ._hooks import HookList, HookPoint, PreExecuteHook, PreExecuteNext, waterfall
+from ._pipeline import PipelineHost
 from ._presentation import DiffCallView, TerminalCallView
 from ._printable import printable
 from ._session import (
@@ -72,6 +82,8 @@ __all__ = [
     "ApprovalScope",
     "UserApproval",
     "UserApprovalStatistics",
+    "ask_before",
+    "check_approval_setup",
     "console_answerer",
     "describe_call",
     "session_turn",
@@ -352,6 +364,12 @@ class UserApproval:
             return ApprovalOutcome.CANCELLED  # noqa: ASYNC910 - request() checkpointed
         return outcome  # noqa: ASYNC910 - request() checkpointed
 
+    def hears(self, agent: object) -> bool:
+        """Whether an answerer (global, or ``agent``'s scope's) would hear ``agent``'s
+        requests. Not a checkpoint.
+        """
+        return bool(self._answerer_list.for_agent(agent))
+
     def __repr__(self) -> str:
         return f"<UserApproval session={self._session!r}>"
 
@@ -414,6 +432,96 @@ def _rogue(request: ApprovalRequest, answer: object, how: str) -> ApprovalOutcom
         answer,
     )
     return ApprovalOutcome.UNAVAILABLE
+
+
+# --- wiring -------------------------------------------------------------------------------
+
+
+@final
+class _AskBefore:
+    __slots__ = ("reason", "tool_names")
+
+    def __init__(self, tool_names: frozenset[str], reason: str | None) -> None:
+        self.tool_names = tool_names
+        self.reason = reason
+
+    async def __call__(self, execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        if execution.name in self.tool_names:
+            await trio.lowlevel.checkpoint()
+            return Ask(reason=self.reason)
+        return await next()
+
+    def __repr__(self) -> str:
+        names = ", ".join(repr(name) for name in sorted(self.tool_names))
+        return f"ask_before({names})"
+
+
+def ask_before(*tool_names: str, reason: str | None = None) -> PreExecuteHook:
+    """A ``pre_execute`` policy that asks the approval service before every call of the named
+    tools (``Ask(reason)``) and leaves every other call to the rest of the waterfall.
+
+    Add it with ``registry.hooks.pre_execute.add(ask_before("write_file", "run_command"))``
+    (or to an agent's scope). A batch set up on a registry with this policy and no approval
+    service warns (:class:`~dsh_tools.ApprovalSetupWarning`).
+
+    Raises:
+        TypeError: no tool name, or a name that is not a non-empty ``str``; ``reason`` is
+            neither ``None`` nor a ``str``.
+    """
+    if not tool_names:
+        raise TypeError("ask_before() needs at least one tool name")
+    for name in tool_names:
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"ask_before(): a tool name must be a non-empty str, not {name!r}")
+    if reason is not None and not isinstance(reason, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"ask_before(): reason must be a str or None, not {type(reason).__name__}")
+    return _AskBefore(frozenset(tool_names), reason)
+
+
+def check_approval_setup(
+    host: PipelineHost, agent: object, *, answerers: bool = True, stacklevel: int = 3
+) -> None:
+    """Warn (:class:`~dsh_tools.ApprovalSetupWarning`) about approval that a batch of
+    ``agent`` on ``host`` could never get: an ``ask_before`` policy with no approval service,
+    calls with no agent to route an approval through, or (with ``answerers``) a
+    :class:`UserApproval` whose answerers do not hear ``agent``. Only when a ``pre_execute``
+    listener hears the batch (nothing else can ask). Not a checkpoint.
+    """
+    listeners = host.hooks.pre_execute
+    if not listeners.active:
+        return
+    heard = listeners.for_agent(agent)
+    if not heard:
+        return
+    service = host.approval
+    if service is None:
+        policies = [listener for listener in heard if isinstance(listener, _AskBefore)]
+        if policies:
+            warnings.warn(
+                f"{policies[0]!r} asks for approval, but the registry has no approval service: "
+                "every such call is denied; pass ToolRegistry(approval=UserApproval(session))",
+                ApprovalSetupWarning,
+                stacklevel=stacklevel,
+            )
+        return
+    if agent is None:
+        warnings.warn(
+            "the registry has an approval service, but the batch's calls have no agent to route "
+            "an approval through: every Ask is denied; pass run_tool_calls(..., agent=...)",
+            ApprovalSetupWarning,
+            stacklevel=stacklevel,
+        )
+        return
+    if answerers and isinstance(service, UserApproval) and not service.hears(agent):
+        if service.policy == "never":
+            return
+        warnings.warn(
+            f"no approval answerer hears agent {agent!r} (none global, none in its scope): "
+            "every Ask is answered unavailable; add one with approval.answerers.add(...) or "
+            "approval.scope(agent).answerers.add(...) for this very agent object",
+            ApprovalSetupWarning,
+            stacklevel=stacklevel,
+        )
 
 
 # --- turns --------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ import contextlib
 import inspect
 import logging
 import threading
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
@@ -40,7 +41,13 @@ import trio
 
 from ._content import HookContext, text_block
 from ._definition import argument_validator, is_async_body
-from ._errors import HarnessError, JsonSnapshotError, ToolArgsError, ToolNotFoundError
+from ._errors import (
+    ApprovalSetupWarning,
+    HarnessError,
+    JsonSnapshotError,
+    ToolArgsError,
+    ToolNotFoundError,
+)
 from ._execution import (
     Accept,
     Allow,
@@ -1045,6 +1052,12 @@ async def _resolve_ask(
         )
     service = host.approval
     if service is None:
+        warnings.warn(
+            f'a pre_execute listener asked for approval of tool "{name}", but the registry has '
+            "no approval service: the call is denied; pass ToolRegistry(approval=...)",
+            ApprovalSetupWarning,
+            stacklevel=2,
+        )
         if reason is None:
             reason = approval_not_supported(name)
         return Deny(reason), False  # noqa: ASYNC910

@@ -20,6 +20,7 @@ from typing import Final, Literal, cast
 import attrs
 import trio
 
+from ._approval import check_approval_setup
 from ._batch import ToolBatch
 from ._batch_log import BatchLog
 from ._execution import ApprovalOutcome, ToolExecutionResult, read_approval_outcome
@@ -363,6 +364,8 @@ async def resume_tool_calls(
     session = _check_session(session)
     check_entry(registry, session, 0, 0)
     decisions = _check_approvals(approvals)
+    # a resumed batch may need no answerer: its deferred calls are decided by ``approvals``
+    check_approval_setup(pipeline_host(registry), agent, answerers=False)
     if on_interrupted not in _ON_INTERRUPTED:
         raise ValueError(
             f'on_interrupted must be "rerun-idempotent" or "abort", not {on_interrupted!r}'

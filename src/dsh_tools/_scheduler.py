@@ -36,6 +36,7 @@ from typing import Final, cast
 import attrs
 import trio
 
+from ._approval import check_approval_setup
 from ._arguments import parse_call_arguments
 from ._batch import SuspendedCall, ToolBatch, ToolBatchInfo, ToolBatchStatistics, ToolCallRequest
 from ._batch_log import BatchLog
@@ -196,6 +197,7 @@ async def run_tool_calls(
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     check_entry(registry, session, turn, step)
+    check_approval_setup(pipeline_host(registry), agent)
     requests = tuple(calls)
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
