@@ -135,7 +135,7 @@ async def test_a_batch_without_an_agent_on_a_registry_that_asks_warns_at_setup()
     registry = _registry(approval)
     registry.hooks.pre_execute.add(ask_before("write"))
 
-    with pytest.warns(ApprovalSetupWarning, match="no agent to route an approval through"):
+    with pytest.warns(ApprovalSetupWarning, match="no agent to route a request through"):
         await run_tool_calls(registry, [], signal=NEVER)
 
 
@@ -202,3 +202,19 @@ async def test_an_opaque_ask_on_a_registry_without_approval_warns_when_it_asks()
 
     expected = 'Error: tool "write" requires approval (not yet supported)'
     assert [TextBlock(text=expected)] == list(batch.results[0].content)
+
+
+async def test_an_opaque_policy_without_any_answerer_is_not_warned_about_at_setup() -> None:
+    # the library cannot know that this listener asks, and no answerer was meant for anyone
+    session = MemorySessionLog()
+    registry = _registry(UserApproval(session))
+
+    async def budget(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        return await next()
+
+    registry.hooks.pre_execute.add(budget)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await run_tool_calls(registry, [], signal=NEVER, agent="main")
+        await run_tool_calls(registry, [], signal=NEVER)

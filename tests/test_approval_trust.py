@@ -54,6 +54,7 @@ from dsh_tools import (
     UserApproval,
     UserSource,
     define_tool,
+    recover_session,
     resume_tool_calls,
     run_tool_calls,
     session_turn,
@@ -651,3 +652,24 @@ async def test_allow_and_deny_decisions_are_read_from_the_pipelines_outcomes() -
     assert "allowed-session" == ApprovalOutcome.ALLOWED_SESSION
     assert "deferred" == ApprovalOutcome.DEFERRED
     assert Allow() == Allow()
+
+
+async def test_recover_closes_a_suspended_batch_and_its_pending_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    lab = Lab()
+    session = MemorySessionLog()
+    approval = UserApproval(session)
+    approval.answerers.add(lab.answerer(ApprovalOutcome.DEFERRED))
+    await run(lab.registry(approval), session, [read("r1"), write("w1")], agent=Agent())
+
+    results = recover_session(session)
+
+    assert ["r1", "w1"] == [event.call_id for event in results]
+    assert results[1].error is not None
+    assert "ABORTED_BEFORE_DISPATCH" == results[1].error.code
+    decided = [e.outcome for e in session.events() if isinstance(e, ApprovalDecidedEvent)]
+    assert [ApprovalOutcome.CANCELLED] == decided
+    assert ["suspended", "aborted"] == [
+        e.reason for e in session.events() if isinstance(e, BatchEndEvent)
+    ]

@@ -31,7 +31,6 @@ the policy in effect is the last one logged (the constructor's default until the
 from __future__ import annotations
 
 import builtins
-import difflib
 import inspect
 import json
 import logging
@@ -482,10 +481,11 @@ def check_approval_setup(
     host: PipelineHost, agent: object, *, answerers: bool = True, stacklevel: int = 3
 ) -> None:
     """Warn (:class:`~dsh_tools.ApprovalSetupWarning`) about approval that a batch of
-    ``agent`` on ``host`` could never get: an ``ask_before`` policy with no approval service,
-    calls with no agent to route an approval through, or (with ``answerers``) a
-    :class:`UserApproval` whose answerers do not hear ``agent``. Only when a ``pre_execute``
-    listener hears the batch (nothing else can ask). Not a checkpoint.
+    ``agent`` on ``host`` could never get. Only what the library can see for sure: an
+    ``ask_before`` policy that hears the batch on a registry with no approval service, or with
+    calls that have no agent to route a request through; a :class:`UserApproval` none of whose
+    answerers hears ``agent`` (with ``answerers``), when the batch has an ``ask_before`` policy
+    or the service's answerers all listen to other agents. Not a checkpoint.
     """
     listeners = host.hooks.pre_execute
     if not listeners.active:
@@ -493,9 +493,9 @@ def check_approval_setup(
     heard = listeners.for_agent(agent)
     if not heard:
         return
+    policies = [listener for listener in heard if isinstance(listener, _AskBefore)]
     service = host.approval
     if service is None:
-        policies = [listener for listener in heard if isinstance(listener, _AskBefore)]
         if policies:
             warnings.warn(
                 f"{policies[0]!r} asks for approval, but the registry has no approval service: "
@@ -505,23 +505,28 @@ def check_approval_setup(
             )
         return
     if agent is None:
-        warnings.warn(
-            "the registry has an approval service, but the batch's calls have no agent to route "
-            "an approval through: every Ask is denied; pass run_tool_calls(..., agent=...)",
-            ApprovalSetupWarning,
-            stacklevel=stacklevel,
-        )
+        if policies:
+            warnings.warn(
+                f"{policies[0]!r} asks for approval, but the batch's calls have no agent to "
+                "route a request through: every such call is denied; pass "
+                "run_tool_calls(..., agent=...)",
+                ApprovalSetupWarning,
+                stacklevel=stacklevel,
+            )
         return
-    if answerers and isinstance(service, UserApproval) and not service.hears(agent):
-        if service.policy == "never":
-            return
-        warnings.warn(
-            f"no approval answerer hears agent {agent!r} (none global, none in its scope): "
-            "every Ask is answered unavailable; add one with approval.answerers.add(...) or "
-            "approval.scope(agent).answerers.add(...) for this very agent object",
-            ApprovalSetupWarning,
-            stacklevel=stacklevel,
-        )
+    if not (answerers and isinstance(service, UserApproval)) or service.hears(agent):
+        return
+    if not policies and not service.statistics().answerers:
+        return  # nothing says this batch asks, and no answerer was meant for anyone
+    if service.policy == "never":
+        return
+    warnings.warn(
+        f"no approval answerer hears agent {agent!r} (none global, none in its scope): "
+        "every Ask is answered unavailable; add one with approval.answerers.add(...) or "
+        "approval.scope(agent).answerers.add(...) for this very agent object",
+        ApprovalSetupWarning,
+        stacklevel=stacklevel,
+    )
 
 
 # --- turns --------------------------------------------------------------------------------
@@ -594,6 +599,8 @@ def describe_call(request: ApprovalRequest) -> str:
             lines.append(f"  ({printable(view.description, multiline=False)})")
         return "\n".join(lines)
     if isinstance(view, DiffCallView):
+        import difflib  # only an answerer that shows a diff needs it
+
         lines = [printable(view.title, multiline=False)]
         for diff in view.diffs:
             old = [] if diff.old_text is None else diff.old_text.splitlines(keepends=True)

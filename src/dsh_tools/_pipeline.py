@@ -398,6 +398,15 @@ class PreparedCall:
         self._view = execution
         return execution
 
+    def validated_execution(self) -> ToolExecution:
+        """:meth:`execution`, for guards: built only once a guard applies, after the arguments
+        are validated (validation first: an invalid call stops the guards).
+        """
+        violations = _violations(self)
+        if violations:
+            raise _InvalidArguments(violations)
+        return self.execution()
+
     # --- stage 7 -------------------------------------------------------------------------
 
     async def dispatch(self, *, linked: bool = False) -> None:
@@ -895,20 +904,6 @@ class _InvalidArguments(Exception):
         self.violations = violations
 
 
-def _checked_view(prepared: PreparedCall) -> Callable[[], ToolExecution]:
-    """The view guards receive, built only once a guard applies, after the arguments are
-    validated (:class:`_InvalidArguments` stops the guards when they are not).
-    """
-
-    def view() -> ToolExecution:
-        violations = _violations(prepared)
-        if violations:
-            raise _InvalidArguments(violations)
-        return prepared.execution()
-
-    return view
-
-
 async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
     """Stages 2-6 of a call that ``pre_execute`` listeners hear.
 
@@ -1001,7 +996,7 @@ def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bo
 def _allowed(prepared: PreparedCall, env: CallEnv) -> PreparedCall:
     """Stages 5-6 after an ``Allow``: the guards, then the signal."""
     try:
-        reason = env.host.evaluate_guards(env.agent, _checked_view(prepared))
+        reason = env.host.evaluate_guards(env.agent, prepared.validated_execution)
     except _InvalidArguments as invalid:
         return _invalid(prepared, invalid.violations)
     except Exception as exc:

@@ -387,6 +387,8 @@ class _Batch:
     lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
     parked: bool = False
     reporter: Callable[[int], None] = attrs.field(init=False)
+    # a batch resumed from its log (some of its results are replayed from there)
+    resumed: bool = attrs.field(init=False, default=False)
     # the calls whose approval was deferred (committed with a placeholder, no tool/result),
     # with their arguments
     suspended: list[tuple[int, JsonValue]] = attrs.field(
@@ -549,9 +551,11 @@ class _Batch:
             if result is None:
                 result = await prepared.complete()
             self.results[index] = result
-            if prepared.suspended:
+            # a suspended call's placeholder (an error) is not logged, nor is a result replayed
+            # from the log of a resumed batch
+            if result.is_error and prepared.suspended:
                 self.suspended.append((index, prepared.arguments))
-            elif self.log is not None and not prepared.replayed:
+            elif self.log is not None and not (self.resumed and prepared.replayed):
                 self.log.result(index, result)
             self.prepared[index] = None
             self.contexts.extend(result.additional_contexts)
@@ -708,6 +712,7 @@ class ResumedBatch(_Batch):
 
     dangling: int = 0
     interrupted: frozenset[int] = frozenset()
+    resumed: bool = attrs.field(init=False, default=True)
     logged: dict[int, ToolExecutionResult] = attrs.field(
         factory=lambda: dict[int, ToolExecutionResult]()
     )
