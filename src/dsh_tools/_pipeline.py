@@ -4,8 +4,12 @@
 
     prepare()   0  snapshot the arguments        invalid            -> final-result
                 1  signal already cancelled      ABORTED_BEFORE_DISPATCH -> final-result
+                   validation first (a define_tool tool, when a hook or guard hears the call)
+                                                 INVALID_ARGS       -> post-result
                 2  pre_execute waterfall         a listener raised  -> final-result
                 3  Ask -> approval service       raised / impossible outcome -> final-result
+                                                 deferred: suspended (APPROVAL_PENDING
+                                                 placeholder, neither logged nor observed)
                 4  approval cancelled + signal   ABORTED_BEFORE_DISPATCH -> post-result
                 5  Deny, or guards after Allow   Error: <reason>    -> post-result
                                                  a guard raised     -> final-result
