@@ -165,6 +165,9 @@ def test_deferred_decisions_and_grants_keep_the_approval_and_batch_invariants(
             if result.error is not None and result.error.code == APPROVAL_PENDING
         }
         assert pending == codes
+    # the log of the finished batch, up to its turn's end: every call balanced, the results
+    # in model order but for the deferred calls, which commit after a suspension
+    check_batch(requests, batches[-1], session.events()[:-1])
     first, last = batches[0], batches[-1]
     deferred = {call.call_id for call in first.suspended}
     for request, before, after in zip(requests, first.results, last.results, strict=True):

@@ -491,6 +491,8 @@ async def test_a_deferred_call_suspends_its_batch_while_the_rest_runs(
     batch = await run(
         lab.registry(approval), session, [read("r1"), write("w1"), read("r2")], agent=Agent()
     )
+    # the log, up to the turn's end: the deferred call has no tool/result, no context yet
+    check_batch([read("r1"), write("w1"), read("r2")], batch, session.events()[:-1])
 
     assert ["r1", "r2"] == lab.ran
     assert batch.results[1].error is not None
