@@ -10,17 +10,21 @@ import trio
 from dsh_tools import (
     ApprovalOutcome,
     ApprovalRequest,
+    ApprovalSetupWarning,
     Ask,
     CancelController,
     CancelSignal,
+    GenericCallView,
     PreExecuteNext,
     PreToolDecision,
     TextBlock,
+    ToolCallKind,
     ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
+    snapshot_json,
 )
 from support import (
     NOTHING,
@@ -79,7 +83,9 @@ def _input(agent: object = None, signal: CancelSignal | None = None) -> ToolExec
 async def test_ask_without_a_service_denies_with_the_default_text() -> None:
     registry, ran, _ = _setup()
 
-    result = await registry.execute(_input(Agent()))
+    # the original's text for the model, and (beyond it) a warning for the developer
+    with pytest.warns(ApprovalSetupWarning, match="the registry has no approval service"):
+        result = await registry.execute(_input(Agent()))
 
     expected = (error_result('Error: tool "rm" requires approval (not yet supported)'), NOTHING)
     assert expected == (result, ran)
@@ -89,14 +95,16 @@ async def test_ask_without_a_service_denies_with_the_ask_reason_when_given() -> 
     registry, _, _ = _setup(reason="deletes files")
 
     expected = error_result("Error: deletes files")
-    assert expected == await registry.execute(_input(Agent()))
+    with pytest.warns(ApprovalSetupWarning):
+        assert expected == await registry.execute(_input(Agent()))
 
 
 async def test_ask_without_a_service_keeps_an_empty_reason_as_given() -> None:
     registry, _, _ = _setup(reason="")
 
     expected = error_result("Error: ")
-    assert expected == await registry.execute(_input(Agent()))
+    with pytest.warns(ApprovalSetupWarning):
+        assert expected == await registry.execute(_input(Agent()))
 
 
 async def test_ask_for_a_call_without_agent_denies_without_consulting_the_service() -> None:
@@ -123,7 +131,13 @@ async def test_the_request_carries_agent_tool_call_signal_and_reason() -> None:
     await registry.execute(_input(agent, signal))
 
     expected = ApprovalRequest(
-        agent=agent, tool_name="rm", call_id="call-7", signal=signal, reason="deletes files"
+        agent=agent,
+        tool_name="rm",
+        call_id="call-7",
+        signal=signal,
+        reason="deletes files",
+        arguments=snapshot_json({}),
+        view=GenericCallView(title="rm", kind=ToolCallKind.OTHER, raw_input={}),
     )
     assert [expected] == service.requests
 

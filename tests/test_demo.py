@@ -72,7 +72,7 @@ def test_batch_1_timeline_rolls_the_pool_and_runs_the_write_alone() -> None:
         "c4": (0.4, 1.4),  # takes c1's slot; times out after 1 s
         "c5": (1.4, 1.7),  # the exclusive write waits for the pool to drain
         "c6": (1.7, 1.9),
-        "c7": (1.9, 1.9),  # invalid arguments: exclusive, fails at once
+        # c7's arguments are invalid: rejected before any policy, its body never runs
     }
     spans = {k: (round(a, 6), round(b, 6)) for k, (a, b) in batches[0].spans.items()}
     assert expected == spans
@@ -320,7 +320,7 @@ def test_the_ask_mode_reads_the_answers_from_stdin(tmp_path: Path) -> None:
     done = _run_ask_demo(tmp_path, "y\nno\nwhat?\nyes\nY\n\n")
 
     assert (done.returncode, done.stderr) == (0, "")
-    prompts = done.stdout.count("[y/N] ")
+    prompts = done.stdout.count("[y/N/a] ")
     assert 6 == prompts  # "what?" is asked again
     assert 'c8   denied                   Error: the user rejected tool "write_file"' in done.stdout
     assert (

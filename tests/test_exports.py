@@ -53,6 +53,21 @@ INTERNAL: Final = frozenset(
         ("_definition", "is_async_body"),
         # the classification rule, shared by execution_mode and the scheduler
         ("_definition", "runs_in_parallel"),
+        # a define_tool body's validator, read by the pipeline to validate before any policy
+        ("_definition", "argument_validator"),
+        # the folds of a session log's grants and pending requests (approval, scheduler, resume)
+        ("_grants", "agent_name"),
+        ("_grants", "grants_in"),
+        ("_grants", "pending_requests"),
+        # a suspended call of a resumed batch, settled on its deferred decision
+        ("_pipeline", "resume_suspended"),
+        # a call's card with its fallback, for the presenter and approval requests
+        ("_presentation", "call_view_of"),
+        ("_presentation", "generic_call_view"),
+        # the batch-setup check of approval wiring (run_tool_calls, resume_tool_calls)
+        ("_approval", "check_approval_setup"),
+        # the placeholder of a call whose approval was deferred
+        ("_results", "approval_pending_result"),
         # define_tool's derivation of a spec from an attrs class
         ("_attrs_schema", "DerivedSchema"),
         ("_attrs_schema", "derive_attrs_schema"),
@@ -67,6 +82,7 @@ INTERNAL: Final = frozenset(
         ("_texts", "approval_cancelled"),
         ("_texts", "approval_needs_agent"),
         ("_texts", "approval_not_supported"),
+        ("_texts", "approval_pending"),
         ("_texts", "approval_rejected"),
         ("_texts", "approval_unavailable"),
         ("_texts", "deny_reason_not_str"),

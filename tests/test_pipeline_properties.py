@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tools import (
+    APPROVAL_PENDING,
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
     Accept,
@@ -97,7 +98,7 @@ def predict(chain: Chain) -> Prediction:
             decision = action
             break
     if decision == "ask":
-        if not chain.with_agent or chain.approval is not ApprovalOutcome.ALLOWED_ONCE:
+        if not chain.with_agent or chain.approval not in ALLOWING:
             return Prediction(body_runs=False, guard_denied=False)
         decision = "allow"
     if decision != "allow":
@@ -132,6 +133,7 @@ ABORTED_BEFORE_DISPATCH = Expected(
     True, "Error: tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH
 )
 ABORTED = Expected(True, "Error: tool call aborted", TOOL_ABORTED)
+ALLOWING = (ApprovalOutcome.ALLOWED_ONCE, ApprovalOutcome.ALLOWED_SESSION)
 
 
 def expected_result(chain: Chain) -> Expected:
@@ -169,6 +171,14 @@ def expected_result(chain: Chain) -> Expected:
         elif chain.approval is ApprovalOutcome.UNAVAILABLE:
             outcome = Expected(
                 True, 'Error: tool "t" requires approval, but no approval channel is available'
+            )
+        elif chain.approval is ApprovalOutcome.DEFERRED:
+            # the call waits: a placeholder, final (no post_execute, no observer)
+            return Expected(
+                True,
+                'Error: approval for tool "t" is pending: the batch is suspended until it is '
+                "decided",
+                APPROVAL_PENDING,
             )
     elif decision == "deny":
         outcome = Expected(True, "Error: denied")

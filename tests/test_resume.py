@@ -462,8 +462,8 @@ async def test_a_session_that_is_not_a_log_is_a_type_error() -> None:
         recover_session(None)  # pyright: ignore[reportArgumentType]
 
 
-async def test_approvals_are_not_supported_yet() -> None:
-    with pytest.raises(NotImplementedError, match="approvals"):
+async def test_approvals_that_are_not_a_mapping_are_a_type_error() -> None:
+    with pytest.raises(TypeError, match="approvals must map call ids to outcomes, not object"):
         await resume_tool_calls(
             Lab().registry(), MemorySessionLog(), signal=NEVER, approvals=object()
         )

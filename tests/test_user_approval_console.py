@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import attrs
 import trio
 import trio.testing
 
@@ -14,10 +15,16 @@ from dsh_tools import (
     ApprovalRequest,
     CancelController,
     CancelSignal,
+    DiffCallView,
+    FileDiff,
+    GenericCallView,
     MemorySessionLog,
+    TerminalCallView,
     TurnStartEvent,
     UserApproval,
     console_answerer,
+    describe_call,
+    snapshot_json,
 )
 
 
@@ -54,7 +61,7 @@ async def test_yes_allows_the_call_once() -> None:
     answer = console_answerer(read_line=read_line)
 
     assert ApprovalOutcome.ALLOWED_ONCE == await answer(_request(reason="writes"), _fallback)
-    assert ['Allow tool "write_file" (writes)? [y/N] '] == prompts
+    assert ['Allow tool "write_file" (writes)? [y/N/a] '] == prompts
 
 
 async def test_no_or_an_empty_line_rejects() -> None:
@@ -173,3 +180,45 @@ async def test_one_question_at_a_time() -> None:
 
     assert [ApprovalOutcome.ALLOWED_ONCE] * 3 == results
     assert 3 == len(entered)
+
+
+async def test_a_allows_the_tool_for_the_session() -> None:
+    read_line, _ = _lines("a")
+    answer = console_answerer(read_line=read_line, show=lambda _text: None)
+
+    assert ApprovalOutcome.ALLOWED_SESSION == await answer(_request(), _fallback)
+
+
+async def test_the_call_is_shown_before_the_question() -> None:
+    shown: list[str] = []
+    read_line, prompts = _lines("n")
+    answer = console_answerer(read_line=read_line, show=shown.append)
+    request = attrs.evolve(
+        _request(),
+        view=DiffCallView(
+            title="Write NOTES.md",
+            diffs=(FileDiff(path="NOTES.md", old_text="a\n", new_text="b\x1b[2J\n"),),
+        ),
+    )
+
+    assert ApprovalOutcome.REJECTED == await answer(request, _fallback)
+    expected = "Write NOTES.md\n--- NOTES.md\n+++ NOTES.md\n@@ -1 +1 @@\n-a\n+b\\x1b[2J"
+    assert ([expected], 1) == (shown, len(prompts))
+
+
+def test_a_command_is_shown_as_the_command_and_other_calls_as_their_arguments() -> None:
+    terminal = attrs.evolve(
+        _request(), view=TerminalCallView(title="rm -rf build", description="cleans", cwd="/w")
+    )
+    generic = attrs.evolve(
+        _request(),
+        view=GenericCallView(title="fetch", raw_input={"url": "https://example.com"}),
+    )
+    bare = attrs.evolve(_request(), arguments=snapshot_json({"n": 1}))
+
+    assert [
+        "$ rm -rf build\n  in /w\n  (cleans)",
+        'fetch\n{\n  "url": "https://example.com"\n}',
+        '{\n  "n": 1\n}',
+        "",
+    ] == [describe_call(r) for r in (terminal, generic, bare, _request())]

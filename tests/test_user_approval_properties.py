@@ -135,9 +135,13 @@ def test_one_pair_per_request_and_the_rules_decide(
         e for e in session.events() if isinstance(e, ApprovalAskedEvent | ApprovalDecidedEvent)
     ]
     expected_outcome, expected_asked = expected_run(chain, cancel_at, pre_cancelled, policy)
-    assert 2 == len(audit)
-    asked_event, decided_event = audit
-    assert isinstance(asked_event, ApprovalAskedEvent)
-    assert ApprovalDecidedEvent(id=asked_event.id, outcome=expected_outcome) == decided_event
+    if expected_outcome is ApprovalOutcome.DEFERRED:
+        # a deferred request stays pending: its approval/decided comes when it is decided
+        assert [ApprovalAskedEvent] == [type(e) for e in audit]
+    else:
+        assert 2 == len(audit)
+        asked_event, decided_event = audit
+        assert isinstance(asked_event, ApprovalAskedEvent)
+        assert ApprovalDecidedEvent(id=asked_event.id, outcome=expected_outcome) == decided_event
     assert [expected_outcome] == outcomes
     assert expected_asked == asked

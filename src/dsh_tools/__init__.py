@@ -24,8 +24,9 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   batch values _batch (a batch's calls, results, and what a batch hook is told)
 #   converter    _converter (cattrs, for the values)
 #   definitions  _definition
-#   values       _presentation _execution _attrs_schema (specs from attrs classes)
+#   values       _execution _attrs_schema (specs from attrs classes)
 #                _output_schema (the output-schema subset)
+#                _presentation (call and result views; an approval request carries one)
 #                _schema (the schema DSL)
 #                _signal _content _arguments
 #                _disposer _json _printable (text made safe to print)
@@ -39,9 +40,12 @@ from ._approval import ApprovalNext as ApprovalNext
 from ._approval import ApprovalScope as ApprovalScope
 from ._approval import UserApproval as UserApproval
 from ._approval import UserApprovalStatistics as UserApprovalStatistics
+from ._approval import ask_before as ask_before
 from ._approval import console_answerer as console_answerer
+from ._approval import describe_call as describe_call
 from ._approval import session_turn as session_turn
 from ._arguments import parse_call_arguments as parse_call_arguments
+from ._batch import SuspendedCall as SuspendedCall
 from ._batch import ToolBatch as ToolBatch
 from ._batch import ToolBatchInfo as ToolBatchInfo
 from ._batch import ToolBatchStatistics as ToolBatchStatistics
@@ -66,6 +70,7 @@ from ._definition import ToolOutput as ToolOutput
 from ._definition import ToolReturn as ToolReturn
 from ._definition import ToolSchema as ToolSchema
 from ._disposer import Disposer as Disposer
+from ._errors import ApprovalSetupWarning as ApprovalSetupWarning
 from ._errors import HarnessError as HarnessError
 from ._errors import JsonSnapshotError as JsonSnapshotError
 from ._errors import JsonTypeError as JsonTypeError
@@ -152,6 +157,7 @@ from ._session import ApprovalAskedEvent as ApprovalAskedEvent
 from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
 from ._session import ApprovalPolicy as ApprovalPolicy
 from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
+from ._session import ApprovalRevokedEvent as ApprovalRevokedEvent
 from ._session import BatchEndEvent as BatchEndEvent
 from ._session import BatchStartEvent as BatchStartEvent
 from ._session import ContextMessageEvent as ContextMessageEvent
@@ -172,6 +178,7 @@ from ._signal import CancelSignalStatistics as CancelSignalStatistics
 from ._signal import DeadlineReached as DeadlineReached
 from ._signal import linked_cancel_scope as linked_cancel_scope
 from ._sqlite_log import SqliteSessionLog as SqliteSessionLog
+from ._texts import APPROVAL_PENDING as APPROVAL_PENDING
 from ._texts import TOOL_ABORTED as TOOL_ABORTED
 from ._texts import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._texts import TOOL_INTERRUPTED as TOOL_INTERRUPTED
@@ -186,6 +193,7 @@ from ._tool import ToolFunction as ToolFunction
 from ._tool import tool as tool
 
 __all__ = [
+    "APPROVAL_PENDING",
     "Accept",
     "Allow",
     "ApprovalAnswerer",
@@ -196,8 +204,10 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalPolicyEvent",
     "ApprovalRequest",
+    "ApprovalRevokedEvent",
     "ApprovalScope",
     "ApprovalService",
+    "ApprovalSetupWarning",
     "Ask",
     "BatchEndEvent",
     "BatchHook",
@@ -256,6 +266,7 @@ __all__ = [
     "StructuredScalar",
     "StructuredSchemaNode",
     "StructuredSchemaType",
+    "SuspendedCall",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_INTERRUPTED",
@@ -306,12 +317,14 @@ __all__ = [
     "UserApproval",
     "UserApprovalStatistics",
     "UserSource",
+    "ask_before",
     "assert_supported_output_schema",
     "batch_statistics",
     "console_answerer",
     "console_block",
     "converter",
     "define_tool",
+    "describe_call",
     "dumps_json",
     "error_message",
     "inject_context",

@@ -118,9 +118,27 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--ask",
         action="store_true",
-        help="ask on the terminal (y/n) before each write or command, and run two commands "
+        help="ask on the terminal (y/n/a) before each write or command, and run two commands "
         "(prints the ASCII timeline, as --plain does)",
     )
+    demo.add_argument(
+        "--defer",
+        action="store_true",
+        help="a batch whose approvals wait: it ends suspended and prints the pending calls; "
+        "run again with --approve / --always / --reject to resume it from --log",
+    )
+    for flag, meaning in (
+        ("--approve", "allow the call once"),
+        ("--always", "allow the call, and its tool for the rest of the session"),
+        ("--reject", "reject the call"),
+    ):
+        demo.add_argument(
+            flag,
+            action="append",
+            default=[],
+            metavar="CALL_ID",
+            help=f"with --defer: {meaning} (repeatable)",
+        )
     return parser
 
 
@@ -186,6 +204,17 @@ def _run(arguments: list[str]) -> int:
     command: str = args.command
     if command == "demo":
         _quiet_library_logs()
+    if command == "demo" and args.defer:
+        from .cli.defer_demo import main_defer_demo  # imported late, as the demo is
+
+        try:
+            return main_defer_demo(
+                log=args.log, approve=args.approve, reject=args.reject, always=args.always
+            )
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            return _log_error(exc)
     if command == "demo" and (args.plain or args.ask):
         # --ask prompts on the terminal (y/n): the ASCII timeline, not the live view, owns it
         from .demo import main_demo  # imported late: the CLI's help needs none of it

@@ -4,19 +4,25 @@ trail in the session log (the original's ``dsh-user-approval`` service).
 One request, in order::
 
     open turn?          no  -> RuntimeError, nothing appended
-    append approval/asked {id, toolName, callId?, reason?}     (id: a fresh UUID)
+    append approval/asked {id, toolName, callId?, reason?, agent?}   (id: a fresh UUID)
     signal cancelled?   yes -> cancelled      (no answerer asked)
     policy "never"?     yes -> rejected       (no answerer asked, a prepended one neither)
+    a session grant?    yes -> allowed-session, answeredBy "grant" (no answerer asked)
     answerers           waterfall of the request agent's answerers; the end answers unavailable;
                         a raise or a value outside ApprovalOutcome -> unavailable;
                         the signal fires meanwhile -> cancelled at once, the late answer dropped
-    append approval/decided {id, outcome}
+    deferred?           yes -> return deferred; the request stays pending (no approval/decided
+                        until resume_tool_calls decides it)
+    append approval/decided {id, outcome, answeredBy?}
     return outcome
 
 Every request appends exactly one ``approval/asked`` and one ``approval/decided`` with the same
-id, also when the caller's own trio scope is cancelled while an answerer waits (then the decided
-outcome is ``cancelled`` and ``trio.Cancelled`` propagates). A failing append propagates: an
-approval that could not be recorded is not given.
+id (a deferred one: once it is decided), also when the caller's own trio scope is cancelled
+while an answerer waits (then the decided outcome is ``cancelled`` and ``trio.Cancelled``
+propagates). A failing append propagates: an approval that could not be recorded is not given.
+
+Grants are part of the log: ``allowed-session`` grants the agent the tool until
+:meth:`UserApproval.revoke` logs ``approval/revoked``, in this process or after a restart.
 
 The policy is part of the log: :meth:`UserApproval.set_policy` appends ``approval/policy``, and
 the policy in effect is the last one logged (the constructor's default until then).
@@ -26,25 +32,40 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import json
 import logging
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Final, TypeAlias, cast
+from typing import Final, TypeAlias, cast, final
 
 import attrs
 import trio
 
+from ._content import TextBlock
 from ._disposer import DisposerGroup
-from ._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
-from ._hooks import HookList, HookPoint, waterfall
+from ._errors import ApprovalSetupWarning
+from ._execution import (
+    ApprovalOutcome,
+    ApprovalRequest,
+    Ask,
+    PreToolDecision,
+    ToolExecution,
+    read_approval_outcome,
+)
+from ._grants import agent_name, grants_in
+from ._hooks import HookList, HookPoint, PreExecuteHook, PreExecuteNext, waterfall
+from ._pipeline import PipelineHost
+from ._presentation import DiffCallView, TerminalCallView
 from ._printable import printable
 from ._session import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     ApprovalPolicy,
     ApprovalPolicyEvent,
+    ApprovalRevokedEvent,
     SessionEvent,
     SessionLog,
     TurnEndEvent,
@@ -60,7 +81,10 @@ __all__ = [
     "ApprovalScope",
     "UserApproval",
     "UserApprovalStatistics",
+    "ask_before",
+    "check_approval_setup",
     "console_answerer",
+    "describe_call",
     "session_turn",
 ]
 
@@ -250,14 +274,27 @@ class UserApproval:
         _check_open_turn(events)
         policy = _policy_in(events, self._default_policy)
         request_id = str(uuid.uuid4())
+        name = agent_name(request.agent)
         self._session.append(
             ApprovalAskedEvent(
                 id=request_id,
                 tool_name=request.tool_name,
                 call_id=request.call_id,
                 reason=request.reason,
+                agent=name,
             )
         )
+        if (
+            policy != "never"
+            and not request.signal.cancelled
+            and (name, request.tool_name) in grants_in(events)
+        ):
+            self._session.append(
+                ApprovalDecidedEvent(
+                    id=request_id, outcome=ApprovalOutcome.ALLOWED_SESSION, answered_by="grant"
+                )
+            )
+            return ApprovalOutcome.ALLOWED_SESSION
         self._pending += 1
         try:
             outcome = await self._decide(request, policy)
@@ -273,8 +310,34 @@ class UserApproval:
             raise
         finally:
             self._pending -= 1
-        self._session.append(ApprovalDecidedEvent(id=request_id, outcome=outcome))
+        if outcome is not ApprovalOutcome.DEFERRED:
+            self._session.append(ApprovalDecidedEvent(id=request_id, outcome=outcome))
         return outcome
+
+    def revoke(self, tool_name: str, *, agent: object = None) -> None:
+        """Revoke the session grant of ``tool_name`` (logged as ``approval/revoked``): the
+        grant of ``agent`` (by its name, see :class:`ApprovalAskedEvent`), or, with
+        ``agent=None``, of every agent. Later requests ask the answerers again. Not a
+        checkpoint.
+
+        Raises:
+            TypeError: ``tool_name`` is not a non-empty ``str``.
+        """
+        if not isinstance(tool_name, str) or not tool_name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"revoke() needs a tool name (a non-empty str), not {tool_name!r}")
+        name = None if agent is None else agent_name(agent)
+        if agent is not None and name is None:
+            # an unnamed agent's grants are recorded without a name
+            self._session.append(ApprovalRevokedEvent(tool_name=tool_name))
+            return
+        self._session.append(ApprovalRevokedEvent(tool_name=tool_name, agent=name))
+
+    @property
+    def grants(self) -> frozenset[tuple[str | None, str]]:
+        """The session grants standing now, as (agent name, tool name) pairs, folded from the
+        session log (a file read for a file log).
+        """
+        return grants_in(self._session.events())
 
     async def _decide(self, request: ApprovalRequest, policy: ApprovalPolicy) -> ApprovalOutcome:
         signal = request.signal
@@ -299,6 +362,12 @@ class UserApproval:
         if signal.cancelled:
             return ApprovalOutcome.CANCELLED  # noqa: ASYNC910 - request() checkpointed
         return outcome  # noqa: ASYNC910 - request() checkpointed
+
+    def hears(self, agent: object) -> bool:
+        """Whether an answerer (global, or ``agent``'s scope's) would hear ``agent``'s
+        requests. Not a checkpoint.
+        """
+        return bool(self._answerer_list.for_agent(agent))
 
     def __repr__(self) -> str:
         return f"<UserApproval session={self._session!r}>"
@@ -364,6 +433,102 @@ def _rogue(request: ApprovalRequest, answer: object, how: str) -> ApprovalOutcom
     return ApprovalOutcome.UNAVAILABLE
 
 
+# --- wiring -------------------------------------------------------------------------------
+
+
+@final
+class _AskBefore:
+    __slots__ = ("reason", "tool_names")
+
+    def __init__(self, tool_names: frozenset[str], reason: str | None) -> None:
+        self.tool_names = tool_names
+        self.reason = reason
+
+    async def __call__(self, execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        if execution.name in self.tool_names:
+            await trio.lowlevel.checkpoint()
+            return Ask(reason=self.reason)
+        return await next()
+
+    def __repr__(self) -> str:
+        names = ", ".join(repr(name) for name in sorted(self.tool_names))
+        return f"ask_before({names})"
+
+
+def ask_before(*tool_names: str, reason: str | None = None) -> PreExecuteHook:
+    """A ``pre_execute`` policy that asks the approval service before every call of the named
+    tools (``Ask(reason)``) and leaves every other call to the rest of the waterfall.
+
+    Add it with ``registry.hooks.pre_execute.add(ask_before("write_file", "run_command"))``
+    (or to an agent's scope). A batch set up on a registry with this policy and no approval
+    service warns (:class:`~dsh_tools.ApprovalSetupWarning`).
+
+    Raises:
+        TypeError: no tool name, or a name that is not a non-empty ``str``; ``reason`` is
+            neither ``None`` nor a ``str``.
+    """
+    if not tool_names:
+        raise TypeError("ask_before() needs at least one tool name")
+    for name in tool_names:
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"ask_before(): a tool name must be a non-empty str, not {name!r}")
+    if reason is not None and not isinstance(reason, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"ask_before(): reason must be a str or None, not {type(reason).__name__}")
+    return _AskBefore(frozenset(tool_names), reason)
+
+
+def check_approval_setup(
+    host: PipelineHost, agent: object, *, answerers: bool = True, stacklevel: int = 3
+) -> None:
+    """Warn (:class:`~dsh_tools.ApprovalSetupWarning`) about approval that a batch of
+    ``agent`` on ``host`` could never get. Only what the library can see for sure: an
+    ``ask_before`` policy that hears the batch on a registry with no approval service, or with
+    calls that have no agent to route a request through; a :class:`UserApproval` none of whose
+    answerers hears ``agent`` (with ``answerers``), when the batch has an ``ask_before`` policy
+    or the service's answerers all listen to other agents. Not a checkpoint.
+    """
+    listeners = host.hooks.pre_execute
+    if not listeners.active:
+        return
+    heard = listeners.for_agent(agent)
+    if not heard:
+        return
+    policies = [listener for listener in heard if isinstance(listener, _AskBefore)]
+    service = host.approval
+    if service is None:
+        if policies:
+            warnings.warn(
+                f"{policies[0]!r} asks for approval, but the registry has no approval service: "
+                "every such call is denied; pass ToolRegistry(approval=UserApproval(session))",
+                ApprovalSetupWarning,
+                stacklevel=stacklevel,
+            )
+        return
+    if agent is None:
+        if policies:
+            warnings.warn(
+                f"{policies[0]!r} asks for approval, but the batch's calls have no agent to "
+                "route a request through: every such call is denied; pass "
+                "run_tool_calls(..., agent=...)",
+                ApprovalSetupWarning,
+                stacklevel=stacklevel,
+            )
+        return
+    if not (answerers and isinstance(service, UserApproval)) or service.hears(agent):
+        return
+    if not policies and not service.statistics().answerers:
+        return  # nothing says this batch asks, and no answerer was meant for anyone
+    if service.policy == "never":
+        return
+    warnings.warn(
+        f"no approval answerer hears agent {agent!r} (none global, none in its scope): "
+        "every Ask is answered unavailable; add one with approval.answerers.add(...) or "
+        "approval.scope(agent).answerers.add(...) for this very agent object",
+        ApprovalSetupWarning,
+        stacklevel=stacklevel,
+    )
+
+
 # --- turns --------------------------------------------------------------------------------
 
 
@@ -413,16 +578,71 @@ def session_turn(
 
 # --- a console answerer -------------------------------------------------------------------
 
-_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N] '
+_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N/a] '
+
+
+def describe_call(request: ApprovalRequest) -> str:
+    """The text a terminal shows of what ``request`` approves: its call card (a diff for an
+    edit, the command for a shell tool, the arguments as JSON otherwise), every line made
+    printable. Empty when the request carries no card and no arguments.
+    """
+    view = request.view
+    if view is None:
+        if request.arguments is None:
+            return ""
+        return _json_text(request.arguments)
+    if isinstance(view, TerminalCallView):
+        lines = [f"$ {printable(view.title, multiline=False)}"]
+        if view.cwd is not None:
+            lines.append(f"  in {printable(view.cwd, multiline=False)}")
+        if view.description is not None:
+            lines.append(f"  ({printable(view.description, multiline=False)})")
+        return "\n".join(lines)
+    if isinstance(view, DiffCallView):
+        import difflib  # only an answerer that shows a diff needs it
+
+        lines = [printable(view.title, multiline=False)]
+        for diff in view.diffs:
+            old = [] if diff.old_text is None else diff.old_text.splitlines(keepends=True)
+            new = diff.new_text.splitlines(keepends=True)
+            path = printable(diff.path, multiline=False)
+            for line in difflib.unified_diff(
+                old,
+                new,
+                fromfile="/dev/null" if diff.old_text is None else path,
+                tofile=path,
+                lineterm="",
+            ):
+                lines.append(printable(line.rstrip("\n"), multiline=False))
+        return "\n".join(lines)
+    lines = [printable(view.title, multiline=False)]
+    if view.raw_input is not None:
+        lines.append(_json_text(view.raw_input))
+    for block in view.content or ():
+        if isinstance(block, TextBlock):
+            lines.append(printable(block.text))
+    return "\n".join(lines)
+
+
+def _json_text(value: object) -> str:
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return printable(text)
 
 
 def console_answerer(
     *,
     prompt: str = _DEFAULT_PROMPT,
     read_line: Callable[[str], str] = builtins.input,
+    show: Callable[[str], object] = print,
 ) -> ApprovalAnswerer:
-    r"""An answerer that asks on the terminal: ``y`` / ``yes`` allows the call once, ``n`` /
-    ``no`` / an empty line rejects it, anything else asks again.
+    r"""An answerer that asks on the terminal: it shows the call (its card: a diff for an
+    edit, the command for a shell tool, the arguments otherwise), then reads ``y`` / ``yes``
+    (allow this call once), ``a`` / ``always`` (allow it, and this tool for the rest of the
+    session: ``allowed-session``), ``n`` / ``no`` / an empty line (reject); anything else asks
+    again.
 
     The line is read in a worker thread (``trio.to_thread.run_sync``), so the event loop keeps
     running while the user thinks. When the request is cancelled the answerer returns at once
@@ -434,8 +654,10 @@ def console_answerer(
         prompt: a :meth:`str.format` template with ``{tool_name}``, ``{call_id}`` and
             ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty). Each value is
             put in with its control characters (newlines too) written as visible escapes
-            (``\x1b``), so a terminal never acts on them.
+            (````), so a terminal never acts on them.
         read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
+        show: ``(text) -> None``, shows the call before the question (:func:`print` by
+            default; called on the trio thread).
     """
     lock = trio.Lock()
 
@@ -449,6 +671,9 @@ def console_answerer(
             else f" ({printable(request.reason, multiline=False)})",
         )
         async with lock:
+            card = describe_call(request)
+            if card:
+                show(card)
             while True:
                 try:
                     line = await trio.to_thread.run_sync(read_line, text, abandon_on_cancel=True)
@@ -457,6 +682,8 @@ def console_answerer(
                 reply = line.strip().lower()
                 if reply in ("y", "yes"):
                     return ApprovalOutcome.ALLOWED_ONCE
+                if reply in ("a", "always"):
+                    return ApprovalOutcome.ALLOWED_SESSION
                 if reply in ("", "n", "no"):
                     return ApprovalOutcome.REJECTED
         return await next()

@@ -11,9 +11,11 @@ import attrs
 
 from ._content import HookContext
 from ._execution import ToolExecutionResult
+from ._json import JsonValue
+from ._presentation import ToolCallView
 from ._signal import CancelSignal
 
-__all__ = ["ToolBatch", "ToolBatchInfo", "ToolBatchStatistics", "ToolCallRequest"]
+__all__ = ["SuspendedCall", "ToolBatch", "ToolBatchInfo", "ToolBatchStatistics", "ToolCallRequest"]
 
 
 def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
@@ -47,6 +49,27 @@ class ToolCallRequest:
 
 
 @attrs.frozen(kw_only=True)
+class SuspendedCall:
+    """A call whose approval was deferred: what a person needs to decide it later.
+
+    Attributes:
+        call_id: the model's id of the call (the key of ``resume_tool_calls(approvals=...)``).
+        tool_name: the tool the model called.
+        arguments: the validated, frozen arguments.
+        view: the call's card (its tool's ``present_call``, or the generic card).
+        request_id: the id of the call's pending ``approval/asked`` in the session log
+            (``None`` when the batch has no session log, or the approval service logs
+            elsewhere).
+    """
+
+    call_id: str
+    tool_name: str
+    arguments: JsonValue
+    view: ToolCallView
+    request_id: str | None
+
+
+@attrs.frozen(kw_only=True)
 class ToolBatch:
     """What one batch produced.
 
@@ -54,10 +77,14 @@ class ToolBatch:
         results: one final result per call, in model order.
         contexts: the batch's context FIFO: every result's ``additional_contexts``, in model
             order, accepted as each call committed.
+        suspended: the calls whose approval was deferred, in model order. Their results are
+            ``APPROVAL_PENDING`` placeholders, not results to send to the model: the batch
+            ended ``suspended``, and ``resume_tool_calls(..., approvals=...)`` finishes it.
     """
 
     results: tuple[ToolExecutionResult, ...]
     contexts: tuple[HookContext, ...]
+    suspended: tuple[SuspendedCall, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -15,8 +15,9 @@ from typing import Final
 
 from ._batch import ToolCallRequest
 from ._content import HookContext
-from ._execution import ToolExecutionResult
+from ._execution import ApprovalOutcome, ToolExecutionResult
 from ._session import (
+    ApprovalDecidedEvent,
     BatchEndEvent,
     BatchEndReason,
     BatchStartEvent,
@@ -87,6 +88,14 @@ class BatchLog:
         except BaseException:
             self.failed = True
             raise
+
+    def events(self) -> list[SessionEvent]:
+        """The session's events, read back (to find a suspended call's pending request)."""
+        return self._session.events()
+
+    def decided(self, request_id: str, outcome: ApprovalOutcome) -> None:
+        """Append the ``approval/decided`` of a deferred request, decided on resume."""
+        self._append(ApprovalDecidedEvent(id=request_id, outcome=outcome, answered_by="resume"))
 
     def start(self) -> None:
         """Append the batch's ``batch/start``: every call, before any ``tool/call``."""

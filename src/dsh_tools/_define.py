@@ -288,7 +288,13 @@ def build_definition(
 
         validated_execute = validated_execute_async
         # the pipeline runs ``body`` itself for arguments ``validate`` marked (one frame less)
-        register_checked_body(validated_execute_async, validate, body, None if as_is else convert)
+        register_checked_body(
+            validated_execute_async,
+            awaited=True,
+            validate=validate,
+            body=body,
+            convert=None if as_is else convert,
+        )
     else:
         sync_body = typing.cast("Callable[[object, ToolRunContext], ToolReturn]", execute)
 
@@ -299,6 +305,7 @@ def build_definition(
             return sync_body(convert(args), context)
 
         validated_execute = validated_execute_sync
+        register_checked_body(validated_execute_sync, awaited=False, validate=validate)
 
     return ToolDefinition(
         name=name,
@@ -404,6 +411,7 @@ def _define_with_model(
             return await body(instance, context)
 
         validated_execute = validated_execute_async
+        register_checked_body(validated_execute_async, awaited=True, validate=validate)
     else:
         sync_body = typing.cast("Callable[[object, ToolRunContext], ToolReturn]", execute)
 
@@ -414,6 +422,7 @@ def _define_with_model(
             return sync_body(instance, context)
 
         validated_execute = validated_execute_sync
+        register_checked_body(validated_execute_sync, awaited=False, validate=validate)
 
     return ToolDefinition(
         name=name,

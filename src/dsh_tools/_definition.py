@@ -30,6 +30,7 @@ __all__ = [
     "ToolOutput",
     "ToolReturn",
     "ToolSchema",
+    "argument_validator",
     "check_char_budget",
     "check_definition_fields",
     "check_seconds",
@@ -81,6 +82,16 @@ def is_async_body(body: object) -> bool:
         return True
     call = getattr(type(body), "__call__", None)  # noqa: B004 (the method, to test it)
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+Validator: TypeAlias = Callable[[object], list[str]]
+
+
+def argument_validator(tool: ToolDefinition) -> Validator | None:
+    """The validator a definition's ``execute`` applies to its arguments first (every form of
+    ``define_tool``), or ``None`` (a raw definition validates nothing).
+    """
+    return tool._plan.validate  # pyright: ignore[reportPrivateUsage]
 
 
 @attrs.frozen(kw_only=True)
@@ -342,21 +353,25 @@ class BodyPlan:
 
     Attributes:
         awaited: whether ``execute`` is an async body (:func:`is_async_body`).
-        checked_by: for a body ``define_tool`` built, its validator: arguments that validator
-            marked as accepted (``CHECKED_BY``) go straight to ``body``, which is what
-            ``execute`` would do after finding the mark. ``None`` for every other body.
-        body: the author's body behind ``execute`` (``None`` with ``checked_by``).
+        validate: for a body ``define_tool`` built, the validator it applies first (the
+            pipeline validates with it before any policy runs); ``None`` for a raw body.
+        checked_by: for an async spec or attrs body of ``define_tool``, its validator again:
+            arguments that validator marked as accepted (``CHECKED_BY``) go straight to
+            ``body``, which is what ``execute`` would do after finding the mark. ``None``
+            otherwise.
+        body: the author's body behind ``execute`` (``None`` without ``checked_by``).
         convert: what ``execute`` hands the author's body instead of the frozen arguments
             (an attrs instance, say); ``None``: the frozen arguments as they are.
     """
 
     awaited: bool
+    validate: Validator | None = None
     checked_by: object | None = None
     body: Callable[[Any, ToolRunContext], Awaitable[object]] | None = None
     convert: Callable[[object], object] | None = None
 
 
-# define_tool's async bodies, by the ``execute`` it built: (validator, author's body, convert)
+# define_tool's bodies, by the ``execute`` it built
 _CHECKED_BODIES: Final[weakref.WeakKeyDictionary[Callable[..., object], BodyPlan]] = (
     weakref.WeakKeyDictionary()
 )
@@ -364,15 +379,22 @@ _CHECKED_BODIES: Final[weakref.WeakKeyDictionary[Callable[..., object], BodyPlan
 
 def register_checked_body(
     execute: Callable[..., object],
-    checked_by: object,
-    body: Callable[[Any, ToolRunContext], Awaitable[object]],
-    convert: Callable[[object], object] | None,
+    *,
+    awaited: bool,
+    validate: Validator,
+    body: Callable[[Any, ToolRunContext], Awaitable[object]] | None = None,
+    convert: Callable[[object], object] | None = None,
 ) -> None:
-    """Record that ``execute`` (an async body ``define_tool`` built) runs ``body`` at once on
-    arguments ``checked_by`` accepted, after ``convert`` (internal; see :class:`BodyPlan`).
+    """Record what ``execute`` (a body ``define_tool`` built) does (internal; see
+    :class:`BodyPlan`): it applies ``validate`` first and, given ``body``, runs ``body`` at
+    once on arguments ``validate`` marked as accepted, after ``convert``.
     """
     _CHECKED_BODIES[execute] = BodyPlan(
-        awaited=True, checked_by=checked_by, body=body, convert=convert
+        awaited=awaited,
+        validate=validate,
+        checked_by=None if body is None else validate,
+        body=body,
+        convert=convert,
     )
 
 

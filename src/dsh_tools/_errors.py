@@ -12,8 +12,9 @@ The tree::
     │   ├── JsonTypeError         (also a TypeError) a type JSON cannot carry
     │   └── JsonValueError        (also a ValueError) a value that cannot cross losslessly
     ├── SessionLogCorruptError    (a ValueError) a log line that is not an event
-    └── SessionLogLockedError     (an OSError) another writer holds the log (an SQLite log:
-                                  the session)
+    ├── SessionLogLockedError     (an OSError) another writer holds the log (an SQLite log:
+    │                             the session)
+    └── ApprovalSetupWarning      (a UserWarning) approval wired so that it can never ask
 
 A :class:`HarnessError` raised by a tool body or a hook becomes an error result that carries
 ``error=ToolErrorInfo(name, code)``; any other exception becomes an error result without it.
@@ -26,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "ApprovalSetupWarning",
     "HarnessError",
     "JsonSnapshotError",
     "JsonTypeError",
@@ -176,3 +178,11 @@ class SessionLogLockedError(OSError):
         super().__init__(message)
         self.path = path
         self.session_id = session_id
+
+
+class ApprovalSetupWarning(UserWarning):
+    """Approval is wired so that no person can ever be asked, seen when a registry or a batch
+    is set up: an ``Ask`` policy on a registry without an approval service, a batch whose
+    calls have no agent to route an approval through, or an agent no answerer hears. Each
+    such call would otherwise only fail in text the model reads.
+    """

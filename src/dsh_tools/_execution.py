@@ -17,6 +17,7 @@ import attrs
 
 from ._content import ContentBlock, HookContext, TextBlock, content_blocks, unchecked_meta
 from ._json import JsonValue
+from ._presentation import ToolCallView
 from ._signal import CancelSignal
 from ._texts import ToolErrorInfo
 
@@ -524,12 +525,19 @@ only deny (monotonic): no listener can undo a guard's denial."""
 
 
 class ApprovalOutcome(enum.StrEnum):
-    """What the approval service decided for one request."""
+    """What the approval service decided for one request.
+
+    ``ALLOWED_SESSION`` allows the call and grants the agent its tool for the rest of the
+    session; ``DEFERRED`` decides nothing yet: the call waits (its batch ends suspended) until
+    ``resume_tool_calls(..., approvals=...)`` decides it.
+    """
 
     ALLOWED_ONCE = "allowed-once"
+    ALLOWED_SESSION = "allowed-session"
     REJECTED = "rejected"
     CANCELLED = "cancelled"
     UNAVAILABLE = "unavailable"
+    DEFERRED = "deferred"
 
 
 _OUTCOMES: Final = {str.__str__(outcome): outcome for outcome in ApprovalOutcome}
@@ -551,8 +559,10 @@ def read_approval_outcome(answer: object) -> ApprovalOutcome | None:
 class ApprovalRequest:
     """One request for the user's approval of a call.
 
-    The registry always fills ``call_id``; other callers of an approval service (a plugin asking
-    before something that is not a tool call) may leave it out.
+    The registry always fills ``call_id``, ``arguments`` (the validated, frozen arguments) and
+    ``view`` (the call's card from its tool's ``present_call``, or the generic card), so an
+    answerer shows what it approves; other callers of an approval service (a plugin asking
+    before something that is not a tool call) may leave them out.
     """
 
     agent: object
@@ -560,6 +570,8 @@ class ApprovalRequest:
     signal: CancelSignal
     call_id: str | None = None
     reason: str | None = None
+    arguments: JsonValue = None
+    view: ToolCallView | None = None
 
 
 class ApprovalService(Protocol):

@@ -4,8 +4,12 @@
 
     prepare()   0  snapshot the arguments        invalid            -> final-result
                 1  signal already cancelled      ABORTED_BEFORE_DISPATCH -> final-result
+                   validation first (a define_tool tool, when a hook or guard hears the call)
+                                                 INVALID_ARGS       -> post-result
                 2  pre_execute waterfall         a listener raised  -> final-result
                 3  Ask -> approval service       raised / impossible outcome -> final-result
+                                                 deferred: suspended (APPROVAL_PENDING
+                                                 placeholder, neither logged nor observed)
                 4  approval cancelled + signal   ABORTED_BEFORE_DISPATCH -> post-result
                 5  Deny, or guards after Allow   Error: <reason>    -> post-result
                                                  a guard raised     -> final-result
@@ -33,6 +37,7 @@ import inspect
 import logging
 import math
 import threading
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
@@ -40,7 +45,14 @@ import attrs
 import trio
 
 from ._content import HookContext
-from ._errors import HarnessError, JsonSnapshotError, ToolNotFoundError
+from ._definition import argument_validator
+from ._errors import (
+    ApprovalSetupWarning,
+    HarnessError,
+    JsonSnapshotError,
+    ToolArgsError,
+    ToolNotFoundError,
+)
 from ._execution import (
     Accept,
     Allow,
@@ -65,6 +77,7 @@ from ._execution import (
 )
 from ._hooks import waterfall
 from ._json import CHECKED_BY, FrozenJsonObject, JsonValue, snapshot_json
+from ._presentation import call_view_of
 from ._progress import ProgressState, TimeoutSettings
 from ._results import (
     ABANDONED,
@@ -73,6 +86,7 @@ from ._results import (
     INVALID_ARGUMENTS,
     INVALID_RESULT,
     Invalid,
+    approval_pending_result,
     describe,
     error_result,
     freeze_result,
@@ -115,6 +129,7 @@ __all__ = [
     "PreparedCall",
     "open_call",
     "prepare",
+    "resume_suspended",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
@@ -130,6 +145,8 @@ PENDING: Final = 1
 ALLOWED: Final = 2
 DISPATCHED: Final = 3
 FINAL: Final = 4  # settled on a final-result (it skips post_execute), from any stage
+SUSPENDED: Final = 5  # its approval was deferred: a placeholder, neither logged nor observed
+REPLAYED: Final = 6  # a result read back from the session log (a resumed batch): final as it is
 # PreparedCall._body: what happened to the body
 _NOT_RUN: Final = 0
 _RAN: Final = 1
@@ -167,9 +184,9 @@ class _Unreachable(Exception):
 
 
 class HasExecution(Protocol):
-    """A call whose hook view can be built on demand (a :class:`PreparedCall`)."""
+    """A call whose guard view can be built on demand (a :class:`PreparedCall`)."""
 
-    def execution(self) -> ToolExecution: ...
+    def validated_execution(self) -> ToolExecution: ...
 
 
 @attrs.frozen(eq=False)
@@ -183,8 +200,8 @@ class PipelineHost:
         hooks: the registry's hook lists (read per dispatch, so listeners added later count).
         lookup: ``lookup(name, agent)``: the definition visible to ``agent``, or ``None``.
         evaluate_guards: ``evaluate_guards(agent, call)``: the first denial reason of the
-            guards that apply to a call of ``agent``, or ``None``; ``call.execution()`` builds
-            the view the guards receive (called only when a guard applies).
+            guards that apply to a call of ``agent``, or ``None``; ``call.validated_execution()``
+            builds the view the guards receive (called only when a guard applies).
         approval: the approval service ``Ask`` decisions go to, or ``None``.
         thread_limiter: bounds how many sync bodies run in worker threads at once.
         timeouts: the registry's timeout policy and progress settings (read per call).
@@ -302,6 +319,30 @@ class PreparedCall:
         self._result = result
         return self
 
+    def suspend(self) -> PreparedCall:
+        """Settle on the ``APPROVAL_PENDING`` placeholder: the call's approval was deferred."""
+        self._result = approval_pending_result(self._request.name)
+        self.stage = SUSPENDED
+        return self
+
+    def replay(self, result: ToolExecutionResult) -> PreparedCall:
+        """Settle on a result the session log holds already (a resumed batch's): no stage
+        runs, no observer hears it again.
+        """
+        self._result = result
+        self.stage = REPLAYED
+        return self
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the call's result was read back from the session log."""
+        return self.stage == REPLAYED
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the call's approval was deferred (its result is only a placeholder)."""
+        return self.stage == SUSPENDED
+
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""
         self.stage = ALLOWED
@@ -382,6 +423,15 @@ class PreparedCall:
         )
         self._view = execution
         return execution
+
+    def validated_execution(self) -> ToolExecution:
+        """:meth:`execution`, for guards: built only once a guard applies, after the arguments
+        are validated (validation first: an invalid call stops the guards).
+        """
+        violations = _violations(self)
+        if violations:
+            raise _InvalidArguments(violations)
+        return self.execution()
 
     # --- stage 7 -------------------------------------------------------------------------
 
@@ -803,9 +853,11 @@ class PreparedCall:
         ``post_execute`` listener hears the call (then await :meth:`complete`).
         """
         result = self._result
-        if self.stage == FINAL:
+        stage = self.stage
+        if stage >= FINAL:
             assert result is not None
-            return self._materialize(result)
+            # a suspended call's placeholder is no result, a replayed one was observed already
+            return self._materialize(result) if stage == FINAL else result
         env = self._env
         listeners = env.host.hooks.post_execute
         if listeners.active and listeners.for_agent(env.agent):
@@ -973,8 +1025,42 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
     host = env.host
     listeners = host.hooks.pre_execute
     if listeners.active and listeners.for_agent(env.agent):
+        # validation first: nobody decides about a call that cannot run
+        violations = _violations(prepared)
+        if violations:
+            return _invalid(prepared, violations)
         return prepared.pending()
     return _allowed(prepared, env)
+
+
+def _violations(prepared: PreparedCall) -> list[str] | None:
+    """What the call's tool's own validation says about its arguments (``None``: the tool is
+    unknown or validates nothing). A frozen value a validator accepted is marked, so the body
+    does not validate it again.
+    """
+    env = prepared.env
+    tool = env.host.lookup(prepared.name, env.agent)
+    validate = None if tool is None else argument_validator(tool)
+    if validate is None:
+        return None
+    try:
+        return validate(prepared.arguments)
+    except Exception as exc:  # the body's own validation would raise it too: the body reports
+        _log_raised(prepared, "validating the arguments", exc)
+        return None
+
+
+def _invalid(prepared: PreparedCall, violations: list[str]) -> PreparedCall:
+    """Settle on ``INVALID_ARGS``, as the body's own validation would have (a post-result)."""
+    error = ToolArgsError(violations)
+    _log_raised(prepared, "validating the arguments", error)
+    return prepared.post_result(error_result(error))
+
+
+class _InvalidArguments(Exception):
+    def __init__(self, violations: list[str]) -> None:
+        super().__init__()
+        self.violations = violations
 
 
 async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
@@ -1008,7 +1094,41 @@ async def _apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
             _log_raised(prepared, "the approval service", exc)
             prepared.final_result(error_result(exc))
             return  # noqa: ASYNC910
+        if decision is _DEFERRED:
+            prepared.suspend()
+            return  # noqa: ASYNC910
     _decided(prepared, decision, approval_cancelled=approval_cancelled)
+
+
+def resume_suspended(
+    env: CallEnv, request: CallRequest, arguments: object, outcome: ApprovalOutcome | None
+) -> PreparedCall:
+    """A suspended call of a resumed batch, settled on its deferred approval's ``outcome``
+    (``None``: still undecided, so suspended again).
+
+    Its ``pre_execute`` listeners decided ``Ask`` before the batch was suspended and do not
+    run again: stage 0 (the arguments), validation, then stages 4-6 from the decision
+    (``ALLOWED_ONCE`` / ``ALLOWED_SESSION`` run the guards and leave the call to dispatch;
+    the other outcomes deny it with the texts of a live decision). Never raises for a tool or
+    policy failure.
+    """
+    try:
+        frozen = snapshot_json(arguments)
+    except JsonSnapshotError:
+        return PreparedCall(env, request, None).final_result(INVALID_ARGUMENTS)
+    prepared = PreparedCall(env, request, frozen)
+    if outcome is None:
+        return prepared.suspend()
+    signal = env.signal
+    if signal is not _NEVER and signal.cancelled:
+        return prepared.final_result(ABORTED_BEFORE_DISPATCH)
+    violations = _violations(prepared)
+    if violations:
+        return _invalid(prepared, violations)
+    decision, approval_cancelled = _decision_for(request.name, outcome, outcome)
+    if decision is _DEFERRED:
+        return prepared.suspend()
+    return _decided(prepared, decision, approval_cancelled=approval_cancelled)
 
 
 def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bool) -> PreparedCall:
@@ -1036,6 +1156,8 @@ def _allowed(prepared: PreparedCall, env: CallEnv) -> PreparedCall:
     """Stages 5-6 after an ``Allow``: the guards, then the signal."""
     try:
         reason = env.host.evaluate_guards(env.agent, prepared)
+    except _InvalidArguments as invalid:
+        return _invalid(prepared, invalid.violations)
     except Exception as exc:
         _log_raised(prepared, "a guard", exc)
         return prepared.final_result(error_result(exc))
@@ -1084,6 +1206,12 @@ async def _resolve_ask(
         )
     service = host.approval
     if service is None:
+        warnings.warn(
+            f'a pre_execute listener asked for approval of tool "{name}", but the registry has '
+            "no approval service: the call is denied; pass ToolRegistry(approval=...)",
+            ApprovalSetupWarning,
+            stacklevel=2,
+        )
         if reason is None:
             reason = approval_not_supported(name)
         return Deny(reason), False  # noqa: ASYNC910
@@ -1092,6 +1220,11 @@ async def _resolve_ask(
             approval_needs_agent(name)
         ), False
     # the service is a plug-in: do not trust its annotation
+    arguments = execution.arguments
+    tool = host.lookup(name, execution.agent)
+    view, error = call_view_of(None if tool is None else tool.present_call, name, arguments)
+    if error is not None:
+        _log_raised(execution, "present_call (for the approval request)", error)
     answer = cast(
         object,
         await service.request(
@@ -1101,11 +1234,24 @@ async def _resolve_ask(
                 call_id=execution.call_id,
                 signal=execution.signal,
                 reason=reason,
+                arguments=arguments,
+                view=view,
             )
         ),
     )
-    known = read_approval_outcome(answer)
-    if known is ApprovalOutcome.ALLOWED_ONCE:
+    return _decision_for(name, read_approval_outcome(answer), answer)
+
+
+_DEFERRED: Final[Any] = object()
+
+
+def _decision_for(
+    name: str, known: ApprovalOutcome | None, answer: object
+) -> tuple[PreToolDecision, bool]:
+    """The decision an approval outcome stands for, and whether it is a cancellation
+    (``_DEFERRED`` for a deferred one).
+    """
+    if known is ApprovalOutcome.ALLOWED_ONCE or known is ApprovalOutcome.ALLOWED_SESSION:
         return _ALLOW, False
     if known is ApprovalOutcome.REJECTED:
         return Deny(approval_rejected(name)), False
@@ -1113,4 +1259,6 @@ async def _resolve_ask(
         return Deny(approval_cancelled(name)), True
     if known is ApprovalOutcome.UNAVAILABLE:
         return Deny(approval_unavailable(name)), False
+    if known is ApprovalOutcome.DEFERRED:
+        return _DEFERRED, False
     raise _Unreachable(f"unreachable variant in ApprovalOutcome: {describe(answer)}")

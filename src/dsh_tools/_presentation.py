@@ -8,12 +8,14 @@ shape tags views with ``card`` (``generic`` / ``terminal`` / ``diff``).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
-from typing import TypeAlias
+import logging
+from collections.abc import Callable, Iterable
+from typing import Final, TypeAlias
 
 import attrs
 
 from ._content import ContentBlock
+from ._errors import JsonSnapshotError
 from ._json import JsonValue, snapshot_json
 
 __all__ = [
@@ -28,7 +30,11 @@ __all__ = [
     "ToolCallKind",
     "ToolCallView",
     "ToolResultView",
+    "call_view_of",
+    "generic_call_view",
 ]
+
+logger: Final = logging.getLogger("dsh_tools")
 
 
 def _optional_blocks(value: Iterable[ContentBlock] | None) -> tuple[ContentBlock, ...] | None:
@@ -146,3 +152,41 @@ class DiffResultView:
 
 ToolResultView: TypeAlias = GenericResultView | TerminalResultView | DiffResultView
 """What ``present_result`` returns: a closed union tagged by ``card`` on the wire."""
+
+
+def generic_call_view(name: str, arguments: JsonValue) -> GenericCallView:
+    """The fallback card of a call: its tool's name as the title, the arguments as raw input."""
+    try:
+        return GenericCallView(title=name, kind=ToolCallKind.OTHER, raw_input=arguments)
+    except JsonSnapshotError:
+        # raw text with a lone surrogate (parse_call_arguments keeps it as text): show it
+        # with U+FFFD in its place rather than lose the card
+        assert isinstance(arguments, str)
+        text = arguments.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return GenericCallView(title=name, kind=ToolCallKind.OTHER, raw_input=text)
+
+
+_CALL_VIEWS: Final = (GenericCallView, TerminalCallView, DiffCallView)
+
+
+def call_view_of(
+    present_call: Callable[[JsonValue], object] | None, name: str, arguments: JsonValue
+) -> tuple[ToolCallView, Exception | None]:
+    """The card of a call: what the tool's ``present_call`` returns, else the generic card.
+
+    The one reading of a presenter's answer, for the presenter of events and for approval
+    requests. ``None`` (or no presenter) falls back quietly; a raise, or a value that is not a
+    call view, falls back and is returned as the error (the caller reports it).
+    """
+    if present_call is None:
+        return generic_call_view(name, arguments), None
+    try:
+        view = present_call(arguments)  # a plug-in: its annotation says object
+    except Exception as exc:
+        return generic_call_view(name, arguments), exc
+    if view is None:
+        return generic_call_view(name, arguments), None
+    if not isinstance(view, _CALL_VIEWS):
+        error = TypeError(f"present_call returned {type(view).__name__}, not a ToolCallView")
+        return generic_call_view(name, arguments), error
+    return view, None

@@ -38,15 +38,13 @@ from ._errors import JsonSnapshotError
 from ._execution import ToolResult
 from ._json import JsonValue, snapshot_json
 from ._presentation import (
-    DiffCallView,
     DiffResultView,
-    GenericCallView,
     GenericResultView,
     TerminalCallView,
     TerminalResultView,
-    ToolCallKind,
     ToolCallView,
     ToolResultView,
+    call_view_of,
 )
 from ._registry import ToolRegistry
 from ._session import ToolCallEvent, ToolProgressEvent, ToolResultEvent
@@ -64,7 +62,6 @@ logger: Final = logging.getLogger("dsh_tools")
 PresenterErrorSink: TypeAlias = Callable[[Exception, str], object]
 """``(exc, call_id) -> None``: told about a presenter that raised or returned a non-view."""
 
-_CALL_VIEWS: Final = (GenericCallView, TerminalCallView, DiffCallView)
 _RESULT_VIEWS: Final = (GenericResultView, TerminalResultView, DiffResultView)
 _BACKTICKS: Final = re.compile(r"`+")
 
@@ -99,17 +96,6 @@ class _Pending:
     name: str
     arguments: JsonValue
     card: ToolCallView
-
-
-def _generic_call(name: str, arguments: JsonValue) -> GenericCallView:
-    try:
-        return GenericCallView(title=name, kind=ToolCallKind.OTHER, raw_input=arguments)
-    except JsonSnapshotError:
-        # raw text with a lone surrogate (parse_call_arguments keeps it as text): show it
-        # with U+FFFD in its place rather than lose the card
-        assert isinstance(arguments, str)
-        text = arguments.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return GenericCallView(title=name, kind=ToolCallKind.OTHER, raw_input=text)
 
 
 class ToolPresenter:
@@ -178,23 +164,9 @@ class ToolPresenter:
     def _call_view(self, call_id: str, name: str, arguments: JsonValue) -> ToolCallView:
         definition = self._registry.get(name, self._agent)
         presenter = None if definition is None else definition.present_call
-        if presenter is None:
-            return _generic_call(name, arguments)
-        try:
-            view = cast(object, presenter(arguments))  # a plug-in: do not trust its annotation
-        except Exception as exc:
-            self._report(exc, call_id, name, "present_call")
-            return _generic_call(name, arguments)
-        if view is None:
-            return _generic_call(name, arguments)
-        if not isinstance(view, _CALL_VIEWS):
-            self._report(
-                TypeError(f"present_call returned {type(view).__name__}, not a ToolCallView"),
-                call_id,
-                name,
-                "present_call",
-            )
-            return _generic_call(name, arguments)
+        view, error = call_view_of(presenter, name, arguments)
+        if error is not None:
+            self._report(error, call_id, name, "present_call")
         return view
 
     def present_result(self, event: ToolResultEvent) -> ToolResultView:

@@ -571,7 +571,7 @@ class ToolRegistry(_HostHolder):
             layer = None if agent is None else self._state.layer_of(agent)
             if layer is None or not layer.guards.live:
                 return None  # no guard applies: the view is never built
-        view = call.execution()
+        view = call.validated_execution()
         reason = _evaluate_guards(self._global, view)
         if reason is not None:
             return reason

@@ -35,12 +35,14 @@ from ._errors import HarnessError
 from ._execution import ToolExecutionResult, success_result
 from ._json import JsonValue, snapshot_json
 from ._texts import (
+    APPROVAL_PENDING,
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
     TOOL_INTERRUPTED,
     TOOL_TIMEOUT,
     UNPRINTABLE,
     ToolErrorInfo,
+    approval_pending,
     error_message,
     format_js_number,
 )
@@ -55,6 +57,7 @@ __all__ = [
     "TOOL_INTERRUPTED_ERROR_NAME",
     "TOOL_TIMEOUT_ERROR_NAME",
     "Invalid",
+    "approval_pending_result",
     "describe",
     "error_info",
     "error_result",
@@ -127,6 +130,19 @@ INTERRUPTED: Final = text_error(
 )
 """A call found with a ``tool/call`` and no ``tool/result`` when its batch is resumed or
 recovered, and not run again."""
+APPROVAL_PENDING_ERROR_NAME: Final = "ApprovalPendingError"
+
+
+def approval_pending_result(tool: str) -> ToolExecutionResult:
+    """The placeholder result of a call whose approval was deferred (code
+    ``APPROVAL_PENDING``): never a result for the model.
+    """
+    return text_error(
+        approval_pending(tool),
+        ToolErrorInfo(name=APPROVAL_PENDING_ERROR_NAME, code=APPROVAL_PENDING),
+    )
+
+
 ABANDONED: Final = text_error(
     "tool call aborted (its worker thread was abandoned and may still be running)",
     ToolErrorInfo(name="AbortError", code=TOOL_ABORTED),

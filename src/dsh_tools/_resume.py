@@ -15,14 +15,15 @@ anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 import attrs
 import trio
 
+from ._approval import check_approval_setup
 from ._batch import ToolBatch
 from ._batch_log import BatchLog
-from ._execution import ToolExecutionResult
+from ._execution import ApprovalOutcome, ToolExecutionResult, read_approval_outcome
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
 from ._scheduler import (
@@ -34,6 +35,8 @@ from ._scheduler import (
     check_entry,
 )
 from ._session import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -55,13 +58,25 @@ class _OpenBatch:
     """What the log holds of a batch that has no ``batch/end`` (or a ``"suspended"`` one)."""
 
     start: BatchStartEvent
-    # the committed prefix's tool/result events, in model order
-    results: tuple[ToolResultEvent, ...]
+    # the logged tool/result events, by call index (a prefix of the batch, and calls after a
+    # suspended one)
+    results: dict[int, ToolResultEvent]
     # per started call: the seq of its last tool/call and that call's attempt
     call_seqs: tuple[int, ...]
     attempts: tuple[int, ...]
     # the batch's context/message events logged after its last tool/result
     contexts_logged: int
+    # the started calls without a result whose approval was deferred: the pending request's
+    # id, and the decision a resume logged already (None: still undecided)
+    deferred: dict[int, tuple[str, ApprovalOutcome | None]]
+
+    @property
+    def prefix(self) -> list[ToolResultEvent]:
+        """The committed prefix: the logged results of calls 0, 1, ... up to the first gap."""
+        prefix: list[ToolResultEvent] = []
+        while len(prefix) in self.results:
+            prefix.append(self.results[len(prefix)])
+        return prefix
 
 
 def _disagrees(start: BatchStartEvent, seq: int, what: str) -> ValueError:
@@ -123,7 +138,9 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     others: dict[str, tuple[int, frozenset[str]]] = {}
     call_seqs: list[int] = []
     attempts: list[int] = []
-    results: list[ToolResultEvent] = []
+    results: dict[int, ToolResultEvent] = {}
+    asked: dict[str, ApprovalAskedEvent] = {}  # the last request per call id
+    decided: dict[str, ApprovalDecidedEvent] = {}
     contexts_logged = 0
     for seq in range(begin + 1, len(events)):
         event = events[seq]
@@ -156,7 +173,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
             if index == started and event.attempt == 1:
                 call_seqs.append(seq)
                 attempts.append(1)
-            elif index < started and index >= len(results) and event.attempt == attempts[index] + 1:
+            elif index < started and index not in results and event.attempt == attempts[index] + 1:
                 call_seqs[index] = seq
                 attempts[index] = event.attempt
             else:
@@ -166,19 +183,71 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
                     f"tool/call {event.call_id!r} (attempt {event.attempt}) is out of model order",
                 )
         elif isinstance(event, ToolResultEvent):
-            committed = len(results)
-            if committed >= len(call_seqs) or event.call_id != ids[committed]:
+            index = index_of.get(event.call_id)
+            # calls commit in model order, except past a call whose approval was asked (it
+            # may have been deferred)
+            if (
+                index is None
+                or index >= len(call_seqs)
+                or index in results
+                or any(j not in results and ids[j] not in asked for j in range(index))
+            ):
                 raise _disagrees(start, seq, f"tool/result {event.call_id!r} is out of model order")
-            results.append(event)
+            results[index] = event
+        elif isinstance(event, ApprovalAskedEvent):
+            if event.call_id is not None and event.call_id in index_of:
+                asked[event.call_id] = event
+        elif isinstance(event, ApprovalDecidedEvent):
+            decided[event.id] = event
         elif isinstance(event, ContextMessageEvent) and not others and len(results) == n:
             contexts_logged += 1  # the batch's contexts follow its last result
+    deferred: dict[int, tuple[str, ApprovalOutcome | None]] = {}
+    for index in range(len(call_seqs)):
+        request = asked.get(ids[index])
+        if index in results or request is None:
+            continue
+        decision = decided.get(request.id)
+        if decision is None:
+            deferred[index] = (request.id, None)
+        elif decision.answered_by == _RESUME and decision.outcome not in _ALLOWING:
+            # decided on an earlier resume that stopped before its result: the body never ran
+            deferred[index] = (request.id, decision.outcome)
     return _OpenBatch(
         start=start,
-        results=tuple(results),
+        results=results,
         call_seqs=tuple(call_seqs),
         attempts=tuple(attempts),
         contexts_logged=contexts_logged,
+        deferred=deferred,
     )
+
+
+_RESUME: Final = "resume"
+_ALLOWING: Final = (ApprovalOutcome.ALLOWED_ONCE, ApprovalOutcome.ALLOWED_SESSION)
+_DECISIONS: Final = (
+    ApprovalOutcome.ALLOWED_ONCE,
+    ApprovalOutcome.ALLOWED_SESSION,
+    ApprovalOutcome.REJECTED,
+)
+
+
+def _check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:
+    if approvals is None:
+        return {}
+    if not isinstance(approvals, Mapping):
+        raise TypeError(f"approvals must map call ids to outcomes, not {type(approvals).__name__}")
+    checked: dict[str, ApprovalOutcome] = {}
+    for call_id, answer in cast("Mapping[object, object]", approvals).items():
+        if not isinstance(call_id, str):
+            raise TypeError(f"approvals: {call_id!r} is not a call id (str)")
+        outcome = read_approval_outcome(answer)
+        if outcome is None or outcome not in _DECISIONS:
+            raise ValueError(
+                f'approvals[{call_id!r}] must be one of "allowed-once", "rejected" or '
+                f'"allowed-session", not {answer!r}'
+            )
+        checked[call_id] = outcome
+    return checked
 
 
 def _logged_result(event: ToolResultEvent) -> ToolExecutionResult:
@@ -262,7 +331,13 @@ async def resume_tool_calls(
         agent: the agent the calls belong to.
         max_parallel_tool_calls: as for :func:`~dsh_tools.run_tool_calls`.
         capacity_limits: as for :func:`~dsh_tools.run_tool_calls`.
-        approvals: reserved for deferred approvals; only ``None`` is supported.
+        approvals: decisions for the calls whose approval was deferred, by call id:
+            ``"allowed-once"``, ``"rejected"`` or ``"allowed-session"`` (a session grant).
+            Each is logged as the pending request's ``approval/decided`` (``answeredBy:
+            "resume"``) and the call continues from it: allowed, its guards run and its body
+            runs; rejected, it gets ``Error: the user rejected tool "<name>"``. A deferred
+            call with no decision stays suspended: the batch ends ``"suspended"`` again and
+            lists it in ``ToolBatch.suspended``.
         on_interrupted: ``"rerun-idempotent"`` (the default) or ``"abort"``.
 
     Returns:
@@ -275,7 +350,9 @@ async def resume_tool_calls(
             :class:`~dsh_tools.CancelSignal`, or a limit has the wrong type.
         ValueError: the open batch's events disagree with its ``batch/start`` (nothing is
             appended), ``on_interrupted`` is unknown, or a limit is less than 1.
-        NotImplementedError: ``approvals`` is not ``None``.
+        TypeError, ValueError: ``approvals`` is not a mapping of call ids to one of the
+            three decisions, or names a call whose approval is not pending (nothing is
+            appended).
         trio.Cancelled: as for :func:`~dsh_tools.run_tool_calls`.
 
     This is a checkpoint on every path.
@@ -286,10 +363,9 @@ async def resume_tool_calls(
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     session = _check_session(session)
     check_entry(registry, session, 0, 0)
-    if approvals is not None:
-        raise NotImplementedError(
-            "resume_tool_calls(approvals=...) is not supported yet: pass approvals=None"
-        )
+    decisions = _check_approvals(approvals)
+    # a resumed batch may need no answerer: its deferred calls are decided by ``approvals``
+    check_approval_setup(pipeline_host(registry), agent, answerers=False)
     if on_interrupted not in _ON_INTERRUPTED:
         raise ValueError(
             f'on_interrupted must be "rerun-idempotent" or "abort", not {on_interrupted!r}'
@@ -300,17 +376,35 @@ async def resume_tool_calls(
         return None
     start = batch.start
     calls = start.calls
+    deferred_ids = {calls[index].call_id: index for index in batch.deferred}
+    unknown = sorted(set(decisions) - set(deferred_ids))
+    if unknown:
+        raise ValueError(
+            f"approvals name calls whose approval is not pending in batch {start.batch_id}: "
+            f"{', '.join(repr(call_id) for call_id in unknown)} (pending: "
+            f"{', '.join(repr(call_id) for call_id in deferred_ids) or 'none'})"
+        )
     host = pipeline_host(registry)
     interrupted: set[int] = set()
     attempts: dict[int, int] = {}
     env_attempts: dict[str, int] = {}
-    for index in range(len(batch.results), len(batch.call_seqs)):
+    for index in range(len(batch.call_seqs)):
+        if index in batch.results or index in batch.deferred:
+            continue
         call = calls[index]
         tool = host.lookup(call.name, agent)
         if on_interrupted == "abort" or (tool is not None and not tool.idempotent):
             interrupted.add(index)
         else:
             attempts[index] = env_attempts[call.call_id] = batch.attempts[index] + 1
+    prefix = batch.prefix
+    deferred: dict[int, tuple[str | None, ApprovalOutcome | None, bool]] = {}
+    for index, (request_id, logged) in batch.deferred.items():
+        given = decisions.get(calls[index].call_id)
+        if logged is not None:
+            deferred[index] = (request_id, logged, False)
+        else:
+            deferred[index] = (request_id, given, given is not None)
     resumed = ResumedBatch(
         registry=registry,
         calls=calls,
@@ -325,8 +419,14 @@ async def resume_tool_calls(
         attempts=env_attempts,
         dangling=len(batch.call_seqs),
         interrupted=frozenset(interrupted),
+        logged={
+            index: _logged_result(event)
+            for index, event in batch.results.items()
+            if index >= len(prefix)
+        },
+        deferred=deferred,
     )
-    resumed.prime([_logged_result(event) for event in batch.results])
+    resumed.prime([_logged_result(event) for event in prefix])
     return await resumed.run()
 
 
@@ -355,10 +455,19 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
         return ()
     log = _primed_log(session, batch, {})
     n = len(batch.start.calls)
-    events = list(batch.results)
-    events.extend(
-        log.result(index, INTERRUPTED) for index in range(len(batch.results), len(batch.call_seqs))
-    )
+    events: list[ToolResultEvent] = []
+    for index in range(len(batch.call_seqs)):
+        logged = batch.results.get(index)
+        if logged is not None:
+            events.append(logged)
+        elif index in batch.deferred:
+            # its body never ran; its pending approval is closed as cancelled
+            request_id, decision = batch.deferred[index]
+            if decision is None:
+                log.decided(request_id, ApprovalOutcome.CANCELLED)
+            events.append(log.result(index, ABORTED_BEFORE_DISPATCH))
+        else:
+            events.append(log.result(index, INTERRUPTED))
     for index in range(len(batch.call_seqs), n):
         log.call(index)
         events.append(log.result(index, ABORTED_BEFORE_DISPATCH))

@@ -36,14 +36,26 @@ from typing import Final, cast
 import attrs
 import trio
 
+from ._approval import check_approval_setup
 from ._arguments import parse_call_arguments
-from ._batch import ToolBatch, ToolBatchInfo, ToolBatchStatistics, ToolCallRequest
+from ._batch import SuspendedCall, ToolBatch, ToolBatchInfo, ToolBatchStatistics, ToolCallRequest
 from ._batch_log import BatchLog
 from ._content import HookContext
 from ._definition import ToolDefinition, runs_in_parallel
-from ._execution import RunBatch, ToolExecutionResult
+from ._execution import ApprovalOutcome, RunBatch, ToolExecutionResult
+from ._grants import pending_requests
 from ._hooks import BatchHook, BatchNext
-from ._pipeline import ALLOWED, PENDING, CallEnv, PipelineHost, PreparedCall, open_call
+from ._json import JsonValue
+from ._pipeline import (
+    ALLOWED,
+    PENDING,
+    CallEnv,
+    PipelineHost,
+    PreparedCall,
+    open_call,
+    resume_suspended,
+)
+from ._presentation import call_view_of
 from ._registry import ToolRegistry, pipeline_host
 from ._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED, freeze_context
 from ._session import SessionLog, check_count
@@ -194,6 +206,7 @@ async def run_tool_calls(
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     check_entry(registry, session, turn, step)
+    check_approval_setup(pipeline_host(registry), agent)
     requests = tuple(calls)
     for index, call in enumerate(requests):
         if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -383,6 +396,13 @@ class _Batch:
     lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
     parked: bool = False
     reporter: Callable[[int], None] = attrs.field(init=False)
+    # a batch resumed from its log (some of its results are replayed from there)
+    resumed: bool = attrs.field(init=False, default=False)
+    # the calls whose approval was deferred (committed with a placeholder, no tool/result),
+    # with their arguments
+    suspended: list[tuple[int, JsonValue]] = attrs.field(
+        init=False, factory=lambda: list[tuple[int, JsonValue]]()
+    )
 
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
@@ -422,6 +442,10 @@ class _Batch:
         """Each started call without its ``tool/result``, with the result that balances it:
         how its body was interrupted, or ``ABORTED_BEFORE_DISPATCH`` when it never ran.
         """
+        # a suspended call waits for nothing once its batch failed: its body never ran
+        for index, _ in self.suspended:
+            yield index, ABORTED_BEFORE_DISPATCH
+        self.suspended.clear()
         for index in range(self.committed, self.started):
             prepared = self.prepared[index]
             yield (
@@ -456,15 +480,51 @@ class _Batch:
         self._skip_unstarted()
         self.active = False
         log = self.log
+        suspended = self._suspended_calls()
         if log is not None:
-            log.contexts(self.contexts)
-            log.end("aborted" if self.signal.cancelled else "completed")
+            if suspended:
+                # the contexts wait for the batch's real end: resumed, they follow every result
+                log.end("suspended")
+            else:
+                log.contexts(self.contexts)
+                log.end("aborted" if self.signal.cancelled else "completed")
         results = tuple(self.results)
         assert self.committed == n  # every call has its result
         return ToolBatch(
             results=results,  # pyright: ignore[reportArgumentType]
             contexts=tuple(self.contexts),
+            suspended=suspended,
         )
+
+    def _suspended_calls(self) -> tuple[SuspendedCall, ...]:
+        """What a person needs to decide each suspended call (its pending request's id is
+        read back from the session log).
+        """
+        if not self.suspended:
+            return ()
+        log = self.log
+        requests: dict[str, str] = {}
+        if log is not None:
+            for request in pending_requests(log.events()).values():
+                if request.call_id is not None:
+                    requests[request.call_id] = request.id
+        suspended: list[SuspendedCall] = []
+        for index, arguments in sorted(self.suspended, key=lambda item: item[0]):
+            call = self.calls[index]
+            tool = self.host.lookup(call.name, self.agent)
+            view, _ = call_view_of(
+                None if tool is None else tool.present_call, call.name, arguments
+            )
+            suspended.append(
+                SuspendedCall(
+                    call_id=call.call_id,
+                    tool_name=call.name,
+                    arguments=arguments,
+                    view=view,
+                    request_id=requests.get(call.call_id),
+                )
+            )
+        return tuple(suspended)
 
     def _is_parallel(self, index: int) -> bool:
         """Classify the call; its arguments, parsed and frozen here, wait for its start."""
@@ -505,7 +565,11 @@ class _Batch:
             if result is None:
                 result = await prepared.complete()
             self.results[index] = result
-            if self.log is not None:
+            # a suspended call's placeholder (an error) is not logged, nor is a result replayed
+            # from the log of a resumed batch
+            if result.is_error and prepared.suspended:
+                self.suspended.append((index, prepared.arguments))
+            elif self.log is not None and not (self.resumed and prepared.replayed):
                 self.log.result(index, result)
             self.prepared[index] = None
             self.contexts.extend(result.additional_contexts)
@@ -653,18 +717,29 @@ class _Batch:
 
 @attrs.define(eq=False, slots=True)
 class ResumedBatch(_Batch):
-    """A batch finished from its session log after its process stopped (``resume_tool_calls``).
+    """A batch finished from its session log after its process stopped, or after it was
+    suspended (``resume_tool_calls``).
 
     The caller primes it with :meth:`prime`: the committed prefix (results as logged, their
-    contexts in the FIFO). Each call in ``[committed, dangling)`` had its ``tool/call`` logged
-    but no ``tool/result``: one in ``interrupted`` commits ``TOOL_INTERRUPTED`` (pointing at
-    its logged ``tool/call``, no stage runs), the others run again through the pipeline with
-    their next attempt. Calls from ``dangling`` on start as in a fresh batch. The lane, the
-    pools and the barriers are the fresh batch's own.
+    contexts in the FIFO). Each call in ``[committed, dangling)`` had its ``tool/call`` logged:
+    one in ``logged`` has its ``tool/result`` too (a call after a suspended one) and is taken
+    as logged; one in ``deferred`` waits for its deferred approval (the request id, the
+    decision or ``None``, and whether the decision is new: then its ``approval/decided`` is
+    appended) and continues from the decision; one in ``interrupted`` commits
+    ``TOOL_INTERRUPTED`` (pointing at its logged ``tool/call``, no stage runs); the others run
+    again through the pipeline with their next attempt. Calls from ``dangling`` on start as
+    in a fresh batch. The lane, the pools and the barriers are the fresh batch's own.
     """
 
     dangling: int = 0
     interrupted: frozenset[int] = frozenset()
+    resumed: bool = attrs.field(init=False, default=True)
+    logged: dict[int, ToolExecutionResult] = attrs.field(
+        factory=lambda: dict[int, ToolExecutionResult]()
+    )
+    deferred: dict[int, tuple[str | None, ApprovalOutcome | None, bool]] = attrs.field(
+        factory=lambda: dict[int, tuple[str | None, ApprovalOutcome | None, bool]]()
+    )
 
     def prime(self, results: list[ToolExecutionResult]) -> None:
         """Take the committed prefix: ``results`` as logged, in model order."""
@@ -674,31 +749,61 @@ class ResumedBatch(_Batch):
         for result in results:
             self.contexts.extend(result.additional_contexts)
 
-    def _start(self, index: int) -> PreparedCall:
-        if index not in self.interrupted:
-            return super()._start(index)
+    def _take_arguments(self, index: int) -> object:
         self.started = index + 1
         if self.next_index == index:
+            arguments = self.next_arguments
             self.next_index = -1
             self.next_arguments = None
-        prepared = PreparedCall(self.env, self.calls[index], None).final_result(INTERRUPTED)
+            return arguments
+        return parse_call_arguments(self.calls[index].arguments)
+
+    def _start(self, index: int) -> PreparedCall:
+        call = self.calls[index]
+        if index in self.logged:
+            self._take_arguments(index)
+            prepared = PreparedCall(self.env, call, None).replay(self.logged[index])
+        elif index in self.deferred:
+            arguments = self._take_arguments(index)
+            request_id, outcome, new = self.deferred[index]
+            if new and outcome is not None and request_id is not None and self.log is not None:
+                self.log.decided(request_id, outcome)
+            prepared = resume_suspended(self.env, call, arguments, outcome)
+        elif index in self.interrupted:
+            self._take_arguments(index)
+            prepared = PreparedCall(self.env, call, None).final_result(INTERRUPTED)
+        else:
+            return super()._start(index)
         self.prepared[index] = prepared
         return prepared
 
     def _uncommitted(self) -> Iterator[tuple[int, ToolExecutionResult]]:
         for index, result in super()._uncommitted():
-            yield index, (INTERRUPTED if index in self.interrupted else result)
+            if index not in self.logged:
+                yield index, (INTERRUPTED if index in self.interrupted else result)
         # the dangling calls not started again also have a tool/call without its tool/result
         for index in range(self.started, self.dangling):
-            yield index, INTERRUPTED
+            if index not in self.logged:
+                yield index, (ABORTED_BEFORE_DISPATCH if index in self.deferred else INTERRUPTED)
 
     def _skip_unstarted(self) -> None:
         # a dangling call that did not start again (the signal fired) may have run before the
-        # process stopped: TOOL_INTERRUPTED, pointing at its logged tool/call
+        # process stopped: TOOL_INTERRUPTED, pointing at its logged tool/call; a logged one
+        # keeps its result, a deferred one stays suspended
         for index in range(self.started, self.dangling):
-            if self.log is not None:
-                self.log.result(index, INTERRUPTED)
-            self.results[index] = INTERRUPTED
+            call = self.calls[index]
+            if index in self.logged:
+                self.results[index] = self.logged[index]
+            elif index in self.deferred:
+                prepared = resume_suspended(
+                    self.env, call, parse_call_arguments(call.arguments), None
+                )
+                self.results[index] = prepared.complete_now()
+                self.suspended.append((index, prepared.arguments))
+            else:
+                if self.log is not None:
+                    self.log.result(index, INTERRUPTED)
+                self.results[index] = INTERRUPTED
         if self.started < self.dangling:
             self.started = self.committed = self.dangling
         super()._skip_unstarted()

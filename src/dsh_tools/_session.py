@@ -62,6 +62,7 @@ __all__ = [
     "ApprovalDecidedEvent",
     "ApprovalPolicy",
     "ApprovalPolicyEvent",
+    "ApprovalRevokedEvent",
     "BatchEndEvent",
     "BatchEndReason",
     "BatchStartEvent",
@@ -419,14 +420,33 @@ class ApprovalAskedEvent:
     tool_name: str
     call_id: str | None = None
     reason: str | None = None
+    agent: str | None = None
+    """The name of the agent that asked (a ``str`` agent, or an agent's ``name``), when it
+    has one: session grants are recorded per (agent name, tool name)."""
 
 
 @attrs.frozen(kw_only=True)
 class ApprovalDecidedEvent:
-    """The approval service decided the request ``id`` (wire ``approval/decided``)."""
+    """The approval service decided the request ``id`` (wire ``approval/decided``).
+
+    ``answered_by`` (wire ``answeredBy``) says who decided when it was not an answerer:
+    ``"grant"`` (a session grant stood) or ``"resume"`` (a deferred decision given to
+    ``resume_tool_calls``). An ``"allowed-session"`` outcome records a session grant.
+    """
 
     id: str = attrs.field(validator=_nonempty_str)
     outcome: ApprovalOutcome = attrs.field(converter=ApprovalOutcome)
+    answered_by: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRevokedEvent:
+    """A session grant was revoked (wire ``approval/revoked``): ``tool_name`` for the agent
+    named ``agent``, or for every agent when ``agent`` is ``None``.
+    """
+
+    tool_name: str = attrs.field(validator=_nonempty_str)
+    agent: str | None = None
 
 
 def _check_policy(_instance: object, _attribute: object, value: object) -> None:
@@ -454,6 +474,7 @@ SessionEvent: TypeAlias = (
     | ApprovalAskedEvent
     | ApprovalDecidedEvent
     | ApprovalPolicyEvent
+    | ApprovalRevokedEvent
 )
 """Every event the library appends: the scheduler's (a batch's bounds, its calls, results and
 contexts), a turn's bounds, approval audit events."""
@@ -520,6 +541,7 @@ for _cls, _tag in (
     (ApprovalAskedEvent, "approval/asked"),
     (ApprovalDecidedEvent, "approval/decided"),
     (ApprovalPolicyEvent, "approval/policy"),
+    (ApprovalRevokedEvent, "approval/revoked"),
 ):
     register_wire_class(
         _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
@@ -600,6 +622,7 @@ _EVENT_CLASSES: Final = frozenset(
         ApprovalAskedEvent,
         ApprovalDecidedEvent,
         ApprovalPolicyEvent,
+        ApprovalRevokedEvent,
     )
 )
 

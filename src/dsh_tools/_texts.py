@@ -16,6 +16,7 @@ from typing import cast
 import attrs
 
 __all__ = [
+    "APPROVAL_PENDING",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_INTERRUPTED",
@@ -30,6 +31,7 @@ __all__ = [
     "output_spilled",
     "approval_needs_agent",
     "approval_not_supported",
+    "approval_pending",
     "approval_rejected",
     "approval_unavailable",
     "deny_reason_not_str",
@@ -52,6 +54,11 @@ TOOL_ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
 TOOL_INTERRUPTED = "TOOL_INTERRUPTED"
 """Code of the result of a call whose process stopped while it ran, found when its batch was
 resumed or recovered from the session log: its body may have run, in part or in full."""
+
+APPROVAL_PENDING = "APPROVAL_PENDING"
+"""Code of the placeholder result of a call whose approval was deferred: its batch ended
+suspended, and the placeholder is not a result to send to the model (resume the batch with
+``resume_tool_calls(..., approvals=...)`` for the call's real result)."""
 
 TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """Code of the result the timeout policy gives a call whose deadline fired first."""
@@ -182,6 +189,10 @@ def approval_unavailable(tool: str) -> str:
 
 def approval_not_supported(tool: str) -> str:
     return f'tool "{tool}" requires approval (not yet supported)'
+
+
+def approval_pending(tool: str) -> str:
+    return f'approval for tool "{tool}" is pending: the batch is suspended until it is decided'
 
 
 def approval_needs_agent(tool: str) -> str:

@@ -160,6 +160,7 @@ async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_
     permissions = [m for m in editor.received if m.get("method") == "session/request_permission"]
     options = [
         {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "allow-always", "name": "Allow always (this session)", "kind": "allow_always"},
         {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
     ]
     assert [

@@ -134,8 +134,8 @@ def test_an_editor_prompts_dsh_tools_acp_allows_the_write_then_cancels_a_second_
     # about once each
     assert [f"t0-c{n}" for n in range(1, 10)] == editor.calls(session_id)[:9]
     assert [
-        (session_id, "t0-c5", ["allow-once", "reject-once"]),
-        (session_id, "t0-c9", ["allow-once", "reject-once"]),
+        (session_id, "t0-c5", ["allow-once", "allow-always", "reject-once"]),
+        (session_id, "t0-c9", ["allow-once", "allow-always", "reject-once"]),
     ] == editor.permissions
     assert "completed" == editor.final("t0-c5").status
     assert "TODO: error handling in src/app.py\n" == _text(editor.final("t0-c6"))

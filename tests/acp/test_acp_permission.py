@@ -47,6 +47,7 @@ def _selected(option: str) -> dict[str, object]:
 
 CANCELLED = {"outcome": {"outcome": "cancelled"}}
 AGENT = object()
+NEVER_SIGNAL = CancelController().signal
 
 
 async def _ask(
@@ -184,3 +185,47 @@ async def test_a_request_cancelled_while_the_client_thinks_is_cancelled_at_once(
         nursery.start_soon(cancel_when_asked)
         with trio.fail_after(1):
             assert ApprovalOutcome.CANCELLED == await approval.request(request)
+
+
+# --- allow always (a session grant) ------------------------------------------------------------
+
+
+async def test_allow_always_offers_a_third_option_that_validates_against_the_schema() -> None:
+    client = Client(_selected("allow-always"))
+    answerer = AcpPermissionAnswerer(client.send_request, {AGENT: "sess-1"}, allow_always=True)
+
+    assert (ApprovalOutcome.ALLOWED_SESSION, []) == await _ask(answerer)
+    params = client.sent[0][1]
+    assert_valid(RequestPermissionRequest, params)
+    expected = [
+        {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "allow-always", "name": "Allow always (this session)", "kind": "allow_always"},
+        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+    ]
+    assert expected == params["options"]
+
+
+async def test_allow_always_grants_the_tool_so_the_client_is_not_asked_again() -> None:
+    client = Client(_selected("allow-always"))
+    log = MemorySessionLog()
+    approval = UserApproval(log)
+    approval.answerers.add(
+        AcpPermissionAnswerer(client.send_request, {AGENT: "sess-1"}, allow_always=True)
+    )
+
+    async with session_turn(log, 0):
+        outcomes = [
+            await approval.request(
+                ApprovalRequest(
+                    agent=AGENT, tool_name="write_file", call_id=call_id, signal=NEVER_SIGNAL
+                )
+            )
+            for call_id in ("c1", "c2")
+        ]
+
+    assert ([ApprovalOutcome.ALLOWED_SESSION] * 2, 1) == (outcomes, len(client.sent))
+
+
+def test_allow_always_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="allow_always must be a bool, not int"):
+        AcpPermissionAnswerer(Client().send_request, {}, allow_always=1)  # pyright: ignore[reportArgumentType]

@@ -242,7 +242,10 @@ class DemoAcpAgent:
         agent = _SessionAgent(session_id)
         log = _StreamingLog(MemorySessionLog(), session_id)
         approval = UserApproval(log)
-        approval.answerers.add(AcpPermissionAnswerer(self._connection.request, self._agents))
+        # "allow always" grants the tool for the rest of this session (its log)
+        approval.answerers.add(
+            AcpPermissionAnswerer(self._connection.request, self._agents, allow_always=True)
+        )
         registry = _session_registry(approval)
         bridge = AcpSessionBridge(
             ToolPresenter(registry, agent=agent), session_cwd=request.cwd, terminal=self._terminal

@@ -36,6 +36,7 @@ from dsh_tools import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     ApprovalPolicyEvent,
+    ApprovalRevokedEvent,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -225,8 +226,12 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
             ("? ", "bold yellow"), f"approval asked for {_line(event.tool_name)}{call}{reason}"
         )
     if isinstance(event, ApprovalDecidedEvent):
-        style = "green" if event.outcome == "allowed-once" else "red"
-        return Text.assemble(("  ", ""), ("approval " + _line(str(event.outcome)), style))
+        style = "green" if event.outcome in ("allowed-once", "allowed-session") else "red"
+        by = f" (by {_line(event.answered_by)})" if event.answered_by else ""
+        return Text.assemble(("  ", ""), ("approval " + _line(str(event.outcome)) + by, style))
+    if isinstance(event, ApprovalRevokedEvent):
+        whose = f" of {_line(event.agent)}" if event.agent else ""
+        return Text(f"approval grant revoked: {_line(event.tool_name)}{whose}", "yellow")
     if isinstance(event, ApprovalPolicyEvent):
         return Text(f"approval policy: {_line(str(event.policy))}", "yellow")
     if isinstance(event, BatchStartEvent):

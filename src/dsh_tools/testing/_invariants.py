@@ -120,10 +120,12 @@ def _check_bracket(
     if not ends:
         problems.append(f"batch/start {start.batch_id} has no batch/end")
         return
-    index, end = ends[0]
-    if end.batch_id != start.batch_id:
-        problems.append(f"batch/end names batch {end.batch_id}, not {start.batch_id}")
-    if len(ends) > 1 or index != len(own) - 1:
+    for _, end in ends:
+        if end.batch_id != start.batch_id:
+            problems.append(f"batch/end names batch {end.batch_id}, not {start.batch_id}")
+    # a batch suspended on a deferred approval ends "suspended" each time, then for real
+    index = ends[-1][0]
+    if any(end.reason != "suspended" for _, end in ends[:-1]) or index != len(own) - 1:
         problems.append(f"batch/end of {start.batch_id} is not the batch's last event")
 
 
@@ -146,6 +148,18 @@ def _last_attempts(
             )
         last[event.call_id] = (seq, event)
     return list(last.values())  # a dict keeps the order in which each call first appeared
+
+
+def _committed_after_suspension(own: Sequence[SessionEvent]) -> set[str]:
+    """The calls whose ``tool/result`` follows a ``batch/end`` ``"suspended"`` of the batch."""
+    suspended = False
+    after: set[str] = set()
+    for event in own:
+        if isinstance(event, BatchEndEvent) and event.reason == "suspended":
+            suspended = True
+        elif suspended and isinstance(event, ToolResultEvent):
+            after.add(event.call_id)
+    return after
 
 
 def _check_log(
@@ -180,16 +194,31 @@ def _check_log(
             "tool/call events are not one per call in model order:\n"
             + _diff("tool/call", expected_calls, actual_calls)
         )
+    # calls whose approval was deferred: pending ones have no tool/result yet, decided ones
+    # commit after the batch was suspended; the other results stay in model order
+    pending = {call.call_id for call in batch.suspended}
+    deferred = pending | _committed_after_suspension(own)
+    expected_results = [call_id for call_id in ids if call_id not in pending]
     actual_results = [e.call_id for _, e in result_events]
-    if actual_results != ids:
+    in_order = [i for i in actual_results if i not in deferred] == [
+        i for i in expected_results if i not in deferred
+    ]
+    if not in_order or sorted(actual_results) != sorted(expected_results):
         problems.append(
             "tool/result events are not one per call in model order:\n"
-            + _diff("tool/result", ids, actual_results)
+            + _diff("tool/result", expected_results, actual_results)
         )
+    if deferred:
+        # paired by call id (the calls' ids are unique in a batch that can be suspended)
+        call_of = {event.call_id: (seq, event) for seq, event in call_events}
+        index_of = {call_id: index for index, call_id in enumerate(ids)}
+        pairs = [(call_of[e.call_id], (seq, e)) for seq, e in result_events if e.call_id in call_of]
+        logged = [(index_of[e.call_id], e) for _, e in result_events if e.call_id in index_of]
+    else:
+        pairs = list(zip(call_events, result_events, strict=False))
+        logged = list(enumerate(e for _, e in result_events))
     seq_of = {id(event): seq for seq, event in call_events}
-    for (call_seq, call_event), (result_seq, result_event) in zip(
-        call_events, result_events, strict=False
-    ):
+    for (call_seq, call_event), (result_seq, result_event) in pairs:
         if result_event.source_event_seqs != (seq_of[id(call_event)],):
             problems.append(
                 f"tool/result of {result_event.call_id} (event {result_seq}) points at "
@@ -197,7 +226,10 @@ def _check_log(
             )
         if result_seq < call_seq:
             problems.append(f"tool/result of {result_event.call_id} comes before its tool/call")
-    for index, ((_, event), result) in enumerate(zip(result_events, batch.results, strict=False)):
+    for index, event in logged:
+        if index >= len(batch.results):
+            continue
+        result = batch.results[index]
         # a bracketed batch also logs each result's contexts (an older log has none)
         contexts = result.additional_contexts if bracket is not None else event.contexts
         if (event.content, event.is_error, event.error, event.meta, event.contexts) != (
@@ -218,11 +250,12 @@ def _check_log(
                 f"context/message events {inside} come before the batch's last tool/result "
                 f"(event {last_result}): call/result adjacency is broken"
             )
-    logged = [(e.content, e.source, e.meta) for _, e in context_events]
-    returned = [(c.content, c.source, c.meta) for c in batch.contexts]
-    if logged != returned:
+    logged_contexts = [(e.content, e.source, e.meta) for _, e in context_events]
+    # a suspended batch logs its contexts only when it really ends
+    returned = [] if pending else [(c.content, c.source, c.meta) for c in batch.contexts]
+    if logged_contexts != returned:
         problems.append(
-            f"the log has {len(logged)} context/message events; batch.contexts has "
+            f"the log has {len(logged_contexts)} context/message events; batch.contexts has "
             f"{len(returned)} (they must match, in order)"
         )
     if problems:
@@ -305,6 +338,11 @@ def check_batch(
     above apply to the last attempt's, ordered by each call's first attempt) and one
     ``tool/result`` (whose ``contexts`` equal the
     result's ``additional_contexts``), and a ``batch/end`` of the same batch is the last event.
+
+    A batch suspended on a deferred approval (``batch.suspended``) has no ``tool/result`` for
+    its suspended calls and logs no ``context/message`` yet; once resumed, the results of the
+    calls decided after a ``batch/end`` ``"suspended"`` follow the others, and each earlier
+    ``batch/end`` of the batch says ``"suspended"``.
 
     With ``tools`` (scripted tools the calls used): no body is still running, and a call of one
     of these tools is ``ABORTED`` only if its body started and ``ABORTED_BEFORE_DISPATCH`` only

@@ -1,0 +1,84 @@
+"""``dsh-tools demo --defer``: the batch suspends in one process and is resumed from its log
+in another, with the decisions given on the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh_tools import ApprovalDecidedEvent, BatchEndEvent, ToolResultEvent, read_session_log
+from dsh_tools.demo import open_file_log
+
+
+def _demo(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_tools", "demo", "--defer", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", ["defer.jsonl", "defer.db"])
+def test_the_batch_suspends_then_resumes_from_the_log_in_another_process(
+    name: str, tmp_path: Path
+) -> None:
+    log = tmp_path / name
+
+    first = _demo("--log", str(log))
+
+    assert (first.returncode, first.stderr) == (0, "")
+    assert "waiting for a decision (3 calls):" in first.stdout
+    assert "    $ grep TODO" in first.stdout  # each pending call with its card
+    assert "    +++ /workspace/src/app.py" in first.stdout
+    assert f"--log {log} --approve e1 --reject e2 --always e3" in first.stdout
+
+    second = _demo("--log", str(log), "--approve", "e1", "--reject", "e2", "--always", "e3")
+
+    assert (second.returncode, second.stderr) == (0, "")
+    assert "what the model receives:" in second.stdout
+    assert 'e2   write_file   Error: the user rejected tool "write_file"' in second.stdout
+    assert "e3   run_command  3 src/app.py" in second.stdout
+    with open_file_log(log) as session:
+        events = session.events()
+    decided = [(e.outcome, e.answered_by) for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert [
+        ("allowed-once", "resume"),
+        ("rejected", "resume"),
+        ("allowed-session", "resume"),
+    ] == decided
+    assert ["suspended", "completed"] == [e.reason for e in events if isinstance(e, BatchEndEvent)]
+    assert ["e1", "e2", "e3"] == [e.call_id for e in events if isinstance(e, ToolResultEvent)]
+
+
+def test_decisions_for_calls_that_are_not_pending_are_an_error(tmp_path: Path) -> None:
+    log = tmp_path / "defer.jsonl"
+    assert 0 == _demo("--log", str(log)).returncode
+
+    done = _demo("--log", str(log), "--approve", "x9")
+
+    assert 2 == done.returncode
+    assert "approvals name calls whose approval is not pending" in done.stderr
+    assert "'x9'" in done.stderr
+    # nothing was appended: the batch can still be decided
+    assert (
+        "suspended"
+        == [
+            json.loads(line)["reason"]
+            for line in log.read_text(encoding="utf-8").splitlines()
+            if json.loads(line)["type"] == "batch/end"
+        ][-1]
+    )
+    assert [] == [e for e in read_session_log(log) if isinstance(e, ApprovalDecidedEvent)]
+
+
+def test_defer_needs_a_log() -> None:
+    done = _demo()
+
+    assert (2, "") == (done.returncode, done.stdout)
+    assert "--defer needs --log PATH" in done.stderr
