@@ -60,6 +60,7 @@ def define_tool(
     transient_errors: Iterable[str] = (),
     present_call: Callable[[A], ToolCallView | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[A, typing.Any], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -80,6 +81,7 @@ def define_tool(
     transient_errors: Iterable[str] = (),
     present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
     present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[FrozenJsonObject, typing.Any], ToolResultView | None] | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -99,6 +101,7 @@ def define_tool(
     transient_errors: Iterable[str] = (),
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None = None,
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated (and typed) before its body runs.
 
@@ -150,6 +153,8 @@ def define_tool(
         transient_errors: error names the retry policy retries for this tool.
         present_call: ``(arguments) -> ToolCallView | None``.
         present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
+        present_progress: ``(arguments, ToolProgressEvent) -> ToolResultView | None``: how a
+            UI shows a running call's progress (``None``: the generic progress line).
 
     Returns:
         A :class:`~dsh_tools.ToolDefinition` ready for ``registry.register``.
@@ -165,7 +170,7 @@ def define_tool(
             express,
             ``abandon_on_cancel`` is not a ``bool``, or ``capacity_class`` is not a non-empty ``str``;
             ``name`` is not a non-empty ``str``, ``description`` is not a ``str``, ``execute``
-            is not callable, or ``is_concurrency_safe``/``present_call``/``present_result`` is
+            is not callable, or ``is_concurrency_safe``/``present_call``/``present_result``/``present_progress`` is
             neither ``None`` nor callable.
     """
     return with_long_running(
@@ -181,6 +186,7 @@ def define_tool(
             idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
+            present_progress=present_progress,
         ),
         idle_timeout=idle_timeout,
         max_output_chars=max_output_chars,
@@ -201,6 +207,7 @@ def build_definition(
     idempotent: bool = False,
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None = None,
     awaited: bool | None = None,
 ) -> ToolDefinition:
     """:func:`define_tool`, for the package: ``awaited`` says whether ``execute``'s result is
@@ -215,6 +222,7 @@ def build_definition(
             "is_concurrency_safe": is_concurrency_safe,
             "present_call": present_call,
             "present_result": present_result,
+            "present_progress": present_progress,
         },
     )
     check_timeout(name, timeout)
@@ -233,6 +241,7 @@ def build_definition(
             idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
+            present_progress=present_progress,
             awaited=awaited,
         )
     if isinstance(parameters, type):
@@ -325,6 +334,9 @@ def build_definition(
         present_result=None
         if present_result is None
         else _soft_result_presenter(validate, convert, present_result),
+        present_progress=None
+        if present_progress is None
+        else _soft_progress_presenter(validate, convert, present_progress),
     )
 
 
@@ -384,6 +396,7 @@ def _define_with_model(
     idempotent: bool,
     present_call: Callable[[typing.Any], ToolCallView | None] | None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None,
+    present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None,
     awaited: bool | None,
 ) -> ToolDefinition:
     """``define_tool`` for a pydantic model: pydantic validates and builds the instance, and
@@ -442,6 +455,9 @@ def _define_with_model(
         present_result=None
         if present_result is None
         else _soft_result_presenter(validate, convert, present_result),
+        present_progress=None
+        if present_progress is None
+        else _soft_progress_presenter(validate, convert, present_progress),
     )
 
 
@@ -489,3 +505,16 @@ def _soft_result_presenter(
         return author(convert(args), result)
 
     return present_result
+
+
+def _soft_progress_presenter(
+    validate: _Validate,
+    convert: _Convert,
+    author: Callable[[typing.Any, typing.Any], ToolResultView | None],
+) -> Callable[[object, typing.Any], ToolResultView | None]:
+    def present_progress(args: object, event: typing.Any) -> ToolResultView | None:
+        if validate(args):
+            return None
+        return author(convert(args), event)
+
+    return present_progress

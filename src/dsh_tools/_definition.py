@@ -316,6 +316,8 @@ class ToolDefinition:
             ``context.idempotency_key`` is the same on every attempt); otherwise the call gets
             ``TOOL_INTERRUPTED``. Never shown to the model.
         present_call / present_result: pure render-intent presenters for UIs.
+        present_progress: ``(arguments, ToolProgressEvent) -> ToolResultView | None``, the
+            render intent of a running call's progress (``None``: the generic progress line).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -338,6 +340,9 @@ class ToolDefinition:
         default=None, repr=False, validator=_callable_field
     )
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = attrs.field(
+        default=None, repr=False, validator=_callable_field
+    )
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None = attrs.field(
         default=None, repr=False, validator=_callable_field
     )
     # how the pipeline runs ``execute`` (internal): decided once per definition, not per call

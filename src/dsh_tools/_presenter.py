@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Final, TypeAlias, cast
+from typing import Any, Final, TypeAlias, cast
 
 import attrs
 
@@ -213,6 +213,8 @@ class ToolPresenter:
     def present_progress(self, event: ToolProgressEvent) -> ToolResultView:
         """The view of a running call's progress (its call stays pending).
 
+        The tool's own ``present_progress(arguments, event)`` decides first (a terminal result
+        view only for a terminal card; ``None``, a raise or anything else: what follows).
         A terminal card's call shows the event's ``output`` chunk as terminal output
         (``TerminalResultView(output=...)``, to be appended to what the terminal shows); any
         other call, or an event without output, a ``GenericResultView`` whose one text block
@@ -221,6 +223,13 @@ class ToolPresenter:
         if not isinstance(event, ToolProgressEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"event must be a ToolProgressEvent, not {type(event).__name__}")
         pending = self._pending.get(event.call_id)
+        if pending is not None:
+            definition = self._registry.get(pending.name, self._agent)
+            presenter = None if definition is None else definition.present_progress
+            if presenter is not None:
+                view = self._tool_progress_view(presenter, pending, event)
+                if view is not None:
+                    return view
         if (
             event.output is not None
             and pending is not None
@@ -228,6 +237,35 @@ class ToolPresenter:
         ):
             return TerminalResultView(output=event.output)
         return GenericResultView(content=(TextBlock(text=progress_text(event)),))
+
+    def _tool_progress_view(
+        self,
+        presenter: Callable[[Any, Any], ToolResultView | None],
+        pending: _Pending,
+        event: ToolProgressEvent,
+    ) -> ToolResultView | None:
+        """The tool's own ``present_progress`` view, or ``None`` (it declined, raised, or
+        returned what is no view: then the generic one is shown).
+        """
+        try:
+            view = cast(object, presenter(pending.arguments, event))
+        except Exception as exc:
+            self._report(exc, event.call_id, pending.name, "present_progress")
+            return None
+        if view is None or isinstance(view, GenericResultView | DiffResultView):
+            return view
+        if isinstance(view, TerminalResultView) and isinstance(pending.card, TerminalCallView):
+            return view
+        self._report(
+            TypeError(
+                f"present_progress returned {type(view).__name__}, not a ToolResultView for "
+                f"its {type(pending.card).__name__}"
+            ),
+            event.call_id,
+            pending.name,
+            "present_progress",
+        )
+        return None
 
     def _report(self, exc: Exception, call_id: str, name: str, what: str) -> None:
         logger.warning(

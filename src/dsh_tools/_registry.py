@@ -426,6 +426,7 @@ class ToolRegistry(_HostHolder):
         transient_errors: Iterable[str] = (),
         present_call: Callable[[Any], ToolCallView | None] | None = None,
         present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+        present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
     ) -> ToolDecorator: ...
 
     def tool(
@@ -445,6 +446,7 @@ class ToolRegistry(_HostHolder):
         transient_errors: Iterable[str] = (),
         present_call: Callable[[Any], ToolCallView | None] | None = None,
         present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+        present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
     ) -> ToolDefinition | ToolDecorator:
         """``@registry.tool`` / ``@registry.tool(...)``: :func:`~dsh_tools.tool`, and register
         the definition as a global tool (as :meth:`register`). The decorated name is bound to
@@ -468,6 +470,7 @@ class ToolRegistry(_HostHolder):
                 idempotent=idempotent,
                 present_call=present_call,
                 present_result=present_result,
+                present_progress=present_progress,
                 idle_timeout=idle_timeout,
                 max_output_chars=max_output_chars,
                 transient_errors=transient_errors,

@@ -50,6 +50,7 @@ def tool(
     transient_errors: Iterable[str] = (),
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
 ) -> ToolDecorator: ...
 
 
@@ -69,6 +70,7 @@ def tool(
     transient_errors: Iterable[str] = (),
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
 ) -> ToolDefinition | ToolDecorator:
     """Make a :class:`~dsh_tools.ToolDefinition` from a function: ``@tool`` or ``@tool(...)``.
 
@@ -102,6 +104,7 @@ def tool(
         transient_errors: as for :func:`~dsh_tools.define_tool`.
         present_call: as for :func:`~dsh_tools.define_tool`, with that object.
         present_result: as for :func:`~dsh_tools.define_tool`, with that object.
+        present_progress: as for :func:`~dsh_tools.define_tool`, with that object.
 
     Returns:
         The definition (``@tool``), or a decorator that makes it (``@tool(...)``).
@@ -126,6 +129,7 @@ def tool(
             idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
+            present_progress=present_progress,
             idle_timeout=idle_timeout,
             max_output_chars=max_output_chars,
             transient_errors=transient_errors,
@@ -148,6 +152,7 @@ def function_tool(
     idempotent: bool,
     present_call: Callable[[Any], ToolCallView | None] | None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None,
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None,
     idle_timeout: float | None = None,
     max_output_chars: int | None = None,
     transient_errors: Iterable[str] = (),
@@ -226,6 +231,7 @@ def function_tool(
             idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
+            present_progress=present_progress,
             awaited=is_async_body(fn),
         )
     except TypeError as exc:
