@@ -158,6 +158,11 @@ class ProgressReceiver(Protocol):
         """How many times the call's body has been started within the call."""
         ...
 
+    @property
+    def batch(self) -> RunBatch | None:
+        """The batch the call belongs to (``None``: run by ``registry.execute``)."""
+        ...
+
     def report_progress(
         self,
         message: str | None,
@@ -178,10 +183,8 @@ class ToolRunContext(ToolExecution):
     _deferred: list[HookContext] = attrs.field(
         alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
     )
-    # the batch the call belongs to (None: run by registry.execute, outside a batch); one
-    # object per batch, so a body's context stores one reference and computes the rest lazily
-    _batch: RunBatch | None = attrs.field(alias="_batch", default=None, repr=False)
-    # the call that takes this body's progress (None: a context no registry gave a body)
+    # the call that takes this body's progress and knows its batch (None: a context no
+    # registry gave a body, which belongs to no batch)
     _receiver: ProgressReceiver | None = attrs.field(
         alias="_receiver", default=None, repr=False, eq=False
     )
@@ -193,10 +196,10 @@ class ToolRunContext(ToolExecution):
         with the next attempt, and ``install_retry_policy`` runs the body again within the call
         (each run counts).
         """
-        batch = self._batch
+        receiver = self._receiver
+        batch = None if receiver is None else receiver.batch
         attempts = None if batch is None else batch.attempts
         first = 1 if attempts is None else attempts.get(self.call_id, 1)
-        receiver = self._receiver
         # a retry policy runs the body again within the call: its runs add to the attempt
         return first if receiver is None else first + receiver.runs - 1
 
@@ -206,7 +209,8 @@ class ToolRunContext(ToolExecution):
         on every attempt of the call. Outside a batch (``registry.execute``) there is no batch
         id, and the key is the ``call_id`` alone: the caller owns its uniqueness.
         """
-        batch = self._batch
+        receiver = self._receiver
+        batch = None if receiver is None else receiver.batch
         return self.call_id if batch is None else f"{batch.batch_id}/{self.call_id}"
 
     def report_progress(
@@ -290,7 +294,6 @@ def check_progress_amount(name: str, value: object) -> None:
 
 _context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
 _context_receiver: Final = ToolRunContext.__dict__["_receiver"].__set__
-_context_batch: Final = ToolRunContext.__dict__["_batch"].__set__
 
 
 def run_context(
@@ -302,7 +305,6 @@ def run_context(
     agent: object | None,
     parent: ToolExecutionToken | None,
     deferred: list[HookContext],
-    batch: RunBatch | None = None,
     receiver: ProgressReceiver | None = None,
 ) -> ToolRunContext:
     """A body's context built without attrs' ``__init__``, for the pipeline's hot path
@@ -317,7 +319,6 @@ def run_context(
     _view_agent(context, agent)
     _view_parent(context, parent)
     _context_deferred(context, deferred)
-    _context_batch(context, batch)
     _context_receiver(context, receiver)
     return context
 

@@ -556,6 +556,11 @@ class PreparedCall:
         state = self._progress
         return 1 if state is None else state.runs
 
+    @property
+    def batch(self) -> RunBatch | None:
+        """The batch the call belongs to (``None``: run by ``registry.execute``)."""
+        return self._env.batch
+
     def progress_state(self) -> ProgressState:
         """The call's progress state (made on first use)."""
         state = self._progress
@@ -563,9 +568,7 @@ class PreparedCall:
             env = self._env
             batch = env.batch
             state = self._progress = ProgressState(
-                self._request.call_id,
-                None if batch is None else batch.progress,
-                env.host.timeouts.progress_interval,
+                self._request.call_id, batch, env.host.timeouts.progress_interval
             )
         return state
 
@@ -650,7 +653,6 @@ class PreparedCall:
             env.agent,
             env.parent,
             deferred,
-            env.batch,
             self,
         )
         plan: BodyPlan = tool._plan  # pyright: ignore[reportPrivateUsage]

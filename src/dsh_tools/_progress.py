@@ -21,6 +21,7 @@ from typing import Final, TypeAlias
 
 import trio
 
+from ._execution import RunBatch
 from ._signal import CancelController
 
 __all__ = [
@@ -104,15 +105,18 @@ class ProgressState:
         "_sink",
         "_thread",
         "_total",
+        "batch",
         "ended",
         "idle",
         "idle_timeout",
         "runs",
     )
 
-    def __init__(self, call_id: str, sink: ProgressSink | None, interval: float) -> None:
+    def __init__(self, call_id: str, batch: RunBatch | None, interval: float) -> None:
         self._call_id = call_id
-        self._sink = sink
+        self.batch = batch
+        """The batch the call belongs to (``None``: run by ``registry.execute``)."""
+        self._sink: ProgressSink | None = None if batch is None else batch.progress
         self._interval = interval
         self._next_at = -math.inf
         # the clock read per report, held bound (trio's clock: virtual in tests)
