@@ -21,7 +21,6 @@ surrogates are shown as visible escapes (``\x1b]0;``) and never reach the termin
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
@@ -64,25 +63,9 @@ from dsh_tools import (
     thaw_json,
 )
 from dsh_tools._printable import printable
+from dsh_tools.cli._loading import load_registry
 
-__all__ = ["load_registry", "main_replay", "render_event"]
-
-
-def load_registry(spec: str | None) -> ToolRegistry:
-    """The registry named ``MODULE:NAME`` (a :class:`~dsh_tools.ToolRegistry`, or a callable
-    returning one), or an empty registry when ``spec`` is ``None`` (every card is generic).
-    """
-    if spec is None:
-        return ToolRegistry()
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")
-    value: object = getattr(importlib.import_module(module_name), attribute)
-    if callable(value):  # a ToolRegistry is not callable: this is a factory
-        value = value()
-    if not isinstance(value, ToolRegistry):
-        raise TypeError(f"{spec} is not a ToolRegistry (nor a function returning one)")
-    return value
+__all__ = ["main_replay", "render_event"]
 
 
 _SQLITE_HEADER: Final = b"SQLite format 3\x00"
@@ -265,7 +248,7 @@ def main_replay(
 
     try:
         events = _read_log(path, session)
-        tools = load_registry(registry)
+        tools = ToolRegistry() if registry is None else load_registry(registry)
     except (OSError, ValueError, TypeError, LookupError, ImportError, AttributeError) as exc:
         report(f"dsh-tools replay: {exc}")
         return 1

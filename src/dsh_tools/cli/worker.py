@@ -8,36 +8,15 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import signal
 import sys
 from collections.abc import Sequence
 
 import trio
 
-from dsh_tools import ToolRegistry
+from dsh_tools.cli._loading import load_registry
 
-__all__ = ["load_worker_registry", "main_worker"]
-
-
-def load_worker_registry(spec: str) -> ToolRegistry:
-    """The registry named ``MODULE:NAME`` (a :class:`~dsh_tools.ToolRegistry`, or a callable
-    returning one).
-
-    Raises:
-        ValueError: ``spec`` is not ``MODULE:NAME``.
-        TypeError: the object named is neither a registry nor a function returning one.
-        ImportError / AttributeError: there is no such module or name.
-    """
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")
-    value: object = getattr(importlib.import_module(module_name), attribute)
-    if callable(value):  # a ToolRegistry is not callable: this is a factory
-        value = value()
-    if not isinstance(value, ToolRegistry):
-        raise TypeError(f"{spec} is not a ToolRegistry (nor a function returning one)")
-    return value
+__all__ = ["main_worker"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,7 +81,7 @@ def main_worker(argv: Sequence[str]) -> int:
         print(f"dsh-tools worker: {exc}", file=sys.stderr)
         return 1
     try:
-        registry = load_worker_registry(arguments.registry)
+        registry = load_registry(arguments.registry)
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
         print(f"dsh-tools worker: error: {exc}", file=sys.stderr)
         return 2
