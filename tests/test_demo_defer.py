@@ -59,10 +59,12 @@ def test_the_batch_suspends_then_resumes_from_the_log_in_another_process(
 def test_decisions_for_calls_that_are_not_pending_are_an_error(tmp_path: Path) -> None:
     log = tmp_path / "defer.jsonl"
     assert 0 == _demo("--log", str(log)).returncode
+    before = log.read_bytes()
 
     done = _demo("--log", str(log), "--approve", "x9")
 
     assert 2 == done.returncode
+    assert before == log.read_bytes()  # not even a turn: the log is as it was
     assert "approvals name calls whose approval is not pending" in done.stderr
     assert "'x9'" in done.stderr
     # nothing was appended: the batch can still be decided
@@ -82,3 +84,19 @@ def test_defer_needs_a_log() -> None:
 
     assert (2, "") == (done.returncode, done.stdout)
     assert "--defer needs --log PATH" in done.stderr
+
+
+def test_resuming_a_finished_batch_is_an_error_that_writes_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "defer.db"
+    assert 0 == _demo("--log", str(log)).returncode
+    decided = _demo("--log", str(log), "--approve", "e1", "--approve", "e2", "--reject", "e3")
+    assert 0 == decided.returncode
+    with open_file_log(log) as session:
+        before = session.events()
+
+    again = _demo("--log", str(log), "--approve", "e3")
+
+    assert 2 == again.returncode
+    assert "the log has no suspended batch to resume" in again.stderr
+    with open_file_log(log) as session:
+        assert before == session.events()

@@ -23,11 +23,15 @@ from dsh_tools import (
     ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
+    BatchEndEvent,
+    BatchStartEvent,
     CancelSignal,
+    SessionEvent,
     SessionLog,
     TextBlock,
     ToolBatch,
     ToolCallRequest,
+    ToolResultEvent,
     UserApproval,
     describe_call,
     resume_tool_calls,
@@ -110,6 +114,27 @@ def _print_results(batch: ToolBatch, calls: Sequence[ToolCallRequest], out: Text
         print(f"  {call.call_id:4} {call.name:12} {_text(batch, index)}", file=out)
 
 
+def _unanswered(events: Sequence[SessionEvent]) -> set[str] | None:
+    """The calls of the log's last batch that have no result yet, when that batch can be resumed
+    (it ended ``suspended``, or has no end); ``None`` when there is no such batch.
+    """
+    start: BatchStartEvent | None = None
+    answered: set[str] = set()
+    reason: str | None = None
+    for event in events:
+        if isinstance(event, BatchStartEvent):
+            start, answered, reason = event, set(), None
+        elif start is None:
+            continue
+        elif isinstance(event, ToolResultEvent):
+            answered.add(event.call_id)
+        elif isinstance(event, BatchEndEvent) and event.batch_id == start.batch_id:
+            reason = event.reason
+    if start is None or reason not in (None, "suspended"):
+        return None
+    return {call.call_id for call in start.calls} - answered
+
+
 def main_defer_demo(
     *,
     log: Path | None,
@@ -148,6 +173,21 @@ def main_defer_demo(
             if batch.suspended:
                 _print_pending(batch, log, stream)
             return 0
+        # checked before the resuming turn opens: a command that decides nothing writes nothing
+        unanswered = _unanswered(session.events())
+        if unanswered is None:
+            print(
+                "dsh-tools demo: error: the log has no suspended batch to resume", file=sys.stderr
+            )
+            return 2
+        unknown = sorted(set(approvals) - unanswered)
+        if unknown:
+            print(
+                f"dsh-tools demo: error: approvals name calls whose approval is not pending: "
+                f"{', '.join(map(repr, unknown))} (waiting: {', '.join(sorted(unanswered))})",
+                file=sys.stderr,
+            )
+            return 2
         try:
             resumed = trio.run(functools.partial(_resume, session, approvals), clock=clock)
         except ValueError as exc:
