@@ -34,7 +34,6 @@ INTERNAL: Final = frozenset(
         ("_definition", "check_timeout"),
         ("_definition", "check_seconds"),
         ("_definition", "check_char_budget"),
-        ("_definition", "with_long_running"),
         ("_execution", "ProgressReceiver"),
         ("_execution", "check_progress_amount"),
         ("_progress", "ProgressSink"),

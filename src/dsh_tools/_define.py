@@ -30,7 +30,6 @@ from ._definition import (
     check_timeout,
     is_async_body,
     register_checked_body,
-    with_long_running,
 )
 from ._errors import ToolArgsError
 from ._execution import ToolResult, ToolRunContext
@@ -41,6 +40,17 @@ from ._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 __all__ = ["build_definition", "define_tool"]
 
 A = TypeVar("A")
+
+_Validate: typing.TypeAlias = Callable[[object], list[str]]
+_Convert: typing.TypeAlias = Callable[[object], object]
+# what a form of parameters gives a definition: its JSON Schema, validator, conversion and
+# validating execute
+_Parts: typing.TypeAlias = tuple[
+    Mapping[str, object],
+    _Validate,
+    _Convert,
+    Callable[[typing.Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn],
+]
 
 
 @overload
@@ -173,24 +183,22 @@ def define_tool(
             is not callable, or ``is_concurrency_safe``/``present_call``/``present_result``/``present_progress`` is
             neither ``None`` nor callable.
     """
-    return with_long_running(
-        build_definition(
-            name=name,
-            description=description,
-            parameters=parameters,
-            execute=execute,
-            timeout=timeout,
-            abandon_on_cancel=abandon_on_cancel,
-            is_concurrency_safe=is_concurrency_safe,
-            capacity_class=capacity_class,
-            idempotent=idempotent,
-            present_call=present_call,
-            present_result=present_result,
-            present_progress=present_progress,
-        ),
+    return build_definition(
+        name=name,
+        description=description,
+        parameters=parameters,
+        execute=execute,
+        timeout=timeout,
+        abandon_on_cancel=abandon_on_cancel,
+        is_concurrency_safe=is_concurrency_safe,
+        capacity_class=capacity_class,
+        idempotent=idempotent,
         idle_timeout=idle_timeout,
         max_output_chars=max_output_chars,
         transient_errors=transient_errors,
+        present_call=present_call,
+        present_result=present_result,
+        present_progress=present_progress,
     )
 
 
@@ -205,6 +213,9 @@ def build_definition(
     is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
     capacity_class: str | None = None,
     idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
     present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
     present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
     present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None = None,
@@ -229,21 +240,43 @@ def build_definition(
 
     model = _pydantic_model(parameters)
     if model is not None:
-        return _define_with_model(
-            model,
-            name=name,
-            description=description,
-            execute=execute,
-            timeout=timeout,
-            abandon_on_cancel=abandon_on_cancel,
-            is_concurrency_safe=is_concurrency_safe,
-            capacity_class=capacity_class,
-            idempotent=idempotent,
-            present_call=present_call,
-            present_result=present_result,
-            present_progress=present_progress,
-            awaited=awaited,
+        json_schema, validate, convert, validated_execute = _model_parts(model, execute, awaited)
+    else:
+        json_schema, validate, convert, validated_execute = _spec_parts(
+            name, parameters, execute, awaited
         )
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=json_schema,
+        execute=validated_execute,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        max_output_chars=max_output_chars,
+        transient_errors=transient_errors,
+        abandon_on_cancel=abandon_on_cancel,
+        is_concurrency_safe=None
+        if is_concurrency_safe is None
+        else _soft_classifier(validate, convert, is_concurrency_safe),
+        capacity_class=capacity_class,
+        idempotent=idempotent,
+        present_call=None if present_call is None else _soft(validate, convert, present_call),
+        present_result=None if present_result is None else _soft(validate, convert, present_result),
+        present_progress=None
+        if present_progress is None
+        else _soft(validate, convert, present_progress),
+    )
+
+
+def _spec_parts(
+    name: str,
+    parameters: SchemaSpec | type,
+    execute: Callable[[typing.Any, ToolRunContext], object],
+    awaited: bool | None,
+) -> _Parts:
+    """A schema spec's or an argument class's JSON Schema, validator, conversion and validating
+    ``execute``.
+    """
     if isinstance(parameters, type):
         if not is_argument_class(parameters):
             raise TypeError(
@@ -315,29 +348,7 @@ def build_definition(
 
         validated_execute = validated_execute_sync
         register_checked_body(validated_execute_sync, awaited=False, validate=validate)
-
-    return ToolDefinition(
-        name=name,
-        description=description,
-        parameters=schema_spec_to_json_schema(spec),
-        execute=validated_execute,
-        timeout=timeout,
-        abandon_on_cancel=abandon_on_cancel,
-        is_concurrency_safe=None
-        if is_concurrency_safe is None
-        else _soft_classifier(validate, convert, is_concurrency_safe),
-        capacity_class=capacity_class,
-        idempotent=idempotent,
-        present_call=None
-        if present_call is None
-        else _soft_call_presenter(validate, convert, present_call),
-        present_result=None
-        if present_result is None
-        else _soft_result_presenter(validate, convert, present_result),
-        present_progress=None
-        if present_progress is None
-        else _soft_progress_presenter(validate, convert, present_progress),
-    )
+    return schema_spec_to_json_schema(spec), validate, convert, validated_execute
 
 
 _PARAMETERS_KINDS = (
@@ -383,24 +394,13 @@ def _model_violation(error: Mapping[str, object]) -> str:
     return f'"{path or "arguments"}": {error.get("msg", "")}'
 
 
-def _define_with_model(
+def _model_parts(
     model: type,
-    *,
-    name: str,
-    description: str,
     execute: Callable[[typing.Any, ToolRunContext], object],
-    timeout: float | None,
-    abandon_on_cancel: bool,
-    is_concurrency_safe: Callable[[typing.Any], bool] | None,
-    capacity_class: str | None,
-    idempotent: bool,
-    present_call: Callable[[typing.Any], ToolCallView | None] | None,
-    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None,
-    present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None,
     awaited: bool | None,
-) -> ToolDefinition:
-    """``define_tool`` for a pydantic model: pydantic validates and builds the instance, and
-    the model's JSON Schema is the parameters.
+) -> _Parts:
+    """:func:`_spec_parts` for a pydantic model: pydantic validates and builds the instance,
+    and the model's JSON Schema is the parameters.
     """
     parse = _model_parser(model)
     schema_of: Callable[[], dict[str, object]] = getattr(model, "model_json_schema")  # noqa: B009
@@ -436,38 +436,12 @@ def _define_with_model(
 
         validated_execute = validated_execute_sync
         register_checked_body(validated_execute_sync, awaited=False, validate=validate)
-
-    return ToolDefinition(
-        name=name,
-        description=description,
-        parameters=json_schema,
-        execute=validated_execute,
-        timeout=timeout,
-        abandon_on_cancel=abandon_on_cancel,
-        is_concurrency_safe=None
-        if is_concurrency_safe is None
-        else _soft_classifier(validate, convert, is_concurrency_safe),
-        capacity_class=capacity_class,
-        idempotent=idempotent,
-        present_call=None
-        if present_call is None
-        else _soft_call_presenter(validate, convert, present_call),
-        present_result=None
-        if present_result is None
-        else _soft_result_presenter(validate, convert, present_result),
-        present_progress=None
-        if present_progress is None
-        else _soft_progress_presenter(validate, convert, present_progress),
-    )
+    return json_schema, validate, convert, validated_execute
 
 
 def _freeze(args: object) -> object:
     # The registry hands bodies snapshotted arguments already; a direct caller may not.
     return snapshot_json(args)  # a frozen object the library built passes at once
-
-
-_Validate = Callable[[object], list[str]]
-_Convert = Callable[[object], object]
 
 
 def _soft_classifier(
@@ -483,38 +457,19 @@ def _soft_classifier(
     return is_concurrency_safe
 
 
-def _soft_call_presenter(
-    validate: _Validate, convert: _Convert, author: Callable[[typing.Any], ToolCallView | None]
-) -> Callable[[object], ToolCallView | None]:
-    def present_call(args: object) -> ToolCallView | None:
+_R = TypeVar("_R")
+
+
+def _soft(
+    validate: _Validate, convert: _Convert, author: Callable[..., _R]
+) -> Callable[..., _R | None]:
+    """A presenter of the author's that sees only valid arguments, converted: ``None`` (the
+    generic view) for arguments its tool would reject.
+    """
+
+    def present(args: object, *rest: typing.Any) -> _R | None:
         if validate(args):
             return None
-        return author(convert(args))
+        return author(convert(args), *rest)
 
-    return present_call
-
-
-def _soft_result_presenter(
-    validate: _Validate,
-    convert: _Convert,
-    author: Callable[[typing.Any, ToolResult], ToolResultView | None],
-) -> Callable[[object, ToolResult], ToolResultView | None]:
-    def present_result(args: object, result: ToolResult) -> ToolResultView | None:
-        if validate(args):
-            return None
-        return author(convert(args), result)
-
-    return present_result
-
-
-def _soft_progress_presenter(
-    validate: _Validate,
-    convert: _Convert,
-    author: Callable[[typing.Any, typing.Any], ToolResultView | None],
-) -> Callable[[object, typing.Any], ToolResultView | None]:
-    def present_progress(args: object, event: typing.Any) -> ToolResultView | None:
-        if validate(args):
-            return None
-        return author(convert(args), event)
-
-    return present_progress
+    return present

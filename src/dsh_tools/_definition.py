@@ -38,7 +38,6 @@ __all__ = [
     "is_async_body",
     "register_checked_body",
     "runs_in_parallel",
-    "with_long_running",
 ]
 
 JsonSchema: TypeAlias = dict[str, Any]
@@ -431,26 +430,3 @@ def runs_in_parallel(tool: ToolDefinition | None, arguments: object) -> bool:
         return classify(arguments) is True
     except Exception:
         return False
-
-
-def with_long_running(
-    definition: ToolDefinition,
-    *,
-    idle_timeout: float | None,
-    max_output_chars: int | None,
-    transient_errors: Iterable[str],
-) -> ToolDefinition:
-    """``definition`` with the long-running options ``define_tool`` and ``@tool`` take (the
-    same definition when none is set).
-
-    Raises:
-        ValueError / TypeError: as the fields' validators.
-    """
-    if idle_timeout is None and max_output_chars is None and not transient_errors:
-        return definition
-    return attrs.evolve(
-        definition,
-        idle_timeout=idle_timeout,
-        max_output_chars=max_output_chars,
-        transient_errors=transient_errors,
-    )

@@ -353,13 +353,8 @@ class PreparedCall:
         self.stage = PENDING
         return self
 
-    @property
-    def policy_pending(self) -> bool:
-        """Whether :meth:`apply_policies` must run before the call is settled."""
-        return self.stage == PENDING
-
     async def apply_policies(self) -> None:
-        """Stages 2-6 for a call :attr:`policy_pending`: the ``pre_execute`` waterfall, the
+        """Stages 2-6 for a call at stage ``PENDING``: the ``pre_execute`` waterfall, the
         approval service, guards. Never raises for a tool or policy failure; raises
         ``trio.Cancelled`` when the caller's trio scope is cancelled while a listener or the
         approval service awaits.
@@ -987,15 +982,15 @@ async def prepare(host: PipelineHost, input: ToolExecutionInput) -> PreparedCall
     prepared = open_call(
         CallEnv(host, input.signal, input.agent, input.parent), input, input.arguments
     )
-    if prepared.policy_pending:
+    if prepared.stage == PENDING:
         await prepared.apply_policies()
     return prepared
 
 
 def open_call(env: CallEnv, request: CallRequest, arguments: object) -> PreparedCall:
     """Stages 0-1 of one call, and stages 5-6 too when no ``pre_execute`` listener hears it
-    (then the decision is ``Allow`` and nothing awaits). Otherwise the call is left with
-    :attr:`PreparedCall.policy_pending`: await :meth:`PreparedCall.apply_policies` next.
+    (then the decision is ``Allow`` and nothing awaits). Otherwise the call is left at stage
+    ``PENDING``: await :meth:`PreparedCall.apply_policies` next.
 
     Never raises for a tool or policy failure.
     """

@@ -17,7 +17,7 @@ from typing import Any, overload
 import attrs
 
 from ._define import build_definition
-from ._definition import ToolDefinition, ToolReturn, is_async_body, with_long_running
+from ._definition import ToolDefinition, ToolReturn, is_async_body
 from ._execution import ToolResult, ToolRunContext
 from ._presentation import ToolCallView, ToolResultView
 
@@ -231,6 +231,9 @@ def function_tool(
             idempotent=idempotent,
             present_call=present_call,
             present_result=present_result,
+            idle_timeout=idle_timeout,
+            max_output_chars=max_output_chars,
+            transient_errors=transient_errors,
             present_progress=present_progress,
             awaited=is_async_body(fn),
         )
@@ -242,12 +245,7 @@ def function_tool(
             raise
         parameter, _, detail = text[len(prefix) :].partition(": ")
         raise TypeError(f'@tool {label}: parameter "{parameter}": {detail}') from None
-    return with_long_running(
-        definition,
-        idle_timeout=idle_timeout,
-        max_output_chars=max_output_chars,
-        transient_errors=transient_errors,
-    )
+    return definition
 
 
 def _body(
