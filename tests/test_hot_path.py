@@ -28,6 +28,7 @@ from dsh_tools import (
     CancelSignal,
     FrozenJsonObject,
     HookContext,
+    JsonValue,
     JsonValueError,
     MemorySessionLog,
     SchemaSpec,
@@ -37,6 +38,7 @@ from dsh_tools import (
     ToolDefinition,
     ToolExecution,
     ToolExecutionResult,
+    ToolExecutionToken,
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
@@ -58,23 +60,66 @@ SPEC: SchemaSpec = {
 }
 
 
-def test_run_context_builds_what_the_attrs_constructor_builds() -> None:
+class _Call:
+    """A stand-in for the pipeline's call: what a body's context reads from it."""
+
+    runs = 1
+    batch = None
+
+    def __init__(self, token: ToolExecutionToken, deferred: list[HookContext]) -> None:
+        self.token = token
+        self.deferred = deferred
+        self.reads = 0
+
+    def context_fields(
+        self,
+    ) -> tuple[
+        ToolExecutionToken,
+        str,
+        str,
+        JsonValue,
+        object,
+        ToolExecutionToken | None,
+        list[HookContext],
+    ]:
+        self.reads += 1
+        return self.token, "c1", "echo", snapshot_json({"a": 1}), "agent", None, self.deferred
+
+    def report_progress(
+        self,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+        /,
+    ) -> _Call:
+        return self
+
+
+def test_run_context_reads_from_its_call_what_the_attrs_constructor_is_given() -> None:
     token = new_execution_token()
     deferred: list[HookContext] = []
-    arguments = snapshot_json({"a": 1})
+    call = _Call(token, deferred)
 
-    fast = run_context(token, "c1", "echo", arguments, NEVER, "agent", None, deferred)
+    fast = run_context(NEVER, call)
     slow = ToolRunContext(
         token=token,
         call_id="c1",
         name="echo",
-        arguments=arguments,
+        arguments=snapshot_json({"a": 1}),
         signal=NEVER,
         agent="agent",
         parent=None,
         _deferred=deferred,
+        _receiver=call,
     )
 
+    assert call.reads == 0  # nothing is read from the call until a field is
+    assert fast.signal is NEVER
+    assert call.reads == 0
+    assert fast.call_id == "c1"
+    assert fast.token is token
+    assert call.reads == 1  # read once, then kept
     assert slow == fast
     assert repr(slow) == repr(fast)
     assert attrs.asdict(slow, recurse=False) == attrs.asdict(fast, recurse=False)
@@ -83,6 +128,41 @@ def test_run_context_builds_what_the_attrs_constructor_builds() -> None:
     context = HookContext(content=(TextBlock(text="note"),), source=UserSource())
     fast.defer_context(context)
     assert [context] == deferred
+    # a name that is no field is missing as on any object (no lookup of the call)
+    with pytest.raises(AttributeError, match="no attribute 'missing'"):
+        fast.missing  # type: ignore[attr-defined]  # noqa: B018
+    assert not hasattr(fast, "missing")
+    assert call.reads == 1
+
+
+def test_a_context_reads_nothing_from_a_call_it_does_not_have() -> None:
+    # built around the constructor (as copy or pickle machinery would): no call to read
+    bare = object.__new__(ToolRunContext)
+    with pytest.raises(AttributeError, match="call_id"):
+        bare.call_id  # noqa: B018
+    assert getattr(bare, "__deepcopy__", None) is None
+
+
+async def test_a_context_read_after_progress_and_after_its_call_ended() -> None:
+    kept: list[ToolRunContext] = []
+
+    async def body(args: object, context: ToolRunContext) -> str:
+        context.report_progress(message="one")
+        context.report_progress(message="two")  # the call's progress state takes it
+        kept.append(context)
+        return f"{context.call_id}:{context.name}"
+
+    registry = ToolRegistry()
+    registry.register(define_tool(name="echo", description="d", parameters={}, execute=body))
+    batch = await run_tool_calls(
+        registry,
+        [ToolCallRequest(call_id="c9", name="echo", arguments="{}")],
+        signal=NEVER,
+    )
+    assert batch.results[0].content == (TextBlock(text="c9:echo"),)
+    (context,) = kept
+    assert (context.call_id, context.name, context.arguments) == ("c9", "echo", {})
+    assert isinstance(context.token, ToolExecutionToken)
 
 
 def test_text_block_and_success_result_build_what_the_constructors_build() -> None:

@@ -11,7 +11,17 @@ import enum
 import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final, Literal, NoReturn, Protocol, TypeAlias, final
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Literal,
+    NoReturn,
+    Protocol,
+    TypeAlias,
+    final,
+)
 
 import attrs
 
@@ -173,12 +183,36 @@ class ProgressReceiver(Protocol):
     ) -> ProgressReceiver: ...
 
 
+class ContextSource(ProgressReceiver, Protocol):
+    """The call a body's context reads its identity from (the pipeline's call; internal)."""
+
+    def context_fields(
+        self,
+    ) -> tuple[
+        ToolExecutionToken,
+        str,
+        str,
+        JsonValue,
+        object | None,
+        ToolExecutionToken | None,
+        list[HookContext],
+    ]:
+        """The context's ``token``, ``call_id``, ``name``, ``arguments``, ``agent``,
+        ``parent`` and the list its deferred contexts join.
+        """
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class ToolRunContext(ToolExecution):
     """What a tool body receives: the execution view (its ``signal`` is the fused signal of the
     caller and any wrapper) plus :meth:`defer_context`, :attr:`attempt` and
     :attr:`idempotency_key`.
     """
+
+    # The pipeline builds a body's context with its ``signal`` and its call only (two writes
+    # instead of nine on every call): the other fields are read from the call on first use
+    # and kept. A context built by its constructor has every field from the start.
 
     _deferred: list[HookContext] = attrs.field(
         alias="_deferred", factory=lambda: list[HookContext](), repr=False, eq=False
@@ -188,6 +222,20 @@ class ToolRunContext(ToolExecution):
     _receiver: ProgressReceiver | None = attrs.field(
         alias="_receiver", default=None, repr=False, eq=False
     )
+
+    if not TYPE_CHECKING:  # type checkers see the fields, not how a lazy one is read
+
+        def __getattr__(self, name: str) -> object:
+            # only reached when a slot is unset: a context the pipeline made reads its call
+            if name in _FROM_CALL:
+                try:
+                    source = _context_receiver_get(self)
+                except AttributeError:
+                    source = None
+                if source is not None:
+                    fill_from_call(self, source)
+                    return object.__getattribute__(self, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def attempt(self) -> int:
@@ -262,6 +310,9 @@ class ToolRunContext(ToolExecution):
             check_progress_amount("total", total)
         following = receiver.report_progress(message, progress, total, output)
         if following is not receiver:
+            # the call's progress state takes the next reports; the fields the context reads
+            # from its call are read now, while the call is still its receiver
+            self.token  # noqa: B018
             _context_receiver(self, following)
 
     def defer_context(self, context: HookContext) -> None:
@@ -294,33 +345,36 @@ def check_progress_amount(name: str, value: object) -> None:
 
 _context_deferred: Final = ToolRunContext.__dict__["_deferred"].__set__
 _context_receiver: Final = ToolRunContext.__dict__["_receiver"].__set__
+_context_receiver_get: Final = ToolRunContext.__dict__["_receiver"].__get__
 
 
-def run_context(
-    token: ToolExecutionToken,
-    call_id: str,
-    name: str,
-    arguments: JsonValue,
-    signal: CancelSignal,
-    agent: object | None,
-    parent: ToolExecutionToken | None,
-    deferred: list[HookContext],
-    receiver: ProgressReceiver | None = None,
-) -> ToolRunContext:
-    """A body's context built without attrs' ``__init__``, for the pipeline's hot path
-    (internal): the same object ``ToolRunContext(...)`` gives, with no check.
+def run_context(signal: CancelSignal, call: ContextSource) -> ToolRunContext:
+    """A body's context as the pipeline builds it (internal): its ``signal`` and its call;
+    the other fields are read from ``call`` on first use (:func:`fill_from_call`).
     """
-    context = object.__new__(ToolRunContext)
+    context = _new(ToolRunContext)
+    _view_signal(context, signal)
+    _context_receiver(context, call)
+    return context
+
+
+def fill_from_call(context: ToolRunContext, call: ContextSource) -> None:
+    """Give a context :func:`run_context` built the fields it reads from its call."""
+    token, call_id, name, arguments, agent, parent, deferred = call.context_fields()
     _view_token(context, token)
     _view_call_id(context, call_id)
     _view_name(context, name)
     _view_arguments(context, arguments)
-    _view_signal(context, signal)
     _view_agent(context, agent)
     _view_parent(context, parent)
     _context_deferred(context, deferred)
-    _context_receiver(context, receiver)
-    return context
+
+
+_new: Final = object.__new__
+# the fields a context built by run_context reads from its call
+_FROM_CALL: Final = frozenset(
+    ("token", "call_id", "name", "arguments", "agent", "parent", "_deferred")
+)
 
 
 def _frozen_unless_signal(

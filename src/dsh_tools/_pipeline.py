@@ -567,6 +567,31 @@ class PreparedCall:
             )
         return state
 
+    def context_fields(
+        self,
+    ) -> tuple[
+        ToolExecutionToken,
+        str,
+        str,
+        JsonValue,
+        object | None,
+        ToolExecutionToken | None,
+        list[HookContext],
+    ]:
+        """What the body's context reads from the call (once the body has been invoked; a
+        context kept past its call gets a list of deferred contexts nobody reads, as the list
+        it had then is read already).
+        """
+        view = self._view
+        assert view is not None
+        deferred = self._deferred
+        if deferred is None:
+            deferred = []
+        token = view if isinstance(view, ToolExecutionToken) else view.token
+        request = self._request
+        env = self._env
+        return token, request.call_id, request.name, self.arguments, env.agent, env.parent, deferred
+
     def report_progress(
         self,
         message: str | None,
@@ -623,33 +648,19 @@ class PreparedCall:
             idle = tool.idle_timeout
             if timeout is not None or idle is not None:
                 return await self._run_timed(signal, timeout, idle)
-        view = self._view
-        if view is None:
-            token = self._view = new_execution_token()
-        elif isinstance(view, ToolExecutionToken):
-            token = view
-        else:
-            token = view.token
-        deferred = self._deferred
-        if deferred is None:
-            deferred = self._deferred = []
+        if self._view is None:
+            self._view = new_execution_token()
+        if self._deferred is None:
+            self._deferred = []
         else:
             # the body runs again within this call (a retry policy called next() again)
             state = self.progress_state()
             state.ended = False
             state.runs += 1
         arguments = self.arguments
-        context = run_context(
-            token,
-            request.call_id,
-            request.name,
-            arguments,
-            signal,
-            env.agent,
-            env.parent,
-            deferred,
-            self,
-        )
+        # the context reads the call's token, identity, arguments and deferred list from the
+        # call when the body first asks (context_fields)
+        context = run_context(signal, self)
         plan: BodyPlan = tool._plan  # pyright: ignore[reportPrivateUsage]
         if not plan.awaited:
             return await self._invoke_sync(tool, tool.execute, context, signal, linked)
