@@ -351,8 +351,8 @@ class _Capacity:
 
 _READY: Final = 1
 _NEVER: Final = CancelSignal.never()
-# the most commits the lane makes between two schedule points
-_COMMITS_PER_CHECKPOINT: Final = 64
+# the most starts, or commits, the lane makes between two schedule points
+_STEPS_PER_CHECKPOINT: Final = 64
 
 
 @attrs.define(eq=False, slots=True)
@@ -577,7 +577,7 @@ class _Batch:
             # the lane yields once per commit group, not per commit: a group is whatever
             # committed since the lane last waited, capped so it never runs unboundedly
             self.since_checkpoint += 1
-            if self.since_checkpoint >= _COMMITS_PER_CHECKPOINT:
+            if self.since_checkpoint >= _STEPS_PER_CHECKPOINT:
                 self.since_checkpoint = 0
                 await trio.lowlevel.cancel_shielded_checkpoint()
 
@@ -695,6 +695,13 @@ class _Batch:
                 else:
                     # a wrapper may replace the call's signal: the body gets a scope of its own
                     nursery.start_soon(_dispatch, prepared, index, self, name=_BODY_TASK)
+                # a large pool's bodies run while it is still filling (as each start of the
+                # original awaits): the calls started so far hold a task and a frame each only
+                # until their body has run, not until the last call has started
+                self.since_checkpoint += 1
+                if self.since_checkpoint >= _STEPS_PER_CHECKPOINT:
+                    self.since_checkpoint = 0
+                    await trio.lowlevel.cancel_shielded_checkpoint()
             else:
                 self.ready[index] = _READY
                 await self._commit_ready()
