@@ -52,6 +52,7 @@ from dsh_tools import (
 from dsh_tools._content import text_block
 from dsh_tools._execution import new_execution_token, run_context, success_result, text_success
 from dsh_tools._json import MAX_SAFE_INTEGER
+from dsh_tools._scheduler import _STEPS_PER_CHECKPOINT  # pyright: ignore[reportPrivateUsage]
 
 NEVER = CancelSignal.never()
 SPEC: SchemaSpec = {
@@ -435,9 +436,13 @@ async def test_a_pooled_body_returning_a_str_gets_what_the_general_path_gives() 
     assert TOOL_ABORTED == cancelled.error.code
 
 
-async def test_a_classifier_that_cancels_the_caller_stops_its_call_before_it_starts() -> None:
-    # each call start is a cancel point before its tool/call: a call whose classification
-    # cancelled the caller's scope never starts, and the log stays balanced
+async def test_a_classifier_that_cancels_the_caller_stops_the_batch_at_its_next_checkpoint() -> (
+    None
+):
+    # a start is no cancel point of its own (only the lane's own code can cancel between two
+    # of its awaits): a classifier that cancels the caller's scope stops the batch at the
+    # lane's next checkpoint, at most _STEPS_PER_CHECKPOINT starts later; every started call
+    # is balanced, and a body that checkpoints never gets past its first checkpoint
     ran: list[int] = []
     scope = trio.CancelScope()
 
@@ -447,6 +452,7 @@ async def test_a_classifier_that_cancels_the_caller_stops_its_call_before_it_sta
         return True
 
     async def body(args: FrozenJsonObject, context: ToolRunContext) -> str:
+        await trio.lowlevel.checkpoint()
         ran.append(typing.cast(int, args["n"]))
         return "ok"
 
@@ -463,22 +469,24 @@ async def test_a_classifier_that_cancels_the_caller_stops_its_call_before_it_sta
     log = MemorySessionLog()
     calls = [
         ToolCallRequest(call_id=f"c{n}", name="t", arguments=json.dumps({"n": n}))
-        for n in (1, 2, 3)
+        for n in range(1, 301)
     ]
 
     with scope:
-        await run_tool_calls(registry, calls, signal=NEVER, session=log)
+        await run_tool_calls(
+            registry, calls, signal=NEVER, session=log, max_parallel_tool_calls=300
+        )
 
     assert scope.cancelled_caught
-    assert [1] == ran
+    assert [] == ran
     events = log.events()
-    assert (
-        [(ToolCallEvent, "c1"), (ToolResultEvent, "c1")]
-        == [
-            (type(event), event.call_id)  # type: ignore[union-attr]
-            for event in events[1:-1]
-        ]
-    )
+    started = [event.call_id for event in events if isinstance(event, ToolCallEvent)]
+    results = [event for event in events if isinstance(event, ToolResultEvent)]
+    assert 2 <= len(started) <= _STEPS_PER_CHECKPOINT
+    assert started == [f"c{n}" for n in range(1, len(started) + 1)]
+    assert started == [event.call_id for event in results]
+    assert all(event.error is not None for event in results)
+    assert {TOOL_ABORTED} == {event.error.code for event in results if event.error is not None}
     # the caller's scope was cancelled: the batch ends "aborted"
     assert (BatchStartEvent, BatchEndEvent) == (type(events[0]), type(events[-1]))
     assert "aborted" == getattr(events[-1], "reason", None)

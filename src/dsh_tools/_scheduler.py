@@ -638,12 +638,14 @@ class _Batch:
         if failure is not None:
             raise failure
 
-    async def _fill_pool(  # noqa: ASYNC910 (each start is a cancel point; none may start)
+    async def _fill_pool(  # noqa: ASYNC910 (a cancel point at entry; none may start after)
         self, nursery: trio.Nursery, bodies: trio.Nursery | None, *, first: bool
     ) -> None:
         """Start calls while the pool may take them (``first``: the group's first call, which
         starts without re-classification), in this one coroutine.
         """
+        # a fill starts no call once the caller's scope is cancelled
+        await trio.lowlevel.checkpoint_if_cancelled()
         calls = self.calls
         n = len(calls)
         signal = self.signal
@@ -678,7 +680,6 @@ class _Batch:
                 # the model-order start rule: a call waiting for its class holds back the rest
                 if capacity_class is not None and capacity.full(capacity_class):
                     break
-            await trio.lowlevel.checkpoint_if_cancelled()
             prepared = self._start(index)
             if prepared.stage == PENDING:
                 await prepared.apply_policies()
@@ -697,11 +698,15 @@ class _Batch:
                     nursery.start_soon(_dispatch, prepared, index, self, name=_BODY_TASK)
                 # a large pool's bodies run while it is still filling (as each start of the
                 # original awaits): the calls started so far hold a task and a frame each only
-                # until their body has run, not until the last call has started
+                # until their body has run, not until the last call has started. It is also
+                # where a cancellation of the caller's scope stops the filling: between two
+                # of the lane's awaits nothing else runs, so only the lane itself could have
+                # cancelled it since (a guard cancelling a scope, say), and a sync start is no
+                # cancel point of its own (saving a coroutine per call)
                 self.since_checkpoint += 1
                 if self.since_checkpoint >= _STEPS_PER_CHECKPOINT:
                     self.since_checkpoint = 0
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    await trio.lowlevel.checkpoint()
             else:
                 self.ready[index] = _READY
                 await self._commit_ready()
