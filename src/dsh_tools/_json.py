@@ -73,15 +73,17 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     data, and each knows how deeply it nests, which counts against :data:`MAX_DEPTH` when it is
     nested again.
 
-    That depth is also the seal: only the snapshot's own construction sets it. An instance
-    made around it (``dict.__new__(FrozenJsonObject)`` filled through ``dict`` methods) has no
-    depth, so :func:`snapshot_json` checks and copies it like any ``dict`` instead of trusting
-    it.
+    Only the snapshot's own construction seals an instance (it sets its validation slot,
+    ``CHECKED_BY``). An instance made around it (``dict.__new__(FrozenJsonObject)`` filled
+    through ``dict`` methods) has no seal, so :func:`snapshot_json` checks and copies it like
+    any ``dict`` instead of trusting it.
     """
 
     __slots__ = ("_checked_by", "_depth", "_hash")
 
-    _depth: int  # how many container levels it spans, itself included
+    # how many container levels it spans, itself included (unset: 1, an object of scalars:
+    # one slot write less for the most common arguments)
+    _depth: int
     _hash: int  # unset until the first hash() (slot left empty: cheaper to build)
     # the last argument validator that accepted it (see mark_checked); unset until then
     _checked_by: object
@@ -153,7 +155,7 @@ CHECKED_BY: Final = "_checked_by"
 """The slot where :func:`mark_checked` records the last argument validator that accepted a
 frozen object (internal). Read it as ``getattr(value, CHECKED_BY, None)``: ``None`` (set when
 the object is built, so that the read never raises and catches an ``AttributeError``) means
-none.
+none. Being set is the object's seal: the snapshot built it.
 
 A frozen value cannot change, so a validator that accepted it once accepts it again: the
 classifier and the body of a ``define_tool`` tool validate a call's arguments once between them
@@ -214,7 +216,7 @@ def snapshot_json(value: object) -> JsonValue:
         JsonValueError: a value that cannot cross losslessly, a cycle, or too deep a nesting
             (a ``ValueError``). Both name the path of the offending value.
     """
-    if type(value) is FrozenJsonObject and hasattr(value, "_depth"):
+    if type(value) is FrozenJsonObject and hasattr(value, CHECKED_BY):
         return value  # sealed: valid, immutable, and no deeper than MAX_DEPTH by construction
     if type(value) is dict:
         flat = flat_object(value)  # pyright: ignore[reportUnknownArgumentType]
@@ -263,9 +265,9 @@ def _snap(value: object, depth: int, walk: _Walk) -> JsonValue:
         raise _Invalid(JsonValueError, f"{value!r} is not a finite number")
     if value is None or cls is bool:
         return value  # type: ignore[return-value]
-    if cls is FrozenJsonObject and hasattr(value, "_depth"):
+    if cls is FrozenJsonObject and hasattr(value, CHECKED_BY):
         # sealed: already valid and immutable; only its depth below this level needs checking
-        reach = depth + value._depth - 1  # type: ignore[union-attr]
+        reach = depth + getattr(value, "_depth", 1) - 1
         if reach >= MAX_DEPTH:
             raise _Invalid(JsonValueError, f"nesting deeper than {MAX_DEPTH} levels")
         if reach > walk.deepest:
@@ -305,8 +307,8 @@ def flat_object(value: dict[object, object]) -> FrozenJsonObject | None:
             return None
     frozen = _new_object(FrozenJsonObject)
     _fill(frozen, value)  # type: ignore[arg-type]
-    _set_depth(frozen, 1)
-    mark_checked(frozen, None)  # set: reading an unset slot would raise (and catch) an error
+    # the seal (and set: reading an unset slot would raise and catch an error); no depth: 1
+    mark_checked(frozen, None)
     return frozen
 
 

@@ -1010,7 +1010,7 @@ def open_call(env: CallEnv, request: CallRequest, arguments: object) -> Prepared
         # a frozen object the library built passes at once (snapshot_json's first rule, inline
         # for the scheduler's parsed arguments); one built around its constructor (a plugin's
         # dict.__new__) is checked like a dict
-        if type(arguments) is FrozenJsonObject and hasattr(arguments, "_depth"):
+        if type(arguments) is FrozenJsonObject and hasattr(arguments, CHECKED_BY):
             frozen: JsonValue = arguments
         else:
             frozen = snapshot_json(arguments)
