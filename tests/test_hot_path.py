@@ -548,6 +548,47 @@ async def test_a_checked_body_gets_from_the_shortcut_what_its_execute_gives(form
         assert type(seen["shortcut"][0]) is FrozenJsonObject
 
 
+def _positive(_instance: object, _attribute: object, value: int) -> None:
+    if value <= 0:
+        raise ValueError("a must be positive")
+
+
+@attrs.frozen(kw_only=True)
+class _Positive:
+    a: int = attrs.field(validator=_positive)
+
+
+async def test_a_conversion_that_raises_is_the_calls_failure_on_both_paths() -> None:
+    # the spec allows any integer; the class's own validator refuses some while converting
+    async def body(args: _Positive, run: ToolRunContext) -> str:
+        return str(args.a)
+
+    registry = ToolRegistry()
+    for path, classify in (("shortcut", True), ("general", False)):
+        registry.register(
+            define_tool(
+                name=path,
+                description="t",
+                parameters=_Positive,
+                execute=body,
+                is_concurrency_safe=(lambda _args: True) if classify else None,
+            )
+        )
+    results: dict[str, list[ToolExecutionResult]] = {}
+    for path in ("shortcut", "general"):
+        calls = [
+            ToolCallRequest(call_id=f"c{a}", name=path, arguments=json.dumps({"a": a}))
+            for a in (-1, 2)
+        ]
+        results[path] = list((await run_tool_calls(registry, calls, signal=NEVER)).results)
+
+    assert results["general"] == results["shortcut"]
+    refused, accepted = results["shortcut"]
+    assert refused.is_error
+    assert "a must be positive" in refused.content[0].text  # type: ignore[union-attr]
+    assert (TextBlock(text="2"),) == accepted.content
+
+
 async def test_a_definition_whose_execute_is_replaced_runs_the_new_execute() -> None:
     async def first(args: typing.Any, run: ToolRunContext) -> str:
         return "first"

@@ -17,7 +17,7 @@ from typing import Final, Literal, NotRequired, Required, TypeAlias, Union
 
 import attrs
 
-from ._json import snapshot_json, thaw_json
+from ._json import FrozenJsonObject, snapshot_json, thaw_json
 from ._schema import SchemaProp, SchemaSpec
 
 __all__ = ["DerivedSchema", "derive_attrs_schema", "is_argument_class", "typeddict_required_keys"]
@@ -30,10 +30,12 @@ class DerivedSchema:
     """What ``define_tool`` needs to accept an attrs class as its parameters."""
 
     spec: SchemaSpec
-    shape: Callable[[Mapping[str, object]], dict[str, object]]
+    shape: Callable[[Mapping[str, object]], Mapping[str, object]]
     """Turns validated arguments into the plain data cattrs structures the class from: nested
-    objects become dicts, and an absent ``X | None`` field without a default becomes ``None``
-    (attrs would otherwise require it)."""
+    objects become dicts, an integral float in an ``int`` field becomes an ``int``, and an
+    absent ``X | None`` field without a default becomes ``None`` (attrs would otherwise require
+    it). Frozen arguments that need none of this (exactly the declared keys, scalars, no float
+    in an ``int`` field) are handed on as they are."""
 
 
 _Shape: TypeAlias = Callable[[object], object] | None
@@ -145,7 +147,7 @@ def derive_attrs_schema(cls: type) -> DerivedSchema:
 
 def _derive_class(
     cls: type, seen: tuple[type, ...]
-) -> tuple[SchemaSpec, Callable[[Mapping[str, object]], dict[str, object]]]:
+) -> tuple[SchemaSpec, Callable[[Mapping[str, object]], Mapping[str, object]]]:
     if cls in seen:
         raise TypeError(
             f"{cls.__qualname__} contains itself; recursive arguments are not supported"
@@ -180,8 +182,19 @@ def _derive_class(
         spec[field.name] = prop
         plan.append((field.name, nullable and not has_default, shape))
     fields = tuple(plan)
+    names = frozenset(name for name, _, _ in fields)
+    integral = tuple(name for name, _, shape in fields if shape is _integral)
+    # no field has a shape of its own beyond an int's: shaped, a frozen object with exactly
+    # the declared keys differs only where an int field holds a float
+    scalar = all(shape is None or shape is _integral for _, _, shape in fields)
 
-    def shape_object(data: Mapping[str, object]) -> dict[str, object]:
+    def shape_object(data: Mapping[str, object]) -> Mapping[str, object]:
+        if scalar and type(data) is FrozenJsonObject and data.keys() == names:
+            for name in integral:
+                if type(data[name]) is float:
+                    break
+            else:
+                return data
         out: dict[str, object] = {}
         for key, fill_none, shape in fields:
             value = data.get(key, _MISSING)

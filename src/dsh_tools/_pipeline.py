@@ -578,19 +578,24 @@ class PreparedCall:
         ToolExecutionToken | None,
         list[HookContext],
     ]:
-        """What the body's context reads from the call (once the body has been invoked; a
-        context kept past its call gets a list of deferred contexts nobody reads, as the list
-        it had then is read already).
+        """What the body's context reads from the call (its token and the list the body's
+        deferred contexts join are made now if need be; a context kept past its call gets a
+        list nobody reads, as the call's own was read when the body returned).
         """
-        view = self._view
-        assert view is not None
         deferred = self._deferred
         if deferred is None:
-            deferred = []
-        token = view if isinstance(view, ToolExecutionToken) else view.token
+            deferred = self._deferred = []
         request = self._request
         env = self._env
-        return token, request.call_id, request.name, self.arguments, env.agent, env.parent, deferred
+        return (
+            self.token,
+            request.call_id,
+            request.name,
+            self.arguments,
+            env.agent,
+            env.parent,
+            deferred,
+        )
 
     def report_progress(
         self,
@@ -648,18 +653,15 @@ class PreparedCall:
             idle = tool.idle_timeout
             if timeout is not None or idle is not None:
                 return await self._run_timed(signal, timeout, idle)
-        if self._view is None:
-            self._view = new_execution_token()
-        if self._deferred is None:
-            self._deferred = []
-        else:
+        if self._body != _NOT_RUN:
             # the body runs again within this call (a retry policy called next() again)
             state = self.progress_state()
             state.ended = False
             state.runs += 1
         arguments = self.arguments
         # the context reads the call's token, identity, arguments and deferred list from the
-        # call when the body first asks (context_fields)
+        # call when the body first asks (context_fields): a body that reads none of them costs
+        # no token and no list
         context = run_context(signal, self)
         plan: BodyPlan = tool._plan  # pyright: ignore[reportPrivateUsage]
         if not plan.awaited:
@@ -676,15 +678,17 @@ class PreparedCall:
         ):
             run = body
             convert = plan.convert
-            value: object = arguments if convert is None else convert(arguments)
         else:
             # no runtime cast on the hot path: the plan says the body returns an awaitable
             run = tool.execute  # pyright: ignore[reportAssignmentType]
-            value = arguments
+            convert = None
         self._body = _RAN
         returned: object = _MISSING
         failure: Exception | None = None
         try:
+            # converted here, as the validating execute converts inside the body's call: a
+            # conversion that raises (an attrs validator, say) is the call's failure
+            value = arguments if convert is None else convert(arguments)
             if linked or signal is _NEVER:
                 returned = await run(value, context)
             else:
