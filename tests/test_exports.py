@@ -25,6 +25,8 @@ INTERNAL: Final = frozenset(
         ("_converter", "register_wire_class"),
         # the annotation fix-up dsh_tools runs before renaming its classes' __module__
         ("_converter", "resolve_types"),
+        # whether a class's structure hook is cattrs' own (define_tool then calls the class)
+        ("_converter", "cattrs_generated"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
         ("_hooks", "HookLists"),

@@ -34,8 +34,14 @@ class DerivedSchema:
     """Turns validated arguments into the plain data cattrs structures the class from: nested
     objects become dicts, an integral float in an ``int`` field becomes an ``int``, and an
     absent ``X | None`` field without a default becomes ``None`` (attrs would otherwise require
-    it). Frozen arguments that need none of this (exactly the declared keys, scalars, no float
-    in an ``int`` field) are handed on as they are."""
+    it). An ``int`` in a ``float`` field becomes a ``float``, as cattrs would make it. Frozen
+    arguments that need none of this (exactly the declared keys, no nested shape, no number of
+    the other kind) are handed on as they are."""
+    direct: bool = False
+    """Whether the shaped data are the class's keyword arguments as they are: an attrs class or
+    a dataclass whose every field is a ``str``, ``bool``, ``int``, ``float`` or ``Literal`` of
+    strings (or ``X | None`` of one) and is named as its ``__init__`` parameter. Calling the
+    class with them builds what cattrs' own structuring of the class builds."""
 
 
 _Shape: TypeAlias = Callable[[object], object] | None
@@ -142,7 +148,24 @@ def derive_attrs_schema(cls: type) -> DerivedSchema:
             contains itself.
     """
     spec, shape = _derive_class(cls, ())
-    return DerivedSchema(spec=spec, shape=shape)
+    return DerivedSchema(spec=spec, shape=shape, direct=_direct(cls))
+
+
+_SCALARS: Final[frozenset[object]] = frozenset((str, bool, int, float))
+
+
+def _direct(cls: type) -> bool:
+    if attrs.has(cls):
+        if any(field.alias != field.name for field in attrs.fields(cls) if field.init):
+            return False
+    elif not _is_dataclass(cls):
+        return False
+    hints = typing.get_type_hints(cls)
+    for field in _fields(cls, hints):
+        inner, _ = _split_optional(field.annotation)
+        if inner not in _SCALARS and typing.get_origin(inner) is not Literal:
+            return False
+    return True
 
 
 def _derive_class(
@@ -183,15 +206,20 @@ def _derive_class(
         plan.append((field.name, nullable and not has_default, shape))
     fields = tuple(plan)
     names = frozenset(name for name, _, _ in fields)
-    integral = tuple(name for name, _, shape in fields if shape is _integral)
-    # no field has a shape of its own beyond an int's: shaped, a frozen object with exactly
-    # the declared keys differs only where an int field holds a float
-    scalar = all(shape is None or shape is _integral for _, _, shape in fields)
+    # each number field with the kind of number its shape changes
+    numbers = tuple(
+        (name, float if shape is _integral else int)
+        for name, _, shape in fields
+        if shape is _integral or shape is _floating
+    )
+    # no field has a shape of its own beyond a number's: shaped, a frozen object with exactly
+    # the declared keys differs only where a number field holds the other kind of number
+    flat = all(shape is None or shape is _integral or shape is _floating for _, _, shape in fields)
 
     def shape_object(data: Mapping[str, object]) -> Mapping[str, object]:
-        if scalar and type(data) is FrozenJsonObject and data.keys() == names:
-            for name in integral:
-                if type(data[name]) is float:
+        if flat and type(data) is FrozenJsonObject and data.keys() == names:
+            for name, other in numbers:
+                if type(data[name]) is other:
                     break
             else:
                 return data
@@ -232,7 +260,7 @@ def _derive_type(annotation: object, seen: tuple[type, ...]) -> tuple[SchemaProp
     if annotation is int:
         return {"type": "integer"}, _integral
     if annotation is float:
-        return {"type": "number"}, None
+        return {"type": "number"}, _floating
     if annotation is str:
         return {"type": "string"}, None
     origin = typing.get_origin(annotation)
@@ -265,6 +293,11 @@ def _derive_type(annotation: object, seen: tuple[type, ...]) -> tuple[SchemaProp
 def _integral(value: object) -> object:
     # "integer" accepts 3.0; the instance gets the int 3 whatever the converter's leniency.
     return int(value) if isinstance(value, float) else value
+
+
+def _floating(value: object) -> object:
+    # "number" accepts 3; the instance gets the float 3.0, as the converter's float hook makes it
+    return float(value) if type(value) is int else value
 
 
 def _derive_array(item: object, seen: tuple[type, ...]) -> tuple[SchemaProp, _Shape]:

@@ -88,6 +88,7 @@ from ._presentation import (
 from ._texts import ToolErrorInfo
 
 __all__ = [
+    "cattrs_generated",
     "content_block_classes",
     "converter",
     "register_content_block",
@@ -157,6 +158,27 @@ def _structure_float(value: object, _tp: object) -> float:
     if type(value) is not float and type(value) is not int:
         raise TypeError(f"expected a number, got {_type_name(value)}")
     return float(value)
+
+
+_SCALAR_HOOKS: Final = {
+    str: _structure_str,
+    bool: _structure_bool,
+    int: _structure_int,
+    float: _structure_float,
+}
+
+
+def cattrs_generated(hook: object) -> bool:
+    """Whether ``hook`` is the structure function cattrs generated for a class, and the
+    converter still structures ``str``, ``bool``, ``int`` and ``float`` with the library's own
+    hooks (internal): then such a class's scalar fields are passed through as they are checked.
+    A hook of the user's, or anything unsure, is ``False``.
+    """
+    code = getattr(hook, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    if not (isinstance(filename, str) and filename.startswith("<cattrs generated structure ")):
+        return False
+    return all(converter.get_structure_hook(tp) is own for tp, own in _SCALAR_HOOKS.items())
 
 
 def _is_json_value(tp: object) -> bool:

@@ -19,10 +19,11 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar, overload
 
+import cattrs
 import trio
 
 from ._attrs_schema import derive_attrs_schema, is_argument_class
-from ._converter import converter
+from ._converter import cattrs_generated, converter
 from ._definition import (
     ToolDefinition,
     ToolReturn,
@@ -286,17 +287,33 @@ def _spec_parts(
         spec = derived.spec
         shape = derived.shape
         cls: type[object] = parameters
-        hooks: list[Callable[[object, type[object]], object]] = []
+        hooks: list[Callable[[object, type[object]], object] | None] = []
 
         def convert(args: object) -> object:
             # The library's one converter is strict (exact JSON types, no unknown keys); the
             # shaper hands it only declared keys, with ints for integral floats, so validated
             # arguments always structure. Its hook for the class is looked up once, at the
             # first call (not at definition: hooks the converter gains meanwhile still count),
-            # instead of dispatching on every call.
+            # instead of dispatching on every call. A class of scalars whose hook is the one
+            # cattrs generates (no hook of the user's) is called directly: cattrs' hook would
+            # pass each checked value through and call it the same way.
             if not hooks:
-                hooks.append(converter.get_structure_hook(cls))
-            return hooks[0](shape(typing.cast("Mapping[str, object]", args)), cls)
+                hook = converter.get_structure_hook(cls)
+                hooks.append(None if derived.direct and cattrs_generated(hook) else hook)
+            data = shape(typing.cast("Mapping[str, object]", args))
+            hook = hooks[0]
+            if hook is not None:
+                return hook(data, cls)
+            try:
+                return cls(**data)
+            except Exception as exc:  # as cattrs reports a class whose __init__ raised
+                # (cattrs types it as a bare ExceptionGroup, of two arguments)
+                error = cattrs.ClassValidationError(
+                    f"While structuring {cls.__name__}",
+                    [exc],
+                    cls,  # pyright: ignore[reportCallIssue]
+                )
+                raise error from None
 
     elif isinstance(parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         spec = parameters
