@@ -1,4 +1,4 @@
-"""Per-call cost of ``run_tool_calls`` against plain trio, judged against issue 10's targets.
+"""Per-call cost of ``run_tool_calls`` against plain trio, judged against the project's targets.
 
 The workload is the peers' benchmark's: one batch of N calls of a
 trivial ``tool(a: int, b: str)`` in the spec form, all in one parallel pool, against two floors:
@@ -13,10 +13,14 @@ while the minimum CPU time tracks the work itself. Memory is the ``tracemalloc``
 of N = 10000, minus the bare nursery's, per call.
 
 Targets:
-- ``ours`` (``CancelSignal.never()``) at most 2x ``trio_manual`` at N = 1000 and N = 10000;
-- ``ours_cancellable`` (a live ``CancelController().signal``) at most 1.15x ``ours``;
-- at most 400 bytes per call added over ``trio_raw`` at N = 10000;
+- ``ours`` (``CancelSignal.never()``) at most 1.5x ``trio_manual`` at N = 1000 and N = 10000;
+- ``ours_cancellable`` (a live ``CancelController().signal``) at most 1.05x ``ours``;
+- at most 256 bytes per call added over ``trio_raw`` at N = 10000;
 - flat: N = 10000 within 1.5x of N = 100 per call.
+
+The CPU-time ratios swing with the machine's load by more than the margins above; the
+project judges them in CPU instructions (valgrind's cachegrind, which counts the same on every
+run), as ``benchmarks/icount_tool_forms.py`` does for the definition forms.
 """
 
 from __future__ import annotations
@@ -204,11 +208,13 @@ def run(quick: bool) -> dict[str, object]:
         "memory_added_bytes_per_call_over_trio_raw": round(added),  # in this fresh process
         "flatness_largest_vs_100": round(flatness, 2),
         "targets": {
-            "ours_le_2x_trio_manual_met": all(ratios[n]["ours_vs_trio_manual"] <= 2 for n in large),
-            "cancellable_le_1_15x_ours_met": all(
-                ratios[n]["ours_cancellable_vs_ours"] <= 1.15 for n in large
+            "ours_le_1_5x_trio_manual_met": all(
+                ratios[n]["ours_vs_trio_manual"] <= 1.5 for n in large
             ),
-            "memory_le_400_bytes_met": added <= 400,
+            "cancellable_le_1_05x_ours_met": all(
+                ratios[n]["ours_cancellable_vs_ours"] <= 1.05 for n in large
+            ),
+            "memory_le_256_bytes_met": added <= 256,
             "flat_met": flatness <= 1.5,
         },
     }
