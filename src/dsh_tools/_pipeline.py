@@ -627,9 +627,9 @@ class PreparedCall:
         self, signal: CancelSignal, linked: bool = False, timed: bool = False
     ) -> ToolExecutionResult:
         """The innermost ``next()``: look the tool up, run the body under ``signal`` with its
-        context (the call's token, minted now unless a view of the call holds it; its identity
-        and arguments; the list its deferred contexts join), and turn what it returned into the
-        call's outcome.
+        context (which reads the call's token, identity, arguments and the list its deferred
+        contexts join from the call when the body first asks), and turn what it returned into
+        the call's outcome.
 
         ``linked``: the caller's cancel scope is linked to ``signal`` already (see
         :meth:`dispatch`); an async body runs without a scope of its own, and nothing here
