@@ -27,6 +27,8 @@ INTERNAL: Final = frozenset(
         ("_converter", "resolve_types"),
         # whether a class's structure hook is cattrs' own (define_tool then calls the class)
         ("_converter", "cattrs_generated"),
+        # what a body's context reads from its call
+        ("_execution", "ContextFields"),
         # the registry's listener storage; users reach it through HookPoint
         ("_hooks", "HookList"),
         ("_hooks", "HookLists"),

@@ -28,7 +28,6 @@ from dsh_tools import (
     CancelSignal,
     FrozenJsonObject,
     HookContext,
-    JsonValue,
     JsonValueError,
     MemorySessionLog,
     SchemaSpec,
@@ -50,7 +49,13 @@ from dsh_tools import (
     validate_args,
 )
 from dsh_tools._content import text_block
-from dsh_tools._execution import new_execution_token, run_context, success_result, text_success
+from dsh_tools._execution import (
+    ContextFields,
+    new_execution_token,
+    run_context,
+    success_result,
+    text_success,
+)
 from dsh_tools._json import MAX_SAFE_INTEGER
 from dsh_tools._scheduler import _STEPS_PER_CHECKPOINT  # pyright: ignore[reportPrivateUsage]
 
@@ -72,17 +77,7 @@ class _Call:
         self.deferred = deferred
         self.reads = 0
 
-    def context_fields(
-        self,
-    ) -> tuple[
-        ToolExecutionToken,
-        str,
-        str,
-        JsonValue,
-        object,
-        ToolExecutionToken | None,
-        list[HookContext],
-    ]:
+    def context_fields(self) -> ContextFields:
         self.reads += 1
         return self.token, "c1", "echo", snapshot_json({"a": 1}), "agent", None, self.deferred
 

@@ -39,6 +39,7 @@ __all__ = [
     "ApprovalService",
     "Ask",
     "Block",
+    "ContextFields",
     "Deny",
     "PostToolDecision",
     "PreToolDecision",
@@ -183,20 +184,23 @@ class ProgressReceiver(Protocol):
     ) -> ProgressReceiver: ...
 
 
+ContextFields: TypeAlias = tuple[
+    ToolExecutionToken,
+    str,
+    str,
+    JsonValue,
+    object | None,
+    ToolExecutionToken | None,
+    list[HookContext],
+]
+"""What a body's context reads from its call (internal): its ``token``, ``call_id``, ``name``,
+``arguments``, ``agent``, ``parent`` and the list its deferred contexts join."""
+
+
 class ContextSource(ProgressReceiver, Protocol):
     """The call a body's context reads its identity from (the pipeline's call; internal)."""
 
-    def context_fields(
-        self,
-    ) -> tuple[
-        ToolExecutionToken,
-        str,
-        str,
-        JsonValue,
-        object | None,
-        ToolExecutionToken | None,
-        list[HookContext],
-    ]:
+    def context_fields(self) -> ContextFields:
         """The context's ``token``, ``call_id``, ``name``, ``arguments``, ``agent``,
         ``parent`` and the list its deferred contexts join.
         """

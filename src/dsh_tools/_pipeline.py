@@ -60,6 +60,7 @@ from ._execution import (
     ApprovalRequest,
     Ask,
     Block,
+    ContextFields,
     Deny,
     PostToolDecision,
     PreToolDecision,
@@ -567,17 +568,7 @@ class PreparedCall:
             )
         return state
 
-    def context_fields(
-        self,
-    ) -> tuple[
-        ToolExecutionToken,
-        str,
-        str,
-        JsonValue,
-        object | None,
-        ToolExecutionToken | None,
-        list[HookContext],
-    ]:
+    def context_fields(self) -> ContextFields:
         """What the body's context reads from the call (its token and the list the body's
         deferred contexts join are made now if need be; a context kept past its call gets a
         list nobody reads, as the call's own was read when the body returned).
