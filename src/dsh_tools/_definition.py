@@ -121,18 +121,7 @@ def check_timeout(name: str, value: object) -> None:
         ValueError: ``tool "<name>": timeout must be a positive finite number of seconds
             (got <value>)``, for a wrong type and a wrong value alike.
     """
-    if value is None:
-        return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(
-            f'tool "{name}": timeout must be a positive finite number of seconds '
-            f"(got {_shown(value)})"
-        )
+    check_seconds(name, "timeout", value)
 
 
 def _shown(value: object) -> str:
@@ -149,7 +138,7 @@ def _check_timeout(instance: ToolDefinition, _attribute: object, value: float | 
 
 
 def check_seconds(name: str, field: str, value: object) -> None:
-    """:func:`check_timeout`'s rule for another duration field (``idle_timeout``).
+    """:func:`check_timeout`'s rule for any duration field (``idle_timeout`` too).
 
     Raises:
         ValueError: ``tool "<name>": <field> must be a positive finite number of seconds
