@@ -128,6 +128,8 @@ INTERNAL: Final = frozenset(
         ("_pipeline", "ALLOWED"),
         ("_pipeline", "HasExecution"),
         ("_pipeline", "PENDING"),
+        ("_pipeline", "REPLAYED"),
+        ("_pipeline", "SUSPENDED"),
         # the stages of one call, driven by the registry and the scheduler
         ("_pipeline", "CallEnv"),
         ("_pipeline", "CallRequest"),

@@ -123,6 +123,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOWED",
     "PENDING",
+    "REPLAYED",
+    "SUSPENDED",
     "CallEnv",
     "CallRequest",
     "HasExecution",
@@ -266,8 +268,10 @@ class PreparedCall:
     Attributes:
         arguments: the frozen snapshot of the arguments (``None`` when it failed).
         stage: how far the call got: ``OPENED``, ``PENDING`` (await :meth:`apply_policies`),
-            ``ALLOWED`` (await :meth:`dispatch`), ``DISPATCHED``, or ``FINAL`` (settled on a
-            final-result). Read it; only the call's own methods change it.
+            ``ALLOWED`` (await :meth:`dispatch`), ``DISPATCHED``, or settled as it is:
+            ``FINAL`` (a final-result), ``SUSPENDED`` (a deferred approval's placeholder) or
+            ``REPLAYED`` (a result read back from the session log). Read it; only the call's
+            own methods change it.
     """
 
     __slots__ = (
@@ -333,16 +337,6 @@ class PreparedCall:
         self._result = result
         self.stage = REPLAYED
         return self
-
-    @property
-    def replayed(self) -> bool:
-        """Whether the call's result was read back from the session log."""
-        return self.stage == REPLAYED
-
-    @property
-    def suspended(self) -> bool:
-        """Whether the call's approval was deferred (its result is only a placeholder)."""
-        return self.stage == SUSPENDED
 
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""

@@ -49,6 +49,8 @@ from ._json import JsonValue
 from ._pipeline import (
     ALLOWED,
     PENDING,
+    REPLAYED,
+    SUSPENDED,
     CallEnv,
     PipelineHost,
     PreparedCall,
@@ -396,8 +398,6 @@ class _Batch:
     lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
     parked: bool = False
     reporter: Callable[[int], None] = attrs.field(init=False)
-    # a batch resumed from its log (some of its results are replayed from there)
-    resumed: bool = attrs.field(init=False, default=False)
     # the calls whose approval was deferred (committed with a placeholder, no tool/result),
     # with their arguments
     suspended: list[tuple[int, JsonValue]] = attrs.field(
@@ -565,11 +565,12 @@ class _Batch:
             if result is None:
                 result = await prepared.complete()
             self.results[index] = result
-            # a suspended call's placeholder (an error) is not logged, nor is a result replayed
-            # from the log of a resumed batch
-            if result.is_error and prepared.suspended:
+            # a suspended call's placeholder is not logged, nor is a result replayed from the
+            # log of a resumed batch
+            stage = prepared.stage
+            if stage == SUSPENDED:
                 self.suspended.append((index, prepared.arguments))
-            elif self.log is not None and not (self.resumed and prepared.replayed):
+            elif self.log is not None and stage != REPLAYED:
                 self.log.result(index, result)
             self.prepared[index] = None
             self.contexts.extend(result.additional_contexts)
@@ -745,7 +746,6 @@ class ResumedBatch(_Batch):
 
     dangling: int = 0
     interrupted: frozenset[int] = frozenset()
-    resumed: bool = attrs.field(init=False, default=True)
     logged: dict[int, ToolExecutionResult] = attrs.field(
         factory=lambda: dict[int, ToolExecutionResult]()
     )
