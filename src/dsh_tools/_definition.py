@@ -348,18 +348,16 @@ class BodyPlan:
         awaited: whether ``execute`` is an async body (:func:`is_async_body`).
         validate: for a body ``define_tool`` built, the validator it applies first (the
             pipeline validates with it before any policy runs); ``None`` for a raw body.
-        checked_by: for an async spec or attrs body of ``define_tool``, its validator again:
-            arguments that validator marked as accepted (``CHECKED_BY``) go straight to
-            ``body``, which is what ``execute`` would do after finding the mark. ``None``
+        body: for an async spec or attrs body of ``define_tool``, the author's body behind
+            ``execute``: arguments ``validate`` marked as accepted (``CHECKED_BY``) go straight
+            to it, which is what ``execute`` would do after finding the mark. ``None``
             otherwise.
-        body: the author's body behind ``execute`` (``None`` without ``checked_by``).
         convert: what ``execute`` hands the author's body instead of the frozen arguments
             (an attrs instance, say); ``None``: the frozen arguments as they are.
     """
 
     awaited: bool
     validate: Validator | None = None
-    checked_by: object | None = None
     body: Callable[[Any, ToolRunContext], Awaitable[object]] | None = None
     convert: Callable[[object], object] | None = None
 
@@ -385,7 +383,6 @@ def register_checked_body(
     _CHECKED_BODIES[execute] = BodyPlan(
         awaited=awaited,
         validate=validate,
-        checked_by=None if body is None else validate,
         body=body,
         convert=convert,
     )

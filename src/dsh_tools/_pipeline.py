@@ -659,7 +659,7 @@ class PreparedCall:
         if (
             body is not None
             and type(arguments) is FrozenJsonObject
-            and getattr(arguments, CHECKED_BY, None) is plan.checked_by
+            and getattr(arguments, CHECKED_BY, None) is plan.validate
         ):
             run = body
             convert = plan.convert
