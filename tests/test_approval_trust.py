@@ -16,7 +16,6 @@ import trio
 
 from dsh_tools import (
     APPROVAL_PENDING,
-    Allow,
     ApprovalAnswerer,
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
@@ -629,6 +628,40 @@ async def test_approvals_for_a_call_that_is_not_pending_are_a_value_error(
     assert before == session.events()
 
 
+async def test_approvals_for_a_session_with_no_open_batch_are_a_value_error() -> None:
+    session = MemorySessionLog()
+    registry = Lab().registry(UserApproval(session))
+
+    with pytest.raises(ValueError, match=r"no open or suspended batch \('w1'\)"):
+        await resume_tool_calls(
+            registry, session, signal=NEVER, agent=Agent(), approvals={"w1": "rejected"}
+        )
+    # without decisions there is simply nothing to resume
+    assert await resume_tool_calls(registry, session, signal=NEVER, agent=Agent()) is None
+    assert [] == session.events()
+
+
+def test_revoke_without_an_agent_or_for_an_unnamed_one_revokes_every_agents_grant() -> None:
+    session = MemorySessionLog()
+    approval = UserApproval(session)
+    grants = [
+        ApprovalDecidedEvent(id=f"r{i}", outcome=ApprovalOutcome.ALLOWED_SESSION) for i in range(2)
+    ]
+    for index, (agent, event) in enumerate(zip(("main", None), grants, strict=True)):
+        session.append(
+            ApprovalAskedEvent(id=f"r{index}", tool_name="write", agent=agent, call_id=f"c{index}")
+        )
+        session.append(event)
+    assert frozenset({("main", "write"), (None, "write")}) == approval.grants
+
+    approval.revoke("write", agent=object())  # an agent with no name
+    assert frozenset() == approval.grants
+    assert ApprovalRevokedEvent(tool_name="write") == session.events()[-1]
+
+    with pytest.raises(TypeError, match="needs a tool name"):
+        approval.revoke("")
+
+
 async def test_a_deferred_call_in_a_direct_execute_gets_the_placeholder() -> None:
     async def defer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         await trio.lowlevel.checkpoint()
@@ -647,13 +680,6 @@ async def test_a_deferred_call_in_a_direct_execute_gets_the_placeholder() -> Non
 
     assert batch.results[0].error is not None
     assert (APPROVAL_PENDING, [], []) == (batch.results[0].error.code, seen, lab.ran)
-
-
-async def test_allow_and_deny_decisions_are_read_from_the_pipelines_outcomes() -> None:
-    # the outcome vocabulary grew: allowed-session allows like allowed-once
-    assert "allowed-session" == ApprovalOutcome.ALLOWED_SESSION
-    assert "deferred" == ApprovalOutcome.DEFERRED
-    assert Allow() == Allow()
 
 
 async def test_recover_closes_a_suspended_batch_and_its_pending_request(

@@ -317,8 +317,9 @@ class UserApproval:
     def revoke(self, tool_name: str, *, agent: object = None) -> None:
         """Revoke the session grant of ``tool_name`` (logged as ``approval/revoked``): the
         grant of ``agent`` (by its name, see :class:`ApprovalAskedEvent`), or, with
-        ``agent=None``, of every agent. Later requests ask the answerers again. Not a
-        checkpoint.
+        ``agent=None``, of every agent. An agent without a name cannot be told apart in the
+        log, so revoking its grant revokes the tool's grant of every agent (it errs towards
+        asking again). Later requests ask the answerers again. Not a checkpoint.
 
         Raises:
             TypeError: ``tool_name`` is not a non-empty ``str``.
@@ -326,10 +327,6 @@ class UserApproval:
         if not isinstance(tool_name, str) or not tool_name:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"revoke() needs a tool name (a non-empty str), not {tool_name!r}")
         name = None if agent is None else agent_name(agent)
-        if agent is not None and name is None:
-            # an unnamed agent's grants are recorded without a name
-            self._session.append(ApprovalRevokedEvent(tool_name=tool_name))
-            return
         self._session.append(ApprovalRevokedEvent(tool_name=tool_name, agent=name))
 
     @property
@@ -654,7 +651,7 @@ def console_answerer(
         prompt: a :meth:`str.format` template with ``{tool_name}``, ``{call_id}`` and
             ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty). Each value is
             put in with its control characters (newlines too) written as visible escapes
-            (````), so a terminal never acts on them.
+            (``\x1b``), so a terminal never acts on them.
         read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
         show: ``(text) -> None``, shows the call before the question (:func:`print` by
             default; called on the trio thread).

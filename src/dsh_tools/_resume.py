@@ -372,6 +372,11 @@ async def resume_tool_calls(
         )
     batch = _open_batch(session.events())
     if batch is None:
+        if decisions:
+            raise ValueError(
+                "approvals name calls whose approval is not pending: the session has no open "
+                f"or suspended batch ({', '.join(repr(call_id) for call_id in decisions)})"
+            )
         await trio.lowlevel.checkpoint()
         return None
     start = batch.start
