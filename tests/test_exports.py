@@ -64,6 +64,8 @@ INTERNAL: Final = frozenset(
         ("_grants", "pending_requests"),
         # a suspended call of a resumed batch, settled on its deferred decision
         ("_pipeline", "resume_suspended"),
+        # the result a logged tool/result records (the Temporal runner reads batches back)
+        ("_resume", "logged_result"),
         # a call's card with its fallback, for the presenter and approval requests
         ("_presentation", "call_view_of"),
         ("_presentation", "generic_call_view"),

@@ -7,16 +7,20 @@ The public namespace only re-exports names from private modules; see the docs fo
 # other). pyproject.toml's import-linter contract checks it, TYPE_CHECKING imports included.
 #
 #   CLI          __main__
-#   integrations acp cli mcp otel providers testing (subpackages, most behind optional
-#                extras; never imported from the core, only by __main__)
+#   command line cli (its worker command runs temporal)
+#   integrations acp mcp otel providers testing temporal (subpackages, most behind optional
+#                extras; never imported from the core)
+#   session logs postgres (the PostgreSQL session log temporal's workers write)
 #   demo         demo (the bundled demo agent: a product on top of the core)
-#   budgets      _call_budget (a pre_execute policy; reads the running batch's turn)
+#   budgets      _resume (resume_tool_calls, recover_session) _call_budget (a pre_execute
+#                policy; reads the running batch's turn)
 #   batches      _presenter (views for events) _scheduler _timeout (a policy)
 #                _output_budget _retry (execute-wrapper policies)
 #                _timeline (when each body ran)
 #   registry     _registry _approval (the user-approval service) _batch_log (a batch's
 #                session events) _sqlite_log (the SQLite session log)
 #   functions    _tool (@tool: a definition from a function's signature and docstring)
+#                _grants (session grants folded from the log)
 #   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
 #                _define (define_tool)
 #   results      _results (the canonical results, stage 9's check) _hooks

@@ -85,7 +85,8 @@ class FrozenJsonObject(dict[str, "JsonValue"]):
     # one slot write less for the most common arguments)
     _depth: int
     _hash: int  # unset until the first hash() (slot left empty: cheaper to build)
-    # the last argument validator that accepted it (see mark_checked); unset until then
+    # the last argument validator that accepted it (see mark_checked); None when the snapshot
+    # built it (being set is the seal), unset on an instance made around the constructor
     _checked_by: object
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -362,7 +362,7 @@ TOOL_TIMEOUT_ERROR_NAME: Final = "ToolTimeoutError"
 
 
 def _milliseconds(seconds: float) -> str:
-    # model-facing text keeps upstream's milliseconds, printed as JavaScript prints a number
+    # model-facing text keeps the original's milliseconds, printed as JavaScript prints a number
     # (``100``, ``1.5``, ``0.00001``); rounding drops the noise of the seconds -> ms product
     return format_js_number(round(seconds * 1000, 6))
 

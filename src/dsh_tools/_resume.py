@@ -47,7 +47,7 @@ from ._session import (
 )
 from ._signal import CancelSignal
 
-__all__ = ["recover_session", "resume_tool_calls"]
+__all__ = ["logged_result", "recover_session", "resume_tool_calls"]
 
 OnInterrupted = Literal["rerun-idempotent", "abort"]
 _ON_INTERRUPTED: Final = ("rerun-idempotent", "abort")
@@ -250,7 +250,8 @@ def _check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:
     return checked
 
 
-def _logged_result(event: ToolResultEvent) -> ToolExecutionResult:
+def logged_result(event: ToolResultEvent) -> ToolExecutionResult:
+    """The result a logged ``tool/result`` records (internal)."""
     return ToolExecutionResult(
         content=event.content,
         is_error=event.is_error,
@@ -425,13 +426,13 @@ async def resume_tool_calls(
         dangling=len(batch.call_seqs),
         interrupted=frozenset(interrupted),
         logged={
-            index: _logged_result(event)
+            index: logged_result(event)
             for index, event in batch.results.items()
             if index >= len(prefix)
         },
         deferred=deferred,
     )
-    resumed.prime([_logged_result(event) for event in prefix])
+    resumed.prime([logged_result(event) for event in prefix])
     return await resumed.run()
 
 

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
 import pytest
 import trio
 
@@ -103,13 +104,16 @@ async def test_a_batch_run_on_a_worker_equals_the_same_batch_run_here(
 
 
 async def test_the_worker_writes_the_batch_to_the_sessions_postgres_log(
-    client: TemporalClient, dsn: str
+    client: TemporalClient, dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = f"s-{uuid.uuid4()}"
     queue = f"q-{uuid.uuid4()}"
+    # a runner without conninfo reads the results back from libpq's environment defaults
+    for key, value in psycopg.conninfo.conninfo_to_dict(dsn).items():
+        monkeypatch.setenv(f"PG{'DATABASE' if key == 'dbname' else key.upper()}", str(value))
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_worker, client, queue, _registry([]), dsn)
-        runner = TemporalBatchRunner(client, queue, conninfo=dsn)
+        runner = TemporalBatchRunner(client, queue)
         await runner.run(
             [request("c1", "echo")], session_id=session, signal=CancelSignal.never(), turn=2, step=1
         )
@@ -245,6 +249,12 @@ def test_a_resumed_batch_is_read_with_the_result_of_its_last_attempt() -> None:
 def test_a_batch_without_its_end_is_not_finished() -> None:
     with pytest.raises(LookupError, match="not finished"):
         batch_from_log([START, _call("c1"), _result("c1", "one")], "b1")
+
+
+def test_a_suspended_batch_says_a_deferred_approval_waits() -> None:
+    suspended = BatchEndEvent(turn=0, step=0, batch_id="b1", reason="suspended")
+    with pytest.raises(LookupError, match="batch b1 is suspended: a deferred approval waits"):
+        batch_from_log([START, _call("c1"), _result("c1", "one"), suspended], "b1")
 
 
 def test_an_unknown_batch_id_is_a_lookup_error() -> None:

@@ -21,9 +21,9 @@ from dsh_tools import (
     SessionEvent,
     ToolBatch,
     ToolCallRequest,
-    ToolExecutionResult,
     ToolResultEvent,
 )
+from dsh_tools._resume import logged_result
 from dsh_tools._scheduler import check_capacity_limits
 from dsh_tools.postgres import PostgresSessionLog
 
@@ -48,7 +48,9 @@ class TemporalBatchRunner:
         client: from :func:`open_temporal_client`.
         task_queue: the task queue the workers (``dsh-tools worker``) serve.
         conninfo: the PostgreSQL database the workers write the session logs to; the results
-            are read back from it (they never travel through Temporal).
+            are read back from it (they never travel through Temporal). ``""`` (the default):
+            libpq's defaults, i.e. the ``PGHOST`` / ``PGDATABASE`` / ... environment
+            variables.
         schema: its schema.
         heartbeat_timeout: how long a worker may stay silent before Temporal gives its batch
             to another worker (seconds; the worker heartbeats four times as often). A
@@ -74,7 +76,7 @@ class TemporalBatchRunner:
         client: TemporalClient,
         task_queue: str,
         *,
-        conninfo: str,
+        conninfo: str = "",
         schema: str = "dsh",
         heartbeat_timeout: float = 10.0,
         batch_timeout: float = 3600.0,
@@ -235,7 +237,7 @@ def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
     assert isinstance(start, BatchStartEvent)
     results: dict[str, ToolResultEvent] = {}
     contexts: list[HookContext] = []
-    ended = False
+    reason: str | None = None
     for event in events[start_index + 1 :]:
         if isinstance(event, BatchStartEvent):
             break
@@ -246,23 +248,19 @@ def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
                 HookContext(content=event.content, source=event.source, meta=event.meta)
             )
         elif isinstance(event, BatchEndEvent) and event.batch_id == batch_id:
-            ended = event.reason != "suspended"
+            reason = event.reason
+    if reason == "suspended":
+        raise LookupError(
+            f"batch {batch_id} is suspended: a deferred approval waits for its decision "
+            "(resume_tool_calls(..., approvals=...) on a machine that reads the session log)"
+        )
     missing = [call.call_id for call in start.calls if call.call_id not in results]
-    if not ended or missing:
+    if reason is None or missing:
         raise LookupError(
             f"batch {batch_id} is not finished in the session log (calls without a result: "
             f"{missing})"
         )
     return ToolBatch(
-        results=tuple(
-            ToolExecutionResult(
-                content=results[call.call_id].content,
-                is_error=results[call.call_id].is_error,
-                error=results[call.call_id].error,
-                meta=results[call.call_id].meta,
-                additional_contexts=results[call.call_id].contexts,
-            )
-            for call in start.calls
-        ),
+        results=tuple(logged_result(results[call.call_id]) for call in start.calls),
         contexts=tuple(contexts),
     )
