@@ -163,7 +163,9 @@ async def test_a_spill_that_fails_later_caps_the_result_without_a_path(
     )
 
 
-@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-5, ValueError), (1.5, ValueError)])
+@pytest.mark.parametrize(
+    ("value", "error"), [(0, ValueError), (-5, ValueError), (1.5, ValueError), (None, ValueError)]
+)
 def test_a_bad_max_chars_is_refused(value: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="max_chars must be a positive integer number of characters"):
         install_output_budget(ToolRegistry(), max_chars=value)
