@@ -118,6 +118,15 @@ async def steps(count: int, ctx: Context) -> str:
     return f"{count} steps"
 
 
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+async def flaky(label: str) -> str:
+    """Hang on the first call with ``label`` (until the client gives up), answer on the next."""
+    events.append(f"flaky {label}")
+    if events.count(f"flaky {label}") == 1:
+        await anyio.sleep_forever()
+    return f"answered {label}"
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))

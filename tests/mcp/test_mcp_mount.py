@@ -38,6 +38,7 @@ SERVER_TOOLS = (
     "shrink",
     "explode",
     "steps",
+    "flaky",
 )
 
 
