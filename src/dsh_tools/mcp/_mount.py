@@ -268,10 +268,11 @@ def _definition(
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             # the server's progress notifications become the call's progress (a server that
-            # sends nonsense amounts loses them, never the call)
+            # sends nonsense amounts, or a notification that arrives after the call ended,
+            # loses them, never the call)
             try:
                 context.report_progress(message=message, progress=progress, total=total)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RuntimeError) as exc:
                 logger.debug('MCP tool "%s": progress dropped: %s', remote, exc)
             await trio.lowlevel.checkpoint()
 
