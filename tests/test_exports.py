@@ -66,6 +66,8 @@ INTERNAL: Final = frozenset(
         ("_pipeline", "resume_suspended"),
         # the result a logged tool/result records (the Temporal runner reads batches back)
         ("_resume", "logged_result"),
+        # the one check of a session log's session id (SQLite, PostgreSQL, the Temporal runner)
+        ("_session", "check_session_id"),
         # a call's card with its fallback, for the presenter and approval requests
         ("_presentation", "call_view_of"),
         ("_presentation", "generic_call_view"),

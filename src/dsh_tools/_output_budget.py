@@ -73,7 +73,8 @@ def install_output_budget(
     """
     if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
-    if max_chars is None:  # a tool's own budget may be None (none); the registry's may not
+    # a tool's own budget may be None (none); the registry's may not
+    if max_chars is None:  # pyright: ignore[reportUnnecessaryComparison]
         raise ValueError("max_chars must be a positive integer number of characters (got None)")
     check_char_budget("max_chars", max_chars)
     if isinstance(head, bool) or not isinstance(head, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]

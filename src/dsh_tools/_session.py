@@ -79,6 +79,7 @@ __all__ = [
     "check_approval_policy",
     "check_count",
     "check_event",
+    "check_session_id",
     "encode_event_line",
     "json_problem",
     "read_session_log",
@@ -108,6 +109,27 @@ def check_approval_policy(policy: object) -> ApprovalPolicy:
     if value == "never":
         return "never"
     raise ValueError(_POLICY_ERROR)
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it names a session in a log that keys rows by it: a non-empty ``str``
+    of Unicode text (no lone surrogate).
+
+    Raises:
+        TypeError: not a ``str``.
+        ValueError: empty, or it holds a lone surrogate.
+    """
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
+    if not session_id:
+        raise ValueError("session_id must be a non-empty str, not ''")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
+        ) from None
+    return session_id
 
 
 def check_count(name: str, value: object) -> int:

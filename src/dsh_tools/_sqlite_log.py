@@ -31,6 +31,7 @@ from ._errors import SessionLogCorruptError, SessionLogLockedError
 from ._session import (
     SessionEvent,
     check_event,
+    check_session_id,
     encode_event_line,
     json_problem,
     session_event_from_json,
@@ -123,7 +124,7 @@ class SqliteSessionLog:
         self._closed = True  # until the database is open and the session locked
         self._connection = None
         self._lock = None
-        _check_session_id(session_id)
+        check_session_id(session_id)
         if not isinstance(synchronous, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f'synchronous must be "normal" or "full", not {synchronous!r}')
         if synchronous not in _SYNCHRONOUS:
@@ -220,7 +221,7 @@ class SqliteSessionLog:
             ValueError: the file is not a dsh-tools session log.
             SessionLogCorruptError: a stored event is not an event.
         """
-        _check_session_id(session_id)
+        check_session_id(session_id)
         file = Path(path)
         if not file.is_file():
             raise FileNotFoundError(f"no session log at {file}")
@@ -270,19 +271,6 @@ class SqliteSessionLog:
 
     def _describe(self) -> str:
         return f"{str(self._path)!r} session {self._session_id!r}"
-
-
-def _check_session_id(session_id: object) -> None:
-    if not isinstance(session_id, str):
-        raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
-    if not session_id:
-        raise ValueError("session_id must be a non-empty str, not ''")
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
-        ) from None
 
 
 def _lock_session(path: Path, session_id: str) -> int:

@@ -14,9 +14,9 @@ import uuid
 from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 
-import psycopg
 import pytest
 import trio
+from psycopg.conninfo import conninfo_to_dict
 
 from dsh_tools import (
     BatchEndEvent,
@@ -109,7 +109,7 @@ async def test_the_worker_writes_the_batch_to_the_sessions_postgres_log(
     session = f"s-{uuid.uuid4()}"
     queue = f"q-{uuid.uuid4()}"
     # a runner without conninfo reads the results back from libpq's environment defaults
-    for key, value in psycopg.conninfo.conninfo_to_dict(dsn).items():
+    for key, value in conninfo_to_dict(dsn).items():
         monkeypatch.setenv(f"PG{'DATABASE' if key == 'dbname' else key.upper()}", str(value))
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_worker, client, queue, _registry([]), dsn)
@@ -172,9 +172,13 @@ async def test_an_empty_batch_goes_nowhere(client: TemporalClient, dsn: str) -> 
 @pytest.mark.parametrize(
     ("arguments", "error", "match"),
     [
-        ({"session_id": ""}, TypeError, "session_id"),
+        ({"session_id": ""}, ValueError, "session_id must be a non-empty str"),
+        ({"session_id": 3}, TypeError, "session_id must be a non-empty str"),
+        ({"session_id": "s\ud800"}, ValueError, "lone surrogate"),
+        ({"session_id": "s\0"}, ValueError, "NUL"),
         ({"session_id": "s", "signal": None}, TypeError, "signal must be a CancelSignal"),
-        ({"session_id": "s", "turn": -1}, ValueError, "not negative"),
+        ({"session_id": "s", "turn": -1}, ValueError, "turn must be a non-negative int"),
+        ({"session_id": "s", "max_parallel_tool_calls": 0}, ValueError, "max_parallel"),
         ({"session_id": "s", "max_parallel_tool_calls": True}, TypeError, "max_parallel"),
     ],
 )

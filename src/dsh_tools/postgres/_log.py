@@ -37,8 +37,9 @@ from dsh_tools import (
     session_event_from_json,
 )
 from dsh_tools._session import check_event, encode_event_line, json_problem
+from dsh_tools._session import check_session_id as check_session_text
 
-__all__ = ["PostgresSessionLog", "create_schema", "describe_conninfo"]
+__all__ = ["PostgresSessionLog", "check_session_id", "create_schema", "describe_conninfo"]
 
 SCHEMA_VERSION: Final = 1
 
@@ -172,7 +173,7 @@ class PostgresSessionLog:
         self._closed = True  # until the connection is open and the session locked
         self._connection = None
         _check_conninfo(conninfo)
-        _check_session_id(session_id)
+        check_session_id(session_id)
         _check_schema(schema)
         if not isinstance(synchronous_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"synchronous_commit must be a bool, not {synchronous_commit!r}")
@@ -288,7 +289,7 @@ class PostgresSessionLog:
             psycopg.Error: the database cannot be reached.
         """
         _check_conninfo(conninfo)
-        _check_session_id(session_id)
+        check_session_id(session_id)
         _check_schema(schema)
         place = describe_conninfo(conninfo)
         with psycopg.connect(conninfo, autocommit=True) as connection:
@@ -368,21 +369,19 @@ def _check_schema(schema: object) -> None:
         )
 
 
-def _check_session_id(session_id: object) -> None:
-    if not isinstance(session_id, str):
-        raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
-    if not session_id:
-        raise ValueError("session_id must be a non-empty str, not ''")
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError:
+def check_session_id(session_id: object) -> str:
+    """A session log's check of ``session_id``, and PostgreSQL's own: no NUL character.
+
+    Raises:
+        TypeError: not a ``str``.
+        ValueError: empty, a lone surrogate, or a NUL character.
+    """
+    checked = check_session_text(session_id)
+    if "\0" in checked:
         raise ValueError(
-            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
-        ) from None
-    if "\0" in session_id:
-        raise ValueError(
-            f"session_id must not hold NUL characters (PostgreSQL text cannot): {session_id!r}"
+            f"session_id must not hold NUL characters (PostgreSQL text cannot): {checked!r}"
         )
+    return checked
 
 
 def _check_database(

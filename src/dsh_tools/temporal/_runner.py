@@ -24,8 +24,10 @@ from dsh_tools import (
     ToolResultEvent,
 )
 from dsh_tools._resume import logged_result
-from dsh_tools._scheduler import check_capacity_limits
+from dsh_tools._scheduler import check_cap, check_capacity_limits
+from dsh_tools._session import check_count
 from dsh_tools.postgres import PostgresSessionLog
+from dsh_tools.postgres._log import check_session_id
 
 from ._client import TemporalClient
 from ._workflow import BatchCall, BatchOutcome, BatchRequest, SessionWorkflow
@@ -127,12 +129,12 @@ class TemporalBatchRunner:
 
         Raises:
             TypeError / ValueError: as :func:`~dsh_tools.run_tool_calls` for bad arguments;
-                ``session_id`` must be a non-empty ``str``.
+                ``session_id`` must be a non-empty ``str`` a session log can key (no lone
+                surrogate, no NUL).
             temporalio.client.WorkflowUpdateFailedError: the batch failed on every attempt
                 Temporal made (or its ``batch_timeout`` passed).
         """
-        if not isinstance(session_id, str) or not session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
+        check_session_id(session_id)  # here, before a workflow starts for it
         if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
         requests = tuple(calls)
@@ -141,17 +143,9 @@ class TemporalBatchRunner:
                 raise TypeError(
                     f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}"
                 )
-        for name, value in (
-            ("max_parallel_tool_calls", max_parallel_tool_calls),
-            ("turn", turn),
-            ("step", step),
-        ):
-            if type(value) is not int:
-                raise TypeError(f"{name} must be an int, not {value!r}")
-        if max_parallel_tool_calls < 1 or turn < 0 or step < 0:
-            raise ValueError(
-                "max_parallel_tool_calls must be at least 1, and turn and step not negative"
-            )
+        check_cap(max_parallel_tool_calls)
+        check_count("turn", turn)
+        check_count("step", step)
         if not requests:
             await trio.lowlevel.checkpoint()
             return ToolBatch(results=(), contexts=())
