@@ -68,6 +68,8 @@ INTERNAL: Final = frozenset(
         ("_resume", "logged_result"),
         # the one check of a session log's session id (SQLite, PostgreSQL, the Temporal runner)
         ("_session", "check_session_id"),
+        # a database log's rows read back as events (SQLite, PostgreSQL)
+        ("_session", "events_from_rows"),
         # a call's card with its fallback, for the presenter and approval requests
         ("_presentation", "call_view_of"),
         ("_presentation", "generic_call_view"),

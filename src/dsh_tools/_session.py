@@ -80,6 +80,7 @@ __all__ = [
     "check_count",
     "check_event",
     "check_session_id",
+    "events_from_rows",
     "encode_event_line",
     "json_problem",
     "read_session_log",
@@ -109,6 +110,34 @@ def check_approval_policy(policy: object) -> ApprovalPolicy:
     if value == "never":
         return "never"
     raise ValueError(_POLICY_ERROR)
+
+
+def events_from_rows(rows: Iterable[tuple[object, ...]], name: str) -> list[SessionEvent]:
+    """The events of a database log's rows ``(seq, JSONL line)``, read in ``seq`` order
+    (internal: the SQLite and PostgreSQL logs).
+
+    Raises:
+        SessionLogCorruptError: a gap in the sequence numbers, or a row that is not text, not
+            JSON or not a session event (``name`` and the 1-based row number say where).
+    """
+    events: list[SessionEvent] = []
+    for number, (seq, text) in enumerate(rows, start=1):
+        if seq != number - 1:
+            raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
+        if not isinstance(text, str):
+            raise SessionLogCorruptError(name, number, "not text")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
+        try:
+            event = session_event_from_json(data)
+        except (ValueError, RecursionError) as exc:
+            raise SessionLogCorruptError(
+                name, number, f"not a session event ({json_problem(exc)})"
+            ) from exc
+        events.append(event)
+    return events
 
 
 def check_session_id(session_id: object) -> str:

@@ -20,21 +20,19 @@ takes on the database.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 import warnings
 from pathlib import Path
 from typing import Final, Literal, Self
 
-from ._errors import SessionLogCorruptError, SessionLogLockedError
+from ._errors import SessionLogLockedError
 from ._session import (
     SessionEvent,
     check_event,
     check_session_id,
     encode_event_line,
-    json_problem,
-    session_event_from_json,
+    events_from_rows,
 )
 
 try:
@@ -351,24 +349,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
 
 
 def _read_events(connection: sqlite3.Connection, key: int, name: str) -> list[SessionEvent]:
-    events: list[SessionEvent] = []
     rows = connection.execute(
         "SELECT seq, event FROM dsh_events WHERE session = ? ORDER BY seq", (key,)
     )
-    for number, (seq, text) in enumerate(rows, start=1):
-        if seq != number - 1:
-            raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
-        if not isinstance(text, str):
-            raise SessionLogCorruptError(name, number, "not text")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
-        try:
-            event = session_event_from_json(data)
-        except (ValueError, RecursionError) as exc:
-            raise SessionLogCorruptError(
-                name, number, f"not a session event ({json_problem(exc)})"
-            ) from exc
-        events.append(event)
-    return events
+    return events_from_rows(rows, name)

@@ -21,7 +21,6 @@ took over) fails on the first sequence number the other one stored, instead of i
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import warnings
 from typing import Final, Self
@@ -32,11 +31,9 @@ from psycopg.conninfo import conninfo_to_dict
 
 from dsh_tools import (
     SessionEvent,
-    SessionLogCorruptError,
     SessionLogLockedError,
-    session_event_from_json,
 )
-from dsh_tools._session import check_event, encode_event_line, json_problem
+from dsh_tools._session import check_event, encode_event_line, events_from_rows
 from dsh_tools._session import check_session_id as check_session_text
 
 __all__ = ["PostgresSessionLog", "check_session_id", "create_schema", "describe_conninfo"]
@@ -413,27 +410,10 @@ def _check_database(
 def _read_events(
     connection: psycopg.Connection[tuple[object, ...]], schema: str, key: int, name: str
 ) -> list[SessionEvent]:
-    events: list[SessionEvent] = []
     rows = connection.execute(
         sql.SQL("SELECT seq, event FROM {}.events WHERE session = %s ORDER BY seq").format(
             sql.Identifier(schema)
         ),
         (key,),
     )
-    for number, (seq, text) in enumerate(rows, start=1):
-        if seq != number - 1:
-            raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
-        if not isinstance(text, str):
-            raise SessionLogCorruptError(name, number, "not text")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
-        try:
-            event = session_event_from_json(data)
-        except (ValueError, RecursionError) as exc:
-            raise SessionLogCorruptError(
-                name, number, f"not a session event ({json_problem(exc)})"
-            ) from exc
-        events.append(event)
-    return events
+    return events_from_rows(rows, name)
