@@ -25,23 +25,7 @@ import uuid
 from collections.abc import Generator
 from pathlib import Path
 
-from dsh_tools import SessionEvent, TextBlock, ToolCallEvent, ToolResultEvent
-
-
-def _events() -> list[SessionEvent]:
-    return [
-        ToolCallEvent(
-            turn=3, step=1, call_id="call_0001", name="read_file", arguments='{"path":"a.py"}'
-        ),
-        ToolResultEvent(
-            turn=3,
-            step=1,
-            call_id="call_0001",
-            content=[TextBlock(text="def main() -> None:\n    print('hello')\n" * 4)],
-            is_error=False,
-            source_event_seqs=(0,),
-        ),
-    ]
+from benchmarks.bench_session import sample_events
 
 
 @contextlib.contextmanager
@@ -60,7 +44,7 @@ def _database() -> Generator[str]:
 def _measure(dsn: str, *, synchronous_commit: bool, appends: int, rounds: int) -> dict[str, float]:
     from dsh_tools.postgres import PostgresSessionLog
 
-    events = _events()
+    events = sample_events()
     rates: list[float] = []
     latencies: list[float] = []
     for _ in range(rounds):

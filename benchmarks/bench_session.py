@@ -45,7 +45,8 @@ _LOGS: dict[str, Callable[[Path], JsonlSessionLog | SqliteSessionLog]] = {
 _SYNCED = frozenset(("jsonl_fsync", "sqlite_full"))
 
 
-def _events() -> list[SessionEvent]:
+def sample_events() -> list[SessionEvent]:
+    """A tool call and its result: what one append of each log kind writes."""
     return [
         ToolCallEvent(
             turn=3, step=1, call_id="call_0001", name="read_file", arguments='{"path":"a.py"}'
@@ -62,7 +63,7 @@ def _events() -> list[SessionEvent]:
 
 
 def _appends_per_second(directory: Path, appends: int, *, log: str, round_: int) -> float:
-    events = _events()
+    events = sample_events()
     session = _LOGS[log](directory / f"log-{log}-{round_}")
     try:
         started = time.perf_counter()

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from support import stop_postgres
+from support import postgres_dsn, stop_postgres
 
 settings.register_profile("dev")
 settings.register_profile(
@@ -35,6 +35,13 @@ settings.register_profile(
 settings.register_profile("thorough", max_examples=5_000, deadline=None, derandomize=False)
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def dsn() -> str:
+    """The run's throwaway PostgreSQL cluster, with the session logs' schema (started on first
+    use)."""
+    return postgres_dsn()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -24,17 +24,11 @@ from dsh_tools import (
 from dsh_tools._session import encode_event_line
 from dsh_tools.postgres import PostgresSessionLog, create_schema
 from dsh_tools.postgres._log import describe_conninfo
-from support import postgres_dsn
 
 CALL = ToolCallEvent(turn=0, step=0, call_id="c1", name="put", arguments='{"a":"\ud800\u0000"}')
 RESULT = ToolResultEvent(
     turn=0, step=0, call_id="c1", content=[TextBlock(text="done")], is_error=False
 )
-
-
-@pytest.fixture
-def dsn() -> str:
-    return postgres_dsn()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import functools
 from collections.abc import Sequence
 from datetime import timedelta
 
+import temporalio.client
 import trio
 from temporalio import activity
 from temporalio.worker import Worker
@@ -95,8 +96,6 @@ class _BatchActivity:
         controller = CancelController()
         attempt = activity.info().attempt
 
-        # trio.from_thread.run blocks its thread until the batch ends: an executor thread,
-        # so this loop keeps heartbeating
         async def batch() -> BatchOutcome:
             return await self._run_on_trio(request, controller, attempt)
 
@@ -198,7 +197,8 @@ async def serve_worker(
         max_concurrent_batches: the most batches this worker runs at once.
         drain_timeout: when cancelled, how long (seconds) the batches in progress may take to
             finish before the worker stops.
-        task_status: ``started()`` once the worker polls its task queue.
+        task_status: ``started()`` once the worker's run has begun on the asyncio thread
+            (its pollers start right after).
 
     Cancelling it stops the worker: it takes no new batch and waits up to ``drain_timeout``
     for the batches in progress. A batch still running then is cancelled with the trio run
@@ -212,9 +212,9 @@ async def serve_worker(
     batches = _BatchActivity(registry, conninfo, schema, synchronous_commit, token, executor)
     restrictions = SandboxRestrictions.default.with_passthrough_modules("dsh_tools")
 
-    async def run(_client: object) -> None:
+    async def run(sdk_client: temporalio.client.Client) -> None:
         worker = Worker(
-            client.client,
+            sdk_client,
             task_queue=task_queue,
             workflows=[SessionWorkflow],
             activities=[batches.run_batch],
