@@ -43,7 +43,7 @@ INTERNAL: Final = frozenset(
         ("_progress", "ProgressSink"),
         ("_progress", "ProgressState"),
         ("_progress", "TimeoutSettings"),
-        ("_progress", "check_interval"),
+        ("_progress", "check_duration"),
         # the OpenTelemetry instrumentation hears emitted progress through it
         ("_progress", "add_progress_observer"),
         ("_scheduler", "current_turn"),

@@ -29,7 +29,7 @@ __all__ = [
     "ProgressState",
     "TimeoutSettings",
     "add_progress_observer",
-    "check_interval",
+    "check_duration",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
@@ -54,11 +54,22 @@ def add_progress_observer(observer: ProgressSink) -> Callable[[], None]:
     return remove
 
 
-def check_interval(label: str, value: object) -> float:
-    """A non-negative finite number of seconds (``bool`` is not a number)."""
+def check_duration(label: str, value: object, *, positive: bool = False) -> float:
+    """The one rule of a registry-wide duration: a finite number of seconds, ``>= 0`` (an
+    interval, a backoff delay) or ``> 0`` with ``positive`` (a timeout); ``bool`` is not a
+    number; a tool's own timeouts are checked by its definition, whose errors name the tool.
+
+    Raises:
+        TypeError: ``<label> must be a number of seconds, not <type>``.
+        ValueError: ``<label> must be a finite number of seconds >= 0`` (``a positive finite
+            number of seconds``), with the value.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{label} must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
+    if positive:
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{label} must be a positive finite number of seconds, not {value!r}")
+    elif not math.isfinite(value) or value < 0:
         raise ValueError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
     return float(value)
 

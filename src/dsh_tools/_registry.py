@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, final, overload
 
@@ -35,7 +34,7 @@ from ._hooks import HookLists, ToolHooks
 from ._json import thaw_json
 from ._pipeline import HasExecution, PipelineHost, prepare
 from ._presentation import ToolCallView, ToolResultView
-from ._progress import TimeoutSettings, check_interval
+from ._progress import TimeoutSettings, check_duration
 from ._tool import ToolDecorator, ToolFunction, function_tool
 
 __all__ = ["ToolRegistry", "ToolRegistryStatistics", "ToolScope", "pipeline_host"]
@@ -318,17 +317,8 @@ class ToolRegistry(_HostHolder):
                 f"not {type(approval).__name__}"
             )
         if default_timeout is not None:
-            if isinstance(default_timeout, bool) or not isinstance(default_timeout, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(
-                    "default_timeout must be a number of seconds or None, not "
-                    f"{type(default_timeout).__name__}"
-                )
-            if not math.isfinite(default_timeout) or default_timeout <= 0:
-                raise ValueError(
-                    "default_timeout must be a positive finite number of seconds, not "
-                    f"{default_timeout!r}"
-                )
-        interval = check_interval("progress_interval", progress_interval)
+            check_duration("default_timeout", default_timeout, positive=True)
+        interval = check_duration("progress_interval", progress_interval)
         self._thread_limiter = trio.CapacityLimiter(thread_limit)
         self._approval = approval
         timeouts = TimeoutSettings(

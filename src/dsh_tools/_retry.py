@@ -7,8 +7,8 @@ clock (virtual in tests) and ends at once when the call is cancelled.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Sequence
+from typing import cast
 
 import trio
 
@@ -16,6 +16,7 @@ from ._definition import ToolDefinition
 from ._disposer import Disposer
 from ._execution import ToolDispatchExecution, ToolExecutionResult
 from ._hooks import ExecuteNext
+from ._progress import check_duration
 from ._registry import ToolRegistry
 from ._results import ABORTED
 from ._signal import linked_cancel_scope
@@ -99,13 +100,7 @@ def _delays(backoff: object) -> tuple[float, ...]:
         )
     delays: list[float] = []
     for index, delay in enumerate(backoff):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        if isinstance(delay, bool) or not isinstance(delay, int | float):
-            raise TypeError(f"backoff[{index}] must be a number of seconds, not {delay!r}")
-        if not math.isfinite(delay) or delay < 0:
-            raise ValueError(
-                f"backoff[{index}] must be a finite number of seconds >= 0, not {delay!r}"
-            )
-        delays.append(float(delay))
+        delays.append(check_duration(f"backoff[{index}]", cast(object, delay)))
     return tuple(delays)
 
 

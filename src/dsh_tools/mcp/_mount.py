@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, TypeAlias, cast
@@ -51,6 +50,7 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
+from dsh_tools._progress import check_duration
 
 __all__ = [
     "MCP_TOOL_ERROR",
@@ -458,14 +458,8 @@ async def _follow_changes(
 
 def _check_mount_options(timeout: object, idle_timeout: object, trust_hints: object) -> _Options:
     for label, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"mount_mcp() {label} must be a number of seconds or None")
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(
-                f"mount_mcp() {label} must be a positive finite number of seconds, not {value!r}"
-            )
+        if value is not None:
+            check_duration(f"mount_mcp() {label}", value, positive=True)
     if type(trust_hints) is not bool:
         raise TypeError(f"mount_mcp() trust_hints must be a bool, not {type(trust_hints).__name__}")
     return _Options(
