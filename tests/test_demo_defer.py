@@ -3,14 +3,13 @@ in another, with the decisions given on the command line."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from dsh_tools import ApprovalDecidedEvent, BatchEndEvent, ToolResultEvent, read_session_log
+from dsh_tools import ApprovalDecidedEvent, BatchEndEvent, ToolResultEvent
 from dsh_tools.demo import open_file_log
 
 
@@ -67,16 +66,13 @@ def test_decisions_for_calls_that_are_not_pending_are_an_error(tmp_path: Path) -
     assert before == log.read_bytes()  # not even a turn: the log is as it was
     assert "approvals name calls whose approval is not pending" in done.stderr
     assert "'x9'" in done.stderr
-    # nothing was appended: the batch can still be decided
-    assert (
-        "suspended"
-        == [
-            json.loads(line)["reason"]
-            for line in log.read_text(encoding="utf-8").splitlines()
-            if json.loads(line)["type"] == "batch/end"
-        ][-1]
-    )
-    assert [] == [e for e in read_session_log(log) if isinstance(e, ApprovalDecidedEvent)]
+
+    # one call given two decisions: refused, nothing written, and the batch still decidable
+    twice = _demo("--log", str(log), "--approve", "e1", "--reject", "e1")
+    assert (2, before) == (twice.returncode, log.read_bytes())
+    assert "'e1' is given two decisions (allowed-once and rejected)" in twice.stderr
+    approved = _demo("--log", str(log), "--approve", "e1", "--approve", "e2", "--approve", "e3")
+    assert 0 == approved.returncode
 
 
 def test_defer_needs_a_log() -> None:

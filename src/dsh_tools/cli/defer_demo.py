@@ -23,21 +23,18 @@ from dsh_tools import (
     ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
-    BatchEndEvent,
-    BatchStartEvent,
     CancelSignal,
-    SessionEvent,
     SessionLog,
     TextBlock,
     ToolBatch,
     ToolCallRequest,
-    ToolResultEvent,
     UserApproval,
     describe_call,
     resume_tool_calls,
     run_tool_calls,
     session_turn,
 )
+from dsh_tools._grants import pending_requests
 from dsh_tools._printable import printable
 from dsh_tools.demo import BATCH_3, DemoAgent, build_registry, open_file_log, sample_workspace
 
@@ -114,27 +111,6 @@ def _print_results(batch: ToolBatch, calls: Sequence[ToolCallRequest], out: Text
         print(f"  {call.call_id:4} {call.name:12} {_text(batch, index)}", file=out)
 
 
-def _unanswered(events: Sequence[SessionEvent]) -> set[str] | None:
-    """The calls of the log's last batch that have no result yet, when that batch can be resumed
-    (it ended ``suspended``, or has no end); ``None`` when there is no such batch.
-    """
-    start: BatchStartEvent | None = None
-    answered: set[str] = set()
-    reason: str | None = None
-    for event in events:
-        if isinstance(event, BatchStartEvent):
-            start, answered, reason = event, set(), None
-        elif start is None:
-            continue
-        elif isinstance(event, ToolResultEvent):
-            answered.add(event.call_id)
-        elif isinstance(event, BatchEndEvent) and event.batch_id == start.batch_id:
-            reason = event.reason
-    if start is None or reason not in (None, "suspended"):
-        return None
-    return {call.call_id for call in start.calls} - answered
-
-
 def main_defer_demo(
     *,
     log: Path | None,
@@ -155,11 +131,20 @@ def main_defer_demo(
             file=sys.stderr,
         )
         return 2
-    approvals = {
-        **dict.fromkeys(approve, "allowed-once"),
-        **dict.fromkeys(always, "allowed-session"),
-        **dict.fromkeys(reject, "rejected"),
-    }
+    approvals: dict[str, str] = {}
+    for call_ids, outcome in (
+        (approve, "allowed-once"),
+        (always, "allowed-session"),
+        (reject, "rejected"),
+    ):
+        for call_id in call_ids:
+            if approvals.setdefault(call_id, outcome) != outcome:
+                print(
+                    f"dsh-tools demo: error: {call_id!r} is given two decisions "
+                    f"({approvals[call_id]} and {outcome})",
+                    file=sys.stderr,
+                )
+                return 2
     clock = trio.testing.MockClock(autojump_threshold=0)
     with open_file_log(log) as session:
         if not approvals:
@@ -174,17 +159,21 @@ def main_defer_demo(
                 _print_pending(batch, log, stream)
             return 0
         # checked before the resuming turn opens: a command that decides nothing writes nothing
-        unanswered = _unanswered(session.events())
-        if unanswered is None:
+        waiting = {
+            request.call_id
+            for request in pending_requests(session.events()).values()
+            if request.call_id is not None
+        }
+        if not waiting:
             print(
                 "dsh-tools demo: error: the log has no suspended batch to resume", file=sys.stderr
             )
             return 2
-        unknown = sorted(set(approvals) - unanswered)
+        unknown = sorted(set(approvals) - waiting)
         if unknown:
             print(
                 f"dsh-tools demo: error: approvals name calls whose approval is not pending: "
-                f"{', '.join(map(repr, unknown))} (waiting: {', '.join(sorted(unanswered))})",
+                f"{', '.join(map(repr, unknown))} (waiting: {', '.join(sorted(waiting))})",
                 file=sys.stderr,
             )
             return 2
@@ -193,9 +182,7 @@ def main_defer_demo(
         except ValueError as exc:
             print(f"dsh-tools demo: error: {exc}", file=sys.stderr)
             return 2
-    if resumed is None:
-        print("dsh-tools demo: error: the log has no suspended batch to resume", file=sys.stderr)
-        return 2
+    assert resumed is not None  # a pending request belongs to a suspended batch
     print("dsh-tools demo --defer: resumed the suspended batch from the log", file=stream)
     _print_results(resumed, BATCH_3, stream)
     if resumed.suspended:
