@@ -56,7 +56,7 @@ class AcpPermissionAnswerer:
     ``RequestPermissionResponse``) → ``unavailable``.
     """
 
-    __slots__ = ("_agents", "_options", "_send_request")
+    __slots__ = ("_agents", "_allow_always", "_options", "_send_request")
 
     def __init__(
         self, send_request: SendRequest, agents: Mapping[object, str], *, allow_always: bool = False
@@ -65,6 +65,7 @@ class AcpPermissionAnswerer:
             raise TypeError(f"allow_always must be a bool, not {type(allow_always).__name__}")
         self._send_request = send_request
         self._agents = agents
+        self._allow_always = allow_always
         self._options = (
             (_ALLOW_ONCE_OPTION, _ALLOW_ALWAYS_OPTION, _REJECT_OPTION)
             if allow_always
@@ -101,7 +102,7 @@ class AcpPermissionAnswerer:
             )
             await trio.lowlevel.checkpoint()  # it may have failed before checkpointing
             return ApprovalOutcome.UNAVAILABLE
-        outcome = _outcome(result, always=len(self._options) == 3)
+        outcome = _outcome(result, always=self._allow_always)
         if outcome is None:
             logger.warning(
                 "session/request_permission for call %r: not a permission response: %.200r",
