@@ -404,13 +404,12 @@ async def resume_tool_calls(
         else:
             attempts[index] = env_attempts[call.call_id] = batch.attempts[index] + 1
     prefix = batch.prefix
-    deferred: dict[int, tuple[str | None, ApprovalOutcome | None, bool]] = {}
+    deferred: dict[int, tuple[str, ApprovalOutcome | None, bool]] = {}
     for index, (request_id, logged) in batch.deferred.items():
         given = decisions.get(calls[index].call_id)
-        if logged is not None:
-            deferred[index] = (request_id, logged, False)
-        else:
-            deferred[index] = (request_id, given, given is not None)
+        # a decision already logged stands; one given now is new (its approval/decided is due)
+        new = logged is None and given is not None
+        deferred[index] = (request_id, logged if logged is not None else given, new)
     resumed = ResumedBatch(
         registry=registry,
         calls=calls,

@@ -749,8 +749,8 @@ class ResumedBatch(_Batch):
     logged: dict[int, ToolExecutionResult] = attrs.field(
         factory=lambda: dict[int, ToolExecutionResult]()
     )
-    deferred: dict[int, tuple[str | None, ApprovalOutcome | None, bool]] = attrs.field(
-        factory=lambda: dict[int, tuple[str | None, ApprovalOutcome | None, bool]]()
+    deferred: dict[int, tuple[str, ApprovalOutcome | None, bool]] = attrs.field(
+        factory=lambda: dict[int, tuple[str, ApprovalOutcome | None, bool]]()
     )
 
     def prime(self, results: list[ToolExecutionResult]) -> None:
@@ -778,7 +778,10 @@ class ResumedBatch(_Batch):
         elif index in self.deferred:
             arguments = self._take_arguments(index)
             request_id, outcome, new = self.deferred[index]
-            if new and outcome is not None and request_id is not None and self.log is not None:
+            if new:
+                # a resumed batch always has its log; a new decision always has an outcome
+                assert self.log is not None
+                assert outcome is not None
                 self.log.decided(request_id, outcome)
             prepared = resume_suspended(self.env, call, arguments, outcome)
         elif index in self.interrupted:
