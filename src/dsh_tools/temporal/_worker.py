@@ -141,7 +141,11 @@ class _BatchActivity:
             )
         )
         try:
-            found = last_batch(log.events(), calls, request.turn, request.step)
+            # a log read is a full SELECT: off the loop the worker's batches share
+            found = last_batch(
+                await trio.to_thread.run_sync(log.events), calls, request.turn, request.step
+            )
+            done = found  # a batch that ended already (a retried attempt) is only reported
             if found is None:
                 await run_tool_calls(
                     self._registry,
@@ -161,7 +165,10 @@ class _BatchActivity:
                     max_parallel_tool_calls=request.max_parallel_tool_calls,
                     capacity_limits=request.capacity_limits,
                 )
-            done = last_batch(log.events(), calls, request.turn, request.step)
+            if done is None or done[1] is None or done[1].reason == "suspended":
+                done = last_batch(
+                    await trio.to_thread.run_sync(log.events), calls, request.turn, request.step
+                )
         finally:
             log.close()
         if done is None or done[1] is None:
