@@ -21,6 +21,8 @@ MODULES = [
     "dsh_tools.acp",
     "dsh_tools.testing",
     "dsh_tools.testing.strategies",
+    "dsh_tools.postgres",
+    "dsh_tools.temporal",
 ]
 ENTRY = re.compile(r"^### `([\w.]+)`\n\n```python\n(.*?)\n```$", re.M | re.S)
 
