@@ -41,7 +41,23 @@ def test_no_file_holds_a_merge_conflict_marker() -> None:
 
 def test_no_file_points_at_design_notes_outside_the_repository() -> None:
     section = " " + "\u00a7"  # the pattern is built so that this file does not match it
-    names = ("DESIGN" + r"\.md", "STYLE" + r"\.md", "upstream" + section, "DESIGN" + section)
+    names = (
+        "DESIGN" + r"\.md",
+        "STYLE" + r"\.md",
+        "upstream" + section,
+        "DESIGN" + section,
+        "upstream" + "-behaviour",
+        "seed" + "/tools",
+    )
     outside = re.compile("|".join((*names, r"\.\./" + "shared")))
+
+    assert [] == _matching(outside)
+
+
+def test_no_file_names_a_path_of_the_machine_it_was_written_on_or_a_registry_host() -> None:
+    # built in pieces, so that this file does not match itself
+    work = "/" + "work/"
+    registries = ("pypi" + r"\.org", "files" + r"\.pythonhosted", "registry" + r"\.npmjs")
+    outside = re.compile("|".join((r"(?<![\w.~])" + work, *registries)))
 
     assert [] == _matching(outside)
