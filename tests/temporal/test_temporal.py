@@ -164,9 +164,9 @@ async def test_the_agents_signal_interrupts_the_batch_on_its_worker(
 
 async def test_an_empty_batch_goes_nowhere(client: TemporalClient, dsn: str) -> None:
     runner = TemporalBatchRunner(client, "nobody-serves-this", conninfo=dsn)
-    assert ToolBatch(results=(), contexts=()) == await runner.run(
-        [], session_id="s", signal=CancelSignal.never()
-    )
+    with trio.fail_after(30):  # a batch sent anyway would wait forever: fail instead
+        batch = await runner.run([], session_id="s", signal=CancelSignal.never())
+    assert ToolBatch(results=(), contexts=()) == batch
 
 
 @pytest.mark.parametrize(
@@ -189,9 +189,10 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(
     error: type[Exception],
     match: str,
 ) -> None:
-    runner = TemporalBatchRunner(client, "q", conninfo=dsn)
+    runner = TemporalBatchRunner(client, f"nobody-serves-{uuid.uuid4()}", conninfo=dsn)
     keywords: dict[str, object] = {"signal": CancelSignal.never()} | arguments
-    with pytest.raises(error, match=match):
+    # a batch sent anyway would wait forever for a worker: fail instead
+    with trio.fail_after(30), pytest.raises(error, match=match):
         await runner.run([request("c1", "echo")], **keywords)  # type: ignore[arg-type]
 
 
@@ -382,6 +383,58 @@ def test_the_worker_command_reports_an_unreachable_server_without_a_traceback() 
     )
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--max-concurrent-batches", "0", "must be a positive integer, not '0'"),
+        ("--max-concurrent-batches", "many", "must be a positive integer, not 'many'"),
+        ("--drain-timeout", "-1", "must be a finite number of seconds >= 0, not '-1'"),
+        ("--drain-timeout", "nan", "must be a finite number of seconds >= 0, not 'nan'"),
+    ],
+)
+def test_the_worker_command_refuses_bad_numbers_without_a_traceback(
+    flag: str, value: str, says: str
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools",
+            "worker",
+            "--temporal",
+            "127.0.0.1:1",
+            "--task-queue",
+            "q",
+            "--postgres",
+            "postgresql://x@127.0.0.1:1/db",
+            "--registry",
+            "dsh_tools:ToolRegistry",
+            flag,
+            value,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (2, True, False) == (done.returncode, says in done.stderr, "Traceback" in done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("keywords", "error"),
+    [
+        ({"max_concurrent_batches": 0}, ValueError),
+        ({"max_concurrent_batches": True}, TypeError),
+        ({"drain_timeout": -1}, ValueError),
+    ],
+)
+async def test_serve_worker_refuses_bad_settings_before_it_connects(
+    client: TemporalClient, dsn: str, keywords: dict[str, object], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        await serve_worker(client, "q", ToolRegistry(), dsn, **keywords)  # type: ignore[arg-type]
+
+
 # --- what an attempt of the batch activity finds in the log (the activity's trio side) --------
 
 
@@ -448,7 +501,7 @@ async def test_bad_capacity_limits_are_refused_before_anything_is_sent(
     client: TemporalClient, dsn: str
 ) -> None:
     runner = TemporalBatchRunner(client, "nobody-serves-this", conninfo=dsn)
-    with pytest.raises(ValueError, match="positive integer"):
+    with trio.fail_after(30), pytest.raises(ValueError, match="positive integer"):
         await runner.run(
             [request("c1", "echo")],
             session_id="s",

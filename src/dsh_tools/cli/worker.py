@@ -19,6 +19,26 @@ from dsh_tools.cli._loading import load_registry
 __all__ = ["main_worker"]
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsh-tools worker",
@@ -56,14 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-concurrent-batches",
-        type=int,
+        type=_positive_int,
         default=100,
         metavar="N",
         help="the most batches this worker runs at once (default: %(default)s)",
     )
     parser.add_argument(
         "--drain-timeout",
-        type=float,
+        type=_seconds,
         default=30.0,
         metavar="SECONDS",
         help="on Ctrl-C or SIGTERM, how long the batches in progress may take to finish "
