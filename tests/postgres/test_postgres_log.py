@@ -170,13 +170,10 @@ def test_a_writer_that_lost_its_lock_is_fenced_by_the_sequence_numbers(
 def test_a_lost_connection_fails_the_append_and_frees_the_session(dsn: str, session: str) -> None:
     log = PostgresSessionLog(dsn, session)
     log.append(CALL)
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks "
-            "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
-            " AND granted AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = %s)",
-            ("postgres",),
-        )
+    connection = log._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    with psycopg.connect(dsn, autocommit=True) as admin:  # only this log's own connection
+        admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
     with pytest.raises(psycopg.OperationalError):
         log.append(RESULT)
     log.close()
