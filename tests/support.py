@@ -28,7 +28,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple, TypeAlias
@@ -470,3 +470,66 @@ POSTGRES_LOG = FileLogKind(
 
 DURABLE_LOGS = (*FILE_LOGS, POSTGRES_LOG)
 """Every durable log: the file logs and ``PostgresSessionLog``."""
+
+
+def run_in_a_terminal(
+    *argv: str,
+    columns: int,
+    lines: int,
+    answers: Sequence[str] = (),
+    prompt: bytes = b"",
+    timeout: float = 120,
+) -> bytes:
+    """Run ``dsh-tools argv`` on a pseudo-terminal of ``columns`` x ``lines`` (the stdlib
+    ``pty``, colour allowed) and return all it wrote; type the next of ``answers`` each time
+    ``prompt`` appears. Fails when the command exits with a status other than 0.
+    """
+    import fcntl
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+    import time
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM")
+    }
+    env["TERM"] = "xterm-256color"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dsh_tools", *argv],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    output = bytearray()
+    remaining = list(answers)
+    answered = 0
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+            while remaining and output.count(prompt) > answered:
+                os.write(master, remaining.pop(0).encode() + b"\n")
+                answered += 1
+    finally:
+        os.close(master)
+        process.wait(timeout=30)
+    assert 0 == process.returncode, output.decode(errors="replace")
+    return bytes(output)

@@ -4,57 +4,20 @@ screen shows, colours included, and the frames drawn while the batch ran."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
 import re
-import struct
-import subprocess
-import sys
-import termios
-import time
 from pathlib import Path
 
 import pyte
+
+from support import run_in_a_terminal as run_on_a_pty
 
 COLUMNS, LINES = 110, 70
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def run_in_a_terminal(*argv: str, timeout: float = 120) -> bytes:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM")
-    }
-    env["TERM"] = "xterm-256color"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dsh_tools", *argv],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(slave)
-    output = bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            output += chunk
-    finally:
-        os.close(master)
-        process.wait(timeout=30)
-    assert 0 == process.returncode, output.decode(errors="replace")
-    return bytes(output)
+def run_in_a_terminal(*argv: str) -> bytes:
+    """Run ``dsh-tools argv`` on this file's pseudo-terminal and return all it wrote."""
+    return run_on_a_pty(*argv, columns=COLUMNS, lines=LINES)
 
 
 def screen_of(output: bytes) -> pyte.Screen:
