@@ -157,6 +157,14 @@ def first_text(result: ToolExecutionResult) -> str:
     return block.text
 
 
+def texts(batch: ToolBatch) -> list[str]:
+    """Each result's text blocks joined by a space, in model order."""
+    return [
+        " ".join(block.text for block in result.content if isinstance(block, TextBlock))
+        for result in batch.results
+    ]
+
+
 def outcome_code(result: ToolExecutionResult) -> str:
     """``"ok"`` for a success, else the error's code (``"error"`` when it carries none)."""
     if not result.is_error:

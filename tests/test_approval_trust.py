@@ -60,6 +60,7 @@ from dsh_tools import (
     snapshot_json,
 )
 from dsh_tools.testing import check_batch
+from support import texts
 
 NEVER = CancelSignal.never()
 INVALID_N = 'Error: invalid arguments: "n" must be a number'
@@ -164,6 +165,17 @@ class Lab:
 
         return answer
 
+    def wired(
+        self, *answers: ApprovalOutcome
+    ) -> tuple[MemorySessionLog, UserApproval, ToolRegistry]:
+        """A fresh session, its approval service answered by ``answerer(*answers)``, and the
+        lab's registry asking it.
+        """
+        session = MemorySessionLog()
+        approval = UserApproval(session)
+        approval.answerers.add(self.answerer(*answers))
+        return session, approval, self.registry(approval)
+
 
 def write(call_id: str, path: str = "NOTES.md") -> ToolCallRequest:
     return ToolCallRequest(
@@ -173,13 +185,6 @@ def write(call_id: str, path: str = "NOTES.md") -> ToolCallRequest:
 
 def read(call_id: str) -> ToolCallRequest:
     return ToolCallRequest(call_id=call_id, name="read", arguments="{}")
-
-
-def texts(batch: ToolBatch) -> list[str]:
-    return [
-        " ".join(block.text for block in result.content if isinstance(block, TextBlock))
-        for result in batch.results
-    ]
 
 
 async def run(
@@ -212,10 +217,7 @@ async def test_invalid_arguments_are_rejected_before_anyone_is_asked(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_ONCE))
-    registry = lab.registry(approval)
+    session, _approval, registry = lab.wired(ApprovalOutcome.ALLOWED_ONCE)
 
     batch = await run(
         registry,
@@ -356,10 +358,7 @@ async def test_allowed_session_grants_the_agent_its_tool_for_later_asks(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION))
-    registry = lab.registry(approval)
+    session, approval, registry = lab.wired(ApprovalOutcome.ALLOWED_SESSION)
     agent = Agent()
 
     first = await run(registry, session, [write("c1")], agent=agent, turn=1)
@@ -383,10 +382,7 @@ async def test_each_granted_ask_still_logs_one_asked_decided_pair(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION))
-    registry = lab.registry(approval)
+    session, _approval, registry = lab.wired(ApprovalOutcome.ALLOWED_SESSION)
 
     await run(registry, session, [write("c1"), write("c2")], agent=Agent())
 
@@ -398,10 +394,9 @@ async def test_each_granted_ask_still_logs_one_asked_decided_pair(
 
 async def test_a_grant_is_for_its_agent_only(autojump_clock: trio.testing.MockClock) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION, ApprovalOutcome.REJECTED))
-    registry = lab.registry(approval)
+    session, _approval, registry = lab.wired(
+        ApprovalOutcome.ALLOWED_SESSION, ApprovalOutcome.REJECTED
+    )
 
     await run(registry, session, [write("c1")], agent=Agent("main"), turn=1)
     other = await run(registry, session, [write("c2")], agent=Agent("helper"), turn=2)
@@ -413,10 +408,9 @@ async def test_revoke_makes_the_next_ask_go_to_the_answerers_again(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION, ApprovalOutcome.REJECTED))
-    registry = lab.registry(approval)
+    session, approval, registry = lab.wired(
+        ApprovalOutcome.ALLOWED_SESSION, ApprovalOutcome.REJECTED
+    )
     agent = Agent()
 
     await run(registry, session, [write("c1")], agent=agent, turn=1)
@@ -432,10 +426,7 @@ async def test_revoke_makes_the_next_ask_go_to_the_answerers_again(
 
 async def test_the_never_policy_wins_over_a_grant(autojump_clock: trio.testing.MockClock) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION))
-    registry = lab.registry(approval)
+    session, approval, registry = lab.wired(ApprovalOutcome.ALLOWED_SESSION)
     agent = Agent()
 
     await run(registry, session, [write("c1")], agent=agent, turn=1)
@@ -581,10 +572,7 @@ async def test_a_deferred_call_without_a_decision_stays_suspended(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.DEFERRED, ApprovalOutcome.DEFERRED))
-    registry = lab.registry(approval)
+    session, _approval, registry = lab.wired(ApprovalOutcome.DEFERRED, ApprovalOutcome.DEFERRED)
     calls = [write("w1"), write("w2")]
     first = await run(registry, session, calls, agent=Agent())
     assert ["w1", "w2"] == [call.call_id for call in first.suspended]
@@ -610,10 +598,7 @@ async def test_approvals_for_a_call_that_is_not_pending_are_a_value_error(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     lab = Lab()
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.DEFERRED))
-    registry = lab.registry(approval)
+    session, _approval, registry = lab.wired(ApprovalOutcome.DEFERRED)
     await run(registry, session, [write("w1")], agent=Agent())
     before = session.events()
 

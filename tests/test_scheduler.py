@@ -41,6 +41,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from expected import ABORTED_BEFORE_DISPATCH
+from support import texts
 
 # --- the laboratory -----------------------------------------------------------------------
 
@@ -134,13 +135,6 @@ def summarize(events: list[SessionEvent]) -> list[str]:
                 "context " + " ".join(b.text for b in event.content if isinstance(b, TextBlock))
             )
     return out
-
-
-def texts(batch: ToolBatch) -> list[str]:
-    return [
-        " ".join(b.text for b in result.content if isinstance(b, TextBlock))
-        for result in batch.results
-    ]
 
 
 def codes(batch: ToolBatch) -> list[str | None]:
