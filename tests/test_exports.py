@@ -70,6 +70,8 @@ INTERNAL: Final = frozenset(
         ("_session", "check_session_id"),
         # a database log's rows read back as events (SQLite, PostgreSQL)
         ("_session", "events_from_rows"),
+        # a FileDiff as unified-diff lines (the console answerer and replay show it)
+        ("_presentation", "unified_diff_lines"),
         # a call's card with its fallback, for the presenter and approval requests
         ("_presentation", "call_view_of"),
         ("_presentation", "generic_call_view"),

@@ -58,7 +58,7 @@ from ._execution import (
 from ._grants import agent_name, grants_in
 from ._hooks import HookList, HookPoint, PreExecuteHook, PreExecuteNext, waterfall
 from ._pipeline import PipelineHost
-from ._presentation import DiffCallView, TerminalCallView
+from ._presentation import DiffCallView, TerminalCallView, unified_diff_lines
 from ._printable import printable
 from ._session import (
     ApprovalAskedEvent,
@@ -596,21 +596,9 @@ def describe_call(request: ApprovalRequest) -> str:
             lines.append(f"  ({printable(view.description, multiline=False)})")
         return "\n".join(lines)
     if isinstance(view, DiffCallView):
-        import difflib  # only an answerer that shows a diff needs it
-
         lines = [printable(view.title, multiline=False)]
         for diff in view.diffs:
-            old = [] if diff.old_text is None else diff.old_text.splitlines(keepends=True)
-            new = diff.new_text.splitlines(keepends=True)
-            path = printable(diff.path, multiline=False)
-            for line in difflib.unified_diff(
-                old,
-                new,
-                fromfile="/dev/null" if diff.old_text is None else path,
-                tofile=path,
-                lineterm="",
-            ):
-                lines.append(printable(line.rstrip("\n"), multiline=False))
+            lines.extend(unified_diff_lines(diff))
         return "\n".join(lines)
     lines = [printable(view.title, multiline=False)]
     if view.raw_input is not None:

@@ -17,6 +17,7 @@ import attrs
 from ._content import ContentBlock
 from ._errors import JsonSnapshotError
 from ._json import JsonValue, snapshot_json
+from ._printable import printable
 
 __all__ = [
     "DiffCallView",
@@ -32,6 +33,7 @@ __all__ = [
     "ToolResultView",
     "call_view_of",
     "generic_call_view",
+    "unified_diff_lines",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
@@ -190,3 +192,24 @@ def call_view_of(
         error = TypeError(f"present_call returned {type(view).__name__}, not a ToolCallView")
         return generic_call_view(name, arguments), error
     return view, None
+
+
+def unified_diff_lines(diff: FileDiff) -> list[str]:
+    """``diff`` as the lines of a unified diff (``/dev/null`` for a new file), each made
+    printable (internal: what the console answerer and ``dsh-tools replay`` show).
+    """
+    import difflib  # only a view that shows a diff needs it
+
+    old = [] if diff.old_text is None else diff.old_text.splitlines(keepends=True)
+    new = diff.new_text.splitlines(keepends=True)
+    path = printable(diff.path, multiline=False)
+    return [
+        printable(line.rstrip("\n"))
+        for line in difflib.unified_diff(
+            old,
+            new,
+            fromfile="/dev/null" if diff.old_text is None else path,
+            tofile=path,
+            lineterm="",
+        )
+    ]

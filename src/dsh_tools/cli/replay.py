@@ -20,7 +20,6 @@ surrogates are shown as visible escapes (``\x1b]0;``) and never reach the termin
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
@@ -62,6 +61,7 @@ from dsh_tools import (
     read_session_log,
     thaw_json,
 )
+from dsh_tools._presentation import unified_diff_lines
 from dsh_tools._printable import printable
 from dsh_tools.cli._loading import load_registry
 
@@ -108,12 +108,8 @@ def _clip(text: str) -> Text:
 
 
 def _diff(diff: FileDiff) -> Syntax:
-    old = (diff.old_text or "").splitlines(keepends=True)
-    new = diff.new_text.splitlines(keepends=True)
-    path = _line(diff.path)
-    label = "/dev/null" if diff.old_text is None else path
-    text = printable("".join(difflib.unified_diff(old, new, label, path)))
-    return Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
+    text = "\n".join(unified_diff_lines(diff))
+    return Syntax(text, "diff", theme="ansi_dark", background_color="default")
 
 
 def _call_card(event: ToolCallEvent, view: ToolCallView) -> Panel:
