@@ -288,10 +288,6 @@ class ToolPresenter:
         return f"<ToolPresenter agent={self._agent!r} pending={len(self._pending)}>"
 
 
-def _amount(value: float) -> str:
-    return format_js_number(value)
-
-
 def progress_text(event: ToolProgressEvent) -> str:
     """One line for a progress event: ``"<message> (<progress>/<total>)"``, with the parts
     it has (``"fetching"``, ``"3/10"``, ``"fetching (3)"``); amounts are shown as given, never
@@ -299,11 +295,11 @@ def progress_text(event: ToolProgressEvent) -> str:
     """
     amounts = ""
     if event.progress is not None:
-        amounts = _amount(event.progress)
+        amounts = format_js_number(event.progress)
         if event.total is not None:
-            amounts += "/" + _amount(event.total)
+            amounts += "/" + format_js_number(event.total)
     elif event.total is not None:
-        amounts = "?/" + _amount(event.total)
+        amounts = "?/" + format_js_number(event.total)
     if event.message is not None:
         return f"{event.message} ({amounts})" if amounts else event.message
     if amounts:

@@ -196,12 +196,8 @@ class ProgressState:
         return self
 
     def end(self) -> None:
-        """The body has ended: emit the pending report; later reports are refused."""
+        """The body has ended: emit the pending report, if any; later reports are refused."""
         self.ended = True
-        self.flush()
-
-    def flush(self) -> None:
-        """Emit the pending report, if any."""
         if not self._pending:
             return
         self._pending = False
