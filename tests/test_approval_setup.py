@@ -218,3 +218,22 @@ async def test_an_opaque_policy_without_any_answerer_is_not_warned_about_at_setu
         warnings.simplefilter("error")
         await run_tool_calls(registry, [], signal=NEVER, agent="main")
         await run_tool_calls(registry, [], signal=NEVER)
+
+
+async def test_an_opaque_policy_whose_answerers_all_listen_to_other_agents_warns_at_setup() -> None:
+    # no ask_before policy: what the library sees is an answerer meant for another agent only
+    session = MemorySessionLog()
+    approval = UserApproval(session)
+    approval.scope("helper").answerers.add(_allow)
+    registry = _registry(approval)
+
+    async def policy(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
+        return await next()
+
+    registry.hooks.pre_execute.add(policy)
+
+    with pytest.warns(ApprovalSetupWarning, match="no approval answerer hears agent 'main'"):
+        await run_tool_calls(registry, [], signal=NEVER, agent="main")
+    with warnings.catch_warnings():  # the agent its answerer hears: nothing to say
+        warnings.simplefilter("error")
+        await run_tool_calls(registry, [], signal=NEVER, agent="helper")

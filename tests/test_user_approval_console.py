@@ -20,6 +20,7 @@ from dsh_tools import (
     GenericCallView,
     MemorySessionLog,
     TerminalCallView,
+    TextBlock,
     TurnStartEvent,
     UserApproval,
     console_answerer,
@@ -182,11 +183,12 @@ async def test_one_question_at_a_time() -> None:
     assert 3 == len(entered)
 
 
-async def test_a_allows_the_tool_for_the_session() -> None:
-    read_line, _ = _lines("a")
-    answer = console_answerer(read_line=read_line, show=lambda _text: None)
+async def test_a_or_always_allows_the_tool_for_the_session() -> None:
+    for line in ("a", " Always "):
+        read_line, _ = _lines(line)
+        answer = console_answerer(read_line=read_line, show=lambda _text: None)
 
-    assert ApprovalOutcome.ALLOWED_SESSION == await answer(_request(), _fallback)
+        assert ApprovalOutcome.ALLOWED_SESSION == await answer(_request(), _fallback)
 
 
 async def test_the_call_is_shown_before_the_question() -> None:
@@ -215,10 +217,15 @@ def test_a_command_is_shown_as_the_command_and_other_calls_as_their_arguments() 
         view=GenericCallView(title="fetch", raw_input={"url": "https://example.com"}),
     )
     bare = attrs.evolve(_request(), arguments=snapshot_json({"n": 1}))
+    described = attrs.evolve(
+        _request(),
+        view=GenericCallView(title="search", content=(TextBlock(text="for TODO\x1b[2J"),)),
+    )
 
     assert [
         "$ rm -rf build\n  in /w\n  (cleans)",
         'fetch\n{\n  "url": "https://example.com"\n}',
         '{\n  "n": 1\n}',
         "",
-    ] == [describe_call(r) for r in (terminal, generic, bare, _request())]
+        "search\nfor TODO\\x1b[2J",
+    ] == [describe_call(r) for r in (terminal, generic, bare, _request(), described)]
