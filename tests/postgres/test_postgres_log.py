@@ -72,6 +72,20 @@ def test_create_schema_twice_creates_it_once_and_logs_use_it(dsn: str) -> None:
     assert [CALL] == PostgresSessionLog.read(dsn, "s", schema="twice")
 
 
+def test_a_schema_of_another_version_is_refused_by_create_schema_and_by_a_log(dsn: str) -> None:
+    create_schema(dsn, schema="older")
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("UPDATE older.meta SET version = 99")
+    for attempt in (
+        lambda: create_schema(dsn, schema="older"),
+        lambda: PostgresSessionLog(dsn, "s", schema="older"),
+    ):
+        with pytest.raises(
+            ValueError, match=r"schema 'older' holds session logs of schema version \[99\]"
+        ):
+            attempt()
+
+
 def test_the_command_creates_the_schema(dsn: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "dsh_tools.postgres", "create-schema", dsn, "--schema", "cli"],

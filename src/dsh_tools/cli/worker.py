@@ -71,8 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-synchronous-commit",
         action="store_true",
-        help="let PostgreSQL acknowledge an event before it is on its disk (about 2-3x faster "
-        "appends; a crash of the database server may lose the last events)",
+        help="let PostgreSQL acknowledge an event before it is on its disk (appends wait for no "
+        "disk flush; a crash of the database server may lose the last events)",
     )
     parser.add_argument(
         "--max-concurrent-batches",
