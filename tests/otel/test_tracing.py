@@ -489,9 +489,16 @@ async def test_disposing_the_tracing_stops_the_progress_events(
         context.report_progress(message="working")
         return "ok"
 
+    from dsh_tools import _progress
+
+    before = list(_progress._OBSERVERS)  # pyright: ignore[reportPrivateUsage]
     registry = ToolRegistry()
     registry.register(spec_tool("work", body))
-    install_tracing(registry, tracer_provider=provider)()
+    dispose = install_tracing(registry, tracer_provider=provider)
+    assert _progress._OBSERVERS  # pyright: ignore[reportPrivateUsage]
+    dispose()
     await run_calls(registry, request("call-1", "work"))
 
+    # disposing leaves the process-wide observers as they were before (none added for good)
+    assert before == _progress._OBSERVERS  # pyright: ignore[reportPrivateUsage]
     assert () == tool_spans(exporter)
