@@ -130,14 +130,18 @@ def events_from_rows(rows: Iterable[tuple[object, ...]], name: str) -> list[Sess
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
-        try:
-            event = session_event_from_json(data)
-        except (ValueError, RecursionError) as exc:
-            raise SessionLogCorruptError(
-                name, number, f"not a session event ({json_problem(exc)})"
-            ) from exc
-        events.append(event)
+        events.append(_event_at(data, name, number))
     return events
+
+
+def _event_at(data: object, name: str, number: int) -> SessionEvent:
+    """The event a log's line or row ``number`` holds (``data``: its JSON)."""
+    try:
+        return session_event_from_json(data)
+    except (ValueError, RecursionError) as exc:
+        raise SessionLogCorruptError(
+            name, number, f"not a session event ({json_problem(exc)})"
+        ) from exc
 
 
 def check_session_id(session_id: object) -> str:
@@ -1029,13 +1033,7 @@ def _parse_log(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, b
             if last:
                 return events, start, False
             raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
-        try:
-            event = session_event_from_json(data)
-        except (ValueError, RecursionError) as exc:
-            raise SessionLogCorruptError(
-                name, number, f"not a session event ({json_problem(exc)})"
-            ) from exc
-        events.append(event)
+        events.append(_event_at(data, name, number))
         if last:
             return events, None, True
         start = end + 1
