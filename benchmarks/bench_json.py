@@ -21,7 +21,7 @@ from dsh_tools import snapshot_json
 def typical_arguments() -> dict[str, Any]:
     """What a model typically sends to a file-search tool: ten keys, small values."""
     return {
-        "path": "src/dsh_tools/_registry.py",
+        "path": "src/dsh_tools/_pipeline/_registry.py",
         "pattern": r"def (execute|register)\(",
         "offset": 120,
         "limit": 200,

@@ -31,9 +31,9 @@ from dsh_tools import (
     thaw_json,
     validate_args,
 )
-from dsh_tools._attrs_schema import derive_attrs_schema
-from dsh_tools._converter import converter
-from dsh_tools._schema import compile_spec
+from dsh_tools._values._attrs_schema import derive_attrs_schema
+from dsh_tools._values._converter import converter
+from dsh_tools._values._schema import compile_spec
 
 TARGET_SPEEDUP = 3.0
 

@@ -56,7 +56,7 @@ from dsh_tools import (
     UserSource,
     snapshot_json,
 )
-from dsh_tools._json import MAX_SAFE_INTEGER
+from dsh_tools._values._json import MAX_SAFE_INTEGER
 
 T = TypeVar("T")
 

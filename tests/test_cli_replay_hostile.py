@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from dsh_tools import JsonlSessionLog, read_session_log, session_event_from_json
-from dsh_tools._printable import printable
+from dsh_tools._values._printable import printable
 from dsh_tools.cli.replay import main_replay
 from hostile_logs import ESCAPES, HOSTILE_TEXTS, all_hostile_events, hostile_events, write_log
 from test_cli_terminal import run_in_a_terminal, screen_of

@@ -16,7 +16,7 @@ from dsh_tools import (
     ToolResultBlock,
     UserSource,
 )
-from dsh_tools._results import freeze_context
+from dsh_tools._pipeline._results import freeze_context
 from strategies import content_blocks, hook_contexts
 
 

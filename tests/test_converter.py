@@ -50,7 +50,7 @@ from dsh_tools import (
     register_content_block,
     snapshot_json,
 )
-from dsh_tools._converter import register_wire_class
+from dsh_tools._values._converter import register_wire_class
 from strategies import any_public_value, public_values_by_kind
 
 # --- round trips ---------------------------------------------------------------------------

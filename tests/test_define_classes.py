@@ -20,7 +20,7 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
-from dsh_tools._execution import new_execution_token
+from dsh_tools._values._execution import new_execution_token
 
 
 async def _run(definition: ToolDefinition, arguments: object) -> object:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dsh_tools import FileDiff
-from dsh_tools._presentation import unified_diff_lines
+from dsh_tools._values._presentation import unified_diff_lines
 
 
 def test_a_new_file_is_a_diff_from_dev_null() -> None:

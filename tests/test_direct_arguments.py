@@ -23,8 +23,8 @@ from dsh_tools import (
     run_tool_calls,
     snapshot_json,
 )
-from dsh_tools._attrs_schema import derive_attrs_schema
-from dsh_tools._converter import cattrs_generated
+from dsh_tools._values._attrs_schema import derive_attrs_schema
+from dsh_tools._values._converter import cattrs_generated
 
 NEVER = CancelSignal.never()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh_tools import Disposer
-from dsh_tools._disposer import DisposerGroup
+from dsh_tools._values._disposer import DisposerGroup
 
 
 def _counting() -> tuple[Disposer, list[str]]:

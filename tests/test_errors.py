@@ -18,7 +18,7 @@ from dsh_tools import (
     ToolNotFoundError,
     error_message,
 )
-from dsh_tools._results import INTERRUPTED, error_info
+from dsh_tools._pipeline._results import INTERRUPTED, error_info
 from dsh_tools._texts import format_js_json, format_js_number
 
 

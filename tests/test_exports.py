@@ -22,71 +22,71 @@ INTERNAL: Final = frozenset(
     {
         # the converter's hook for the package's own wire classes (the public face is
         # register_content_block)
-        ("_converter", "register_wire_class"),
+        ("_values._converter", "register_wire_class"),
         # the annotation fix-up dsh_tools runs before renaming its classes' __module__
-        ("_converter", "resolve_types"),
+        ("_values._converter", "resolve_types"),
         # whether a class's structure hook is cattrs' own (define_tool then calls the class)
-        ("_converter", "cattrs_generated"),
+        ("_values._converter", "cattrs_generated"),
         # what a body's context reads from its call
-        ("_execution", "ContextFields"),
+        ("_values._execution", "ContextFields"),
         # the registry's listener storage; users reach it through HookPoint
-        ("_hooks", "HookList"),
-        ("_hooks", "HookLists"),
+        ("_pipeline._hooks", "HookList"),
+        ("_pipeline._hooks", "HookLists"),
         # the one builder of hook chains (pre/post_execute, execute wrappers, approval answerers)
-        ("_hooks", "waterfall"),
+        ("_pipeline._hooks", "waterfall"),
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
-        ("_definition", "check_timeout"),
-        ("_definition", "check_seconds"),
-        ("_definition", "check_char_budget"),
-        ("_execution", "ProgressReceiver"),
-        ("_execution", "check_progress_amount"),
-        ("_progress", "ProgressSink"),
-        ("_progress", "ProgressState"),
-        ("_progress", "TimeoutSettings"),
-        ("_progress", "check_duration"),
+        ("_values._definition", "check_timeout"),
+        ("_values._definition", "check_seconds"),
+        ("_values._definition", "check_char_budget"),
+        ("_values._execution", "ProgressReceiver"),
+        ("_values._execution", "check_progress_amount"),
+        ("_pipeline._progress", "ProgressSink"),
+        ("_pipeline._progress", "ProgressState"),
+        ("_pipeline._progress", "TimeoutSettings"),
+        ("_pipeline._progress", "check_duration"),
         # the OpenTelemetry instrumentation hears emitted progress through it
-        ("_progress", "add_progress_observer"),
-        ("_scheduler", "current_turn"),
-        ("_results", "idle_timeout_result"),
+        ("_pipeline._progress", "add_progress_observer"),
+        ("_scheduling._scheduler", "current_turn"),
+        ("_pipeline._results", "idle_timeout_result"),
         ("_texts", "output_omitted"),
         ("_texts", "output_spilled"),
         ("_texts", "call_budget_per_tool"),
         ("_texts", "call_budget_per_turn"),
         ("_texts", "call_budget_repeated"),
-        ("_definition", "is_async_body"),
+        ("_values._definition", "is_async_body"),
         # the classification rule, shared by execution_mode and the scheduler
-        ("_definition", "runs_in_parallel"),
+        ("_values._definition", "runs_in_parallel"),
         # a define_tool body's validator, read by the pipeline to validate before any policy
-        ("_definition", "argument_validator"),
+        ("_values._definition", "argument_validator"),
         # the folds of a session log's grants and pending requests (approval, scheduler, resume)
-        ("_grants", "agent_name"),
-        ("_grants", "grants_in"),
-        ("_grants", "pending_requests"),
+        ("_sessions._grants", "agent_name"),
+        ("_sessions._grants", "grants_in"),
+        ("_sessions._grants", "pending_requests"),
         # a suspended call of a resumed batch, settled on its deferred decision
-        ("_pipeline", "resume_suspended"),
+        ("_pipeline._call", "resume_suspended"),
         # the result a logged tool/result records (the Temporal runner reads batches back)
-        ("_resume", "logged_result"),
+        ("_scheduling._resume", "logged_result"),
         # the one check of a session log's session id (SQLite, PostgreSQL, the Temporal runner)
-        ("_session", "check_session_id"),
+        ("_sessions._session", "check_session_id"),
         # a database log's rows read back as events (SQLite, PostgreSQL)
-        ("_session", "events_from_rows"),
+        ("_sessions._session", "events_from_rows"),
         # a FileDiff as unified-diff lines (the console answerer and replay show it)
-        ("_presentation", "unified_diff_lines"),
+        ("_values._presentation", "unified_diff_lines"),
         # a call's card with its fallback, for the presenter and approval requests
-        ("_presentation", "call_view_of"),
-        ("_presentation", "generic_call_view"),
+        ("_values._presentation", "call_view_of"),
+        ("_values._presentation", "generic_call_view"),
         # the batch-setup check of approval wiring (run_tool_calls, resume_tool_calls)
-        ("_approval", "check_approval_setup"),
+        ("_pipeline._approval", "check_approval_setup"),
         # the placeholder of a call whose approval was deferred
-        ("_results", "approval_pending_result"),
+        ("_pipeline._results", "approval_pending_result"),
         # define_tool's derivation of a spec from an attrs class
-        ("_attrs_schema", "DerivedSchema"),
-        ("_attrs_schema", "derive_attrs_schema"),
-        ("_attrs_schema", "is_argument_class"),
-        ("_attrs_schema", "typeddict_required_keys"),
+        ("_values._attrs_schema", "DerivedSchema"),
+        ("_values._attrs_schema", "derive_attrs_schema"),
+        ("_values._attrs_schema", "is_argument_class"),
+        ("_values._attrs_schema", "typeddict_required_keys"),
         # @tool's body, which registry.tool shares, and the define_tool it builds on
-        ("_tool", "function_tool"),
-        ("_define", "build_definition"),
+        ("_pipeline._tool", "function_tool"),
+        ("_pipeline._define", "build_definition"),
         # the text for an exception whose str() raises
         ("_texts", "UNPRINTABLE"),
         # the pipeline's model-facing texts, in the one module of texts
@@ -106,104 +106,115 @@ INTERNAL: Final = frozenset(
         ("_texts", "format_js_number"),
         # the one way text from a model, a tool, a server or a log is made safe to print,
         # shared by the CLI views, the demo and the console answerer
-        ("_printable", "printable"),
+        ("_values._printable", "printable"),
         # the JSON safe-integer bound the snapshot enforces (tests draw integers within it)
-        ("_json", "MAX_SAFE_INTEGER"),
+        ("_values._json", "MAX_SAFE_INTEGER"),
         # the validate-once memo: compile_spec records which validator accepted a frozen value
-        ("_json", "CHECKED_BY"),
-        ("_json", "mark_checked"),
+        ("_values._json", "CHECKED_BY"),
+        ("_values._json", "mark_checked"),
         # the pipeline's constructors for a token and a fast success result
-        ("_execution", "new_execution_token"),
+        ("_values._execution", "new_execution_token"),
         # what one batch writes to its session log (the scheduler's recorder)
-        ("_batch_log", "BatchLog"),
+        ("_sessions._batch_log", "BatchLog"),
         # what a scope uses to own the registrations made through it
-        ("_disposer", "DisposerGroup"),
+        ("_values._disposer", "DisposerGroup"),
         # the one check of an approval policy, and of a turn, step or seq number
-        ("_session", "BatchEndReason"),
-        ("_session", "check_approval_policy"),
-        ("_session", "check_count"),
+        ("_sessions._session", "BatchEndReason"),
+        ("_sessions._session", "check_approval_policy"),
+        ("_sessions._session", "check_count"),
         # the one reading of an approval answer, shared by the approval service and the pipeline
-        ("_execution", "read_approval_outcome"),
-        ("_execution", "run_context"),
-        ("_definition", "BodyPlan"),
-        ("_definition", "register_checked_body"),
+        ("_values._execution", "read_approval_outcome"),
+        ("_values._execution", "run_context"),
+        ("_values._definition", "BodyPlan"),
+        ("_values._definition", "register_checked_body"),
         # what the bodies of one batch share (their attempt and idempotency key)
-        ("_execution", "RunBatch"),
-        ("_content", "text_block"),
-        ("_execution", "success_result"),
-        ("_execution", "text_success"),
-        ("_json", "flat_object"),
-        ("_pipeline", "ALLOWED"),
-        ("_pipeline", "HasExecution"),
-        ("_pipeline", "PENDING"),
-        ("_pipeline", "REPLAYED"),
-        ("_pipeline", "SUSPENDED"),
+        ("_values._execution", "RunBatch"),
+        ("_values._content", "text_block"),
+        ("_values._execution", "success_result"),
+        ("_values._execution", "text_success"),
+        ("_values._json", "flat_object"),
+        ("_pipeline._call", "ALLOWED"),
+        ("_pipeline._call", "HasExecution"),
+        ("_pipeline._call", "PENDING"),
+        ("_pipeline._call", "REPLAYED"),
+        ("_pipeline._call", "SUSPENDED"),
         # the stages of one call, driven by the registry and the scheduler
-        ("_pipeline", "CallEnv"),
-        ("_pipeline", "CallRequest"),
-        ("_pipeline", "PipelineHost"),
-        ("_pipeline", "PreparedCall"),
-        ("_pipeline", "prepare"),
-        ("_pipeline", "open_call"),
+        ("_pipeline._call", "CallEnv"),
+        ("_pipeline._call", "CallRequest"),
+        ("_pipeline._call", "PipelineHost"),
+        ("_pipeline._call", "PreparedCall"),
+        ("_pipeline._call", "prepare"),
+        ("_pipeline._call", "open_call"),
         # the canonical results and the final check (stage 9), shared by the pipeline, the
         # scheduler and the timeout policy
-        ("_results", "ABANDONED"),
-        ("_results", "ABORTED"),
-        ("_results", "ABORTED_BEFORE_DISPATCH"),
-        ("_results", "INVALID_ARGUMENTS"),
-        ("_results", "INTERRUPTED"),
-        ("_results", "INVALID_RESULT"),
-        ("_results", "TOOL_INTERRUPTED_ERROR_NAME"),
-        ("_results", "TOOL_TIMEOUT_ERROR_NAME"),
-        ("_results", "Invalid"),
-        ("_results", "describe"),
-        ("_results", "error_result"),
-        ("_results", "freeze_context"),
-        ("_results", "freeze_result"),
-        ("_results", "is_return_value"),
-        ("_results", "kind"),
-        ("_results", "normalize"),
-        ("_results", "printable"),
-        ("_results", "reason_text"),
-        ("_results", "text_error"),
-        ("_results", "timeout_result"),
-        ("_results", "valid_str"),
+        ("_pipeline._results", "ABANDONED"),
+        ("_pipeline._results", "ABORTED"),
+        ("_pipeline._results", "ABORTED_BEFORE_DISPATCH"),
+        ("_pipeline._results", "INVALID_ARGUMENTS"),
+        ("_pipeline._results", "INTERRUPTED"),
+        ("_pipeline._results", "INVALID_RESULT"),
+        ("_pipeline._results", "TOOL_INTERRUPTED_ERROR_NAME"),
+        ("_pipeline._results", "TOOL_TIMEOUT_ERROR_NAME"),
+        ("_pipeline._results", "Invalid"),
+        ("_pipeline._results", "describe"),
+        ("_pipeline._results", "error_result"),
+        ("_pipeline._results", "freeze_context"),
+        ("_pipeline._results", "freeze_result"),
+        ("_pipeline._results", "is_return_value"),
+        ("_pipeline._results", "kind"),
+        ("_pipeline._results", "normalize"),
+        ("_pipeline._results", "printable"),
+        ("_pipeline._results", "reason_text"),
+        ("_pipeline._results", "text_error"),
+        ("_pipeline._results", "timeout_result"),
+        ("_pipeline._results", "valid_str"),
         # one signal for several: the pipeline (wrapper signals) and the timeout policy use it
-        ("_signal", "fuse"),
+        ("_values._signal", "fuse"),
         # the lane of a batch finished from its log, and the argument checks it shares with
         # run_tool_calls
-        ("_scheduler", "DEFAULT_MAX_PARALLEL_TOOL_CALLS"),
-        ("_scheduler", "ResumedBatch"),
-        ("_scheduler", "capacity_of"),
-        ("_scheduler", "check_cap"),
-        ("_scheduler", "check_entry"),
-        ("_scheduler", "check_capacity_limits"),
+        ("_scheduling._scheduler", "DEFAULT_MAX_PARALLEL_TOOL_CALLS"),
+        ("_scheduling._scheduler", "ResumedBatch"),
+        ("_scheduling._scheduler", "capacity_of"),
+        ("_scheduling._scheduler", "check_cap"),
+        ("_scheduling._scheduler", "check_entry"),
+        ("_scheduling._scheduler", "check_capacity_limits"),
         # the scheduler's way to the pipeline host of the registry it was given
-        ("_registry", "pipeline_host"),
+        ("_pipeline._registry", "pipeline_host"),
         # shared between the core's modules: the content and meta readers, the converter's
         # content classes and wire messages, the compiled spec validator, the error info of
         # an exception, the definition's field check, the session log's event encoding
-        ("_content", "content_blocks"),
-        ("_content", "unchecked_meta"),
-        ("_converter", "content_block_classes"),
-        ("_converter", "wire_error_messages"),
-        ("_definition", "check_definition_fields"),
-        ("_results", "error_info"),
-        ("_json", "json_kind"),
-        ("_schema", "compile_spec"),
-        ("_session", "check_event"),
-        ("_session", "encode_event_line"),
-        ("_session", "json_problem"),
+        ("_values._content", "content_blocks"),
+        ("_values._content", "unchecked_meta"),
+        ("_values._converter", "content_block_classes"),
+        ("_values._converter", "wire_error_messages"),
+        ("_values._definition", "check_definition_fields"),
+        ("_pipeline._results", "error_info"),
+        ("_values._json", "json_kind"),
+        ("_values._schema", "compile_spec"),
+        ("_sessions._session", "check_event"),
+        ("_sessions._session", "encode_event_line"),
+        ("_sessions._session", "json_problem"),
     }
 )
 
 
 def _private_modules() -> dict[str, types.ModuleType]:
-    return {
-        info.name: importlib.import_module(f"dsh_tools.{info.name}")
-        for info in pkgutil.iter_modules(dsh_tools.__path__)
-        if info.name.startswith("_") and not info.name.startswith("__")
-    }
+    """Every private module of the core by its name under ``dsh_tools`` (``_values._json``): the
+    private modules at the top and those of the private subpackages (``_values``, ``_sessions``,
+    ...), whose ``__init__`` holds only a docstring."""
+    found: dict[str, types.ModuleType] = {}
+    for info in pkgutil.iter_modules(dsh_tools.__path__):
+        if not info.name.startswith("_") or info.name.startswith("__"):
+            continue
+        module = importlib.import_module(f"dsh_tools.{info.name}")
+        if not info.ispkg:
+            found[info.name] = module
+            continue
+        assert not hasattr(module, "__all__"), f"{info.name} re-exports: the top package does"
+        for inner in pkgutil.iter_modules(module.__path__):
+            name = f"{info.name}.{inner.name}"
+            found[name] = importlib.import_module(f"dsh_tools.{name}")
+    return found
 
 
 def _module_exports() -> set[tuple[str, str]]:
@@ -269,16 +280,22 @@ def test_the_version_is_the_distribution_version_of_pyproject() -> None:
 
 
 def _relative_imports() -> list[tuple[str, str, str]]:
-    """``(importing file, private module, name)`` for each ``from ._x import name`` in src."""
+    """``(importing file, private module, name)`` for each ``from ._x import name`` (or
+    ``from dsh_tools._x._y import name``) in src."""
     root = Path(dsh_tools.__file__).parent
     found: list[tuple[str, str, str]] = []
     for path in sorted(root.rglob("*.py")):
         package = path.relative_to(root.parent).with_suffix("").parts[:-1]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.ImportFrom) or node.level == 0 or node.module is None:
+            if not isinstance(node, ast.ImportFrom) or node.module is None:
                 continue
-            base = package[: len(package) - node.level + 1]
-            target = ".".join((*base, node.module))
+            if node.level == 0:
+                if not node.module.startswith("dsh_tools."):
+                    continue
+                target = node.module
+            else:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join((*base, node.module))
             if target.rsplit(".", 1)[-1].startswith("_"):
                 found.extend(
                     (path.name, target, alias.name) for alias in node.names if alias.name != "*"

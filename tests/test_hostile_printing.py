@@ -21,7 +21,7 @@ from dsh_tools import (
     ToolExecutionResult,
     console_answerer,
 )
-from dsh_tools._printable import printable
+from dsh_tools._values._printable import printable
 from dsh_tools.cli.live_demo import model_receives
 from dsh_tools.demo import DemoBatch, render_batch
 from hostile_logs import HOSTILE_TEXTS

@@ -19,7 +19,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-import dsh_tools._schema
+import dsh_tools._values._schema
 from dsh_tools import (
     TOOL_ABORTED,
     BatchEndEvent,
@@ -48,16 +48,16 @@ from dsh_tools import (
     snapshot_json,
     validate_args,
 )
-from dsh_tools._content import text_block
-from dsh_tools._execution import (
+from dsh_tools._scheduling._scheduler import _STEPS_PER_CHECKPOINT  # pyright: ignore[reportPrivateUsage]
+from dsh_tools._values._content import text_block
+from dsh_tools._values._execution import (
     ContextFields,
     new_execution_token,
     run_context,
     success_result,
     text_success,
 )
-from dsh_tools._json import MAX_SAFE_INTEGER
-from dsh_tools._scheduler import _STEPS_PER_CHECKPOINT  # pyright: ignore[reportPrivateUsage]
+from dsh_tools._values._json import MAX_SAFE_INTEGER
 
 NEVER = CancelSignal.never()
 SPEC: SchemaSpec = {
@@ -289,7 +289,7 @@ async def test_a_calls_arguments_are_validated_once_for_its_classifier_and_body(
 
     # a frozen object is marked once per validator that accepts it: once per call here
     with mock.patch.object(
-        dsh_tools._schema, "mark_checked", wraps=dsh_tools._schema.mark_checked
+        dsh_tools._values._schema, "mark_checked", wraps=dsh_tools._values._schema.mark_checked
     ) as checks:
         batch = await run_tool_calls(registry, calls, signal=NEVER)
 

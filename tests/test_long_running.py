@@ -33,7 +33,7 @@ from dsh_tools import (
 from dsh_tools import (
     tool as function_tool,
 )
-from dsh_tools._execution import new_execution_token
+from dsh_tools._values._execution import new_execution_token
 from support import execution_input, registry_with, request, run_calls, tool
 
 

@@ -36,9 +36,11 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
 )
-from dsh_tools._pipeline import prepare
-from dsh_tools._registry import pipeline_host
-from dsh_tools._results import ABORTED_BEFORE_DISPATCH as CANONICAL_ABORTED_BEFORE_DISPATCH
+from dsh_tools._pipeline._call import prepare
+from dsh_tools._pipeline._registry import pipeline_host
+from dsh_tools._pipeline._results import (
+    ABORTED_BEFORE_DISPATCH as CANONICAL_ABORTED_BEFORE_DISPATCH,
+)
 from expected import ABORTED_BEFORE_DISPATCH
 from support import (
     Agent,

@@ -25,7 +25,7 @@ from dsh_tools import (
     register_content_block,
     snapshot_json,
 )
-from dsh_tools._results import ABORTED, INVALID_RESULT, Invalid, freeze_result
+from dsh_tools._pipeline._results import ABORTED, INVALID_RESULT, Invalid, freeze_result
 from support import execution_input, registry_with, tool
 
 INVALID = ToolExecutionResult(

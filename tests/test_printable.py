@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_tools._printable import printable
+from dsh_tools._values._printable import printable
 
 
 @pytest.mark.parametrize(

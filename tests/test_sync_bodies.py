@@ -35,7 +35,7 @@ from dsh_tools import (
     install_timeout_policy,
     run_tool_calls,
 )
-from dsh_tools._registry import pipeline_host
+from dsh_tools._pipeline._registry import pipeline_host
 from expected import ABORTED, ABORTED_BEFORE_DISPATCH
 from support import execution_input, first_text, registry_with, string_tool, tool
 

@@ -27,7 +27,7 @@ from dsh_tools import (
     define_tool,
     run_tool_calls,
 )
-from dsh_tools._execution import new_execution_token
+from dsh_tools._values._execution import new_execution_token
 from dsh_tools.testing import check_batch, hang, scripted_tool, sleep
 
 CALLS = (

@@ -25,7 +25,7 @@ from dsh_tools import (
     ToolRunContext,
     install_timeout_policy,
 )
-from dsh_tools._results import timeout_result
+from dsh_tools._pipeline._results import timeout_result
 from expected import ABORTED
 from support import execution_input, registry_with, tool
 

@@ -30,7 +30,7 @@ from dsh_tools import (
     thaw_json,
     tool,
 )
-from dsh_tools._execution import new_execution_token
+from dsh_tools._values._execution import new_execution_token
 from support import first_text, jsonschema_accepts
 
 

@@ -4,7 +4,7 @@ The public namespace only re-exports names from private modules; see the docs fo
 """
 
 # Layer map, top to bottom (imports point down only; modules on one line do not import each
-# other). pyproject.toml's import-linter contract checks it, TYPE_CHECKING imports included.
+# other). pyproject.toml's import-linter contracts check it, TYPE_CHECKING imports included.
 #
 #   CLI          __main__
 #   command line cli (its worker command runs temporal)
@@ -12,68 +12,20 @@ The public namespace only re-exports names from private modules; see the docs fo
 #                extras; never imported from the core)
 #   session logs postgres (the PostgreSQL session log temporal's workers write)
 #   demo         demo (the bundled demo agent: a product on top of the core)
-#   budgets      _resume (resume_tool_calls, recover_session) _call_budget (a pre_execute
-#                policy; reads the running batch's turn)
-#   batches      _presenter (views for events) _scheduler _timeout (a policy)
-#                _output_budget _retry (execute-wrapper policies)
-#                _timeline (when each body ran)
-#   registry     _registry _approval (the user-approval service) _batch_log (a batch's
-#                session events) _sqlite_log (the SQLite session log)
-#   functions    _tool (@tool: a definition from a function's signature and docstring)
-#                _grants (session grants folded from the log)
-#   one call     _pipeline (the stages; gets a PipelineHost, never the registry) _session
-#                _define (define_tool)
-#   results      _results (the canonical results, stage 9's check) _hooks
-#                _progress (a body's progress reports, the registry's timeout settings)
-#   batch values _batch (a batch's calls, results, and what a batch hook is told)
-#   converter    _converter (cattrs, for the values)
-#   definitions  _definition
-#   values       _execution _attrs_schema (specs from attrs classes)
-#                _output_schema (the output-schema subset)
-#                _presentation (call and result views; an approval request carries one)
-#                _schema (the schema DSL)
-#                _signal _content _arguments
-#                _disposer _json _printable (text made safe to print)
-#                _errors (every exception, in one tree)
-#                _texts (result codes, error_message, JavaScript's number and JSON text)
+#   _policies    what a loop installs on a registry: _call_budget, then _timeout _retry
+#                _output_budget _timeline (execute wrappers) _presenter (views for events)
+#   _scheduling  _resume (resume_tool_calls, recover_session), then _scheduler (the lane,
+#                pools, barriers)
+#   _pipeline    one call: _registry _approval, then _tool (@tool), then _call (the stages;
+#                gets a PipelineHost, never the registry) _define (define_tool), then
+#                _results _hooks _progress
+#   _sessions    the events and their logs: _batch_log _sqlite, then _grants, then _session
+#   _values      frozen values: _batch, _converter, _definition, _execution ..., _json
+#   _errors      every exception, in one tree
+#   _texts       result codes, error_message, JavaScript's number and JSON text
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
 
-from ._approval import ApprovalAnswerer as ApprovalAnswerer
-from ._approval import ApprovalNext as ApprovalNext
-from ._approval import ApprovalScope as ApprovalScope
-from ._approval import UserApproval as UserApproval
-from ._approval import UserApprovalStatistics as UserApprovalStatistics
-from ._approval import ask_before as ask_before
-from ._approval import console_answerer as console_answerer
-from ._approval import describe_call as describe_call
-from ._approval import session_turn as session_turn
-from ._arguments import parse_call_arguments as parse_call_arguments
-from ._batch import SuspendedCall as SuspendedCall
-from ._batch import ToolBatch as ToolBatch
-from ._batch import ToolBatchInfo as ToolBatchInfo
-from ._batch import ToolBatchStatistics as ToolBatchStatistics
-from ._batch import ToolCallRequest as ToolCallRequest
-from ._call_budget import install_call_budget as install_call_budget
-from ._content import ContentBlock as ContentBlock
-from ._content import HookContext as HookContext
-from ._content import MessageSource as MessageSource
-from ._content import PluginSource as PluginSource
-from ._content import ReasoningBlock as ReasoningBlock
-from ._content import TextBlock as TextBlock
-from ._content import ToolCallBlock as ToolCallBlock
-from ._content import ToolResultBlock as ToolResultBlock
-from ._content import UserSource as UserSource
-from ._converter import converter as converter
-from ._converter import register_content_block as register_content_block
-from ._define import define_tool as define_tool
-from ._definition import JsonSchema as JsonSchema
-from ._definition import ToolBody as ToolBody
-from ._definition import ToolDefinition as ToolDefinition
-from ._definition import ToolOutput as ToolOutput
-from ._definition import ToolReturn as ToolReturn
-from ._definition import ToolSchema as ToolSchema
-from ._disposer import Disposer as Disposer
 from ._errors import ApprovalSetupWarning as ApprovalSetupWarning
 from ._errors import HarnessError as HarnessError
 from ._errors import JsonSnapshotError as JsonSnapshotError
@@ -84,104 +36,69 @@ from ._errors import SessionLogCorruptError as SessionLogCorruptError
 from ._errors import SessionLogLockedError as SessionLogLockedError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolNotFoundError as ToolNotFoundError
-from ._execution import Accept as Accept
-from ._execution import Allow as Allow
-from ._execution import ApprovalOutcome as ApprovalOutcome
-from ._execution import ApprovalRequest as ApprovalRequest
-from ._execution import ApprovalService as ApprovalService
-from ._execution import Ask as Ask
-from ._execution import Block as Block
-from ._execution import Deny as Deny
-from ._execution import PostToolDecision as PostToolDecision
-from ._execution import PreToolDecision as PreToolDecision
-from ._execution import ToolDispatchExecution as ToolDispatchExecution
-from ._execution import ToolExecution as ToolExecution
-from ._execution import ToolExecutionInput as ToolExecutionInput
-from ._execution import ToolExecutionMode as ToolExecutionMode
-from ._execution import ToolExecutionResult as ToolExecutionResult
-from ._execution import ToolExecutionToken as ToolExecutionToken
-from ._execution import ToolGuard as ToolGuard
-from ._execution import ToolResult as ToolResult
-from ._execution import ToolRunContext as ToolRunContext
-from ._hooks import BatchHook as BatchHook
-from ._hooks import BatchNext as BatchNext
-from ._hooks import ChangeListener as ChangeListener
-from ._hooks import ExecuteHook as ExecuteHook
-from ._hooks import ExecuteNext as ExecuteNext
-from ._hooks import HookPoint as HookPoint
-from ._hooks import PostExecuteHook as PostExecuteHook
-from ._hooks import PostExecuteNext as PostExecuteNext
-from ._hooks import PreExecuteHook as PreExecuteHook
-from ._hooks import PreExecuteNext as PreExecuteNext
-from ._hooks import ResultObserver as ResultObserver
-from ._hooks import ToolHooks as ToolHooks
-from ._json import MAX_DEPTH as MAX_DEPTH
-from ._json import FrozenJsonObject as FrozenJsonObject
-from ._json import JsonValue as JsonValue
-from ._json import dumps_json as dumps_json
-from ._json import snapshot_json as snapshot_json
-from ._json import thaw_json as thaw_json
-from ._output_budget import install_output_budget as install_output_budget
-from ._output_schema import StructuredOutputSchema as StructuredOutputSchema
-from ._output_schema import StructuredScalar as StructuredScalar
-from ._output_schema import StructuredSchemaNode as StructuredSchemaNode
-from ._output_schema import StructuredSchemaType as StructuredSchemaType
-from ._output_schema import assert_supported_output_schema as assert_supported_output_schema
-from ._output_schema import validate_structured_value as validate_structured_value
-from ._presentation import DiffCallView as DiffCallView
-from ._presentation import DiffResultView as DiffResultView
-from ._presentation import FileDiff as FileDiff
-from ._presentation import FileLocation as FileLocation
-from ._presentation import GenericCallView as GenericCallView
-from ._presentation import GenericResultView as GenericResultView
-from ._presentation import TerminalCallView as TerminalCallView
-from ._presentation import TerminalResultView as TerminalResultView
-from ._presentation import ToolCallKind as ToolCallKind
-from ._presentation import ToolCallView as ToolCallView
-from ._presentation import ToolResultView as ToolResultView
-from ._presenter import ToolPresenter as ToolPresenter
-from ._presenter import console_block as console_block
-from ._presenter import progress_text as progress_text
-from ._presenter import tool_result_from_event as tool_result_from_event
-from ._registry import ToolRegistry as ToolRegistry
-from ._registry import ToolRegistryStatistics as ToolRegistryStatistics
-from ._registry import ToolScope as ToolScope
-from ._resume import recover_session as recover_session
-from ._resume import resume_tool_calls as resume_tool_calls
-from ._retry import install_retry_policy as install_retry_policy
-from ._scheduler import batch_statistics as batch_statistics
-from ._scheduler import inject_context as inject_context
-from ._scheduler import run_tool_calls as run_tool_calls
-from ._schema import SchemaProp as SchemaProp
-from ._schema import SchemaSpec as SchemaSpec
-from ._schema import SchemaType as SchemaType
-from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
-from ._schema import validate_args as validate_args
-from ._session import ApprovalAskedEvent as ApprovalAskedEvent
-from ._session import ApprovalDecidedEvent as ApprovalDecidedEvent
-from ._session import ApprovalPolicy as ApprovalPolicy
-from ._session import ApprovalPolicyEvent as ApprovalPolicyEvent
-from ._session import ApprovalRevokedEvent as ApprovalRevokedEvent
-from ._session import BatchEndEvent as BatchEndEvent
-from ._session import BatchStartEvent as BatchStartEvent
-from ._session import ContextMessageEvent as ContextMessageEvent
-from ._session import JsonlSessionLog as JsonlSessionLog
-from ._session import MemorySessionLog as MemorySessionLog
-from ._session import SessionEvent as SessionEvent
-from ._session import SessionLog as SessionLog
-from ._session import ToolCallEvent as ToolCallEvent
-from ._session import ToolProgressEvent as ToolProgressEvent
-from ._session import ToolResultEvent as ToolResultEvent
-from ._session import TurnEndEvent as TurnEndEvent
-from ._session import TurnStartEvent as TurnStartEvent
-from ._session import read_session_log as read_session_log
-from ._session import session_event_from_json as session_event_from_json
-from ._signal import CancelController as CancelController
-from ._signal import CancelSignal as CancelSignal
-from ._signal import CancelSignalStatistics as CancelSignalStatistics
-from ._signal import DeadlineReached as DeadlineReached
-from ._signal import linked_cancel_scope as linked_cancel_scope
-from ._sqlite_log import SqliteSessionLog as SqliteSessionLog
+from ._pipeline._approval import ApprovalAnswerer as ApprovalAnswerer
+from ._pipeline._approval import ApprovalNext as ApprovalNext
+from ._pipeline._approval import ApprovalScope as ApprovalScope
+from ._pipeline._approval import UserApproval as UserApproval
+from ._pipeline._approval import UserApprovalStatistics as UserApprovalStatistics
+from ._pipeline._approval import ask_before as ask_before
+from ._pipeline._approval import console_answerer as console_answerer
+from ._pipeline._approval import describe_call as describe_call
+from ._pipeline._approval import session_turn as session_turn
+from ._pipeline._define import define_tool as define_tool
+from ._pipeline._hooks import BatchHook as BatchHook
+from ._pipeline._hooks import BatchNext as BatchNext
+from ._pipeline._hooks import ChangeListener as ChangeListener
+from ._pipeline._hooks import ExecuteHook as ExecuteHook
+from ._pipeline._hooks import ExecuteNext as ExecuteNext
+from ._pipeline._hooks import HookPoint as HookPoint
+from ._pipeline._hooks import PostExecuteHook as PostExecuteHook
+from ._pipeline._hooks import PostExecuteNext as PostExecuteNext
+from ._pipeline._hooks import PreExecuteHook as PreExecuteHook
+from ._pipeline._hooks import PreExecuteNext as PreExecuteNext
+from ._pipeline._hooks import ResultObserver as ResultObserver
+from ._pipeline._hooks import ToolHooks as ToolHooks
+from ._pipeline._registry import ToolRegistry as ToolRegistry
+from ._pipeline._registry import ToolRegistryStatistics as ToolRegistryStatistics
+from ._pipeline._registry import ToolScope as ToolScope
+from ._pipeline._tool import ToolDecorator as ToolDecorator
+from ._pipeline._tool import ToolFunction as ToolFunction
+from ._pipeline._tool import tool as tool
+from ._policies._call_budget import install_call_budget as install_call_budget
+from ._policies._output_budget import install_output_budget as install_output_budget
+from ._policies._presenter import ToolPresenter as ToolPresenter
+from ._policies._presenter import console_block as console_block
+from ._policies._presenter import progress_text as progress_text
+from ._policies._presenter import tool_result_from_event as tool_result_from_event
+from ._policies._retry import install_retry_policy as install_retry_policy
+from ._policies._timeline import TimelineRecorder as TimelineRecorder
+from ._policies._timeline import TimelineSpan as TimelineSpan
+from ._policies._timeout import install_timeout_policy as install_timeout_policy
+from ._scheduling._resume import recover_session as recover_session
+from ._scheduling._resume import resume_tool_calls as resume_tool_calls
+from ._scheduling._scheduler import batch_statistics as batch_statistics
+from ._scheduling._scheduler import inject_context as inject_context
+from ._scheduling._scheduler import run_tool_calls as run_tool_calls
+from ._sessions._session import ApprovalAskedEvent as ApprovalAskedEvent
+from ._sessions._session import ApprovalDecidedEvent as ApprovalDecidedEvent
+from ._sessions._session import ApprovalPolicy as ApprovalPolicy
+from ._sessions._session import ApprovalPolicyEvent as ApprovalPolicyEvent
+from ._sessions._session import ApprovalRevokedEvent as ApprovalRevokedEvent
+from ._sessions._session import BatchEndEvent as BatchEndEvent
+from ._sessions._session import BatchStartEvent as BatchStartEvent
+from ._sessions._session import ContextMessageEvent as ContextMessageEvent
+from ._sessions._session import JsonlSessionLog as JsonlSessionLog
+from ._sessions._session import MemorySessionLog as MemorySessionLog
+from ._sessions._session import SessionEvent as SessionEvent
+from ._sessions._session import SessionLog as SessionLog
+from ._sessions._session import ToolCallEvent as ToolCallEvent
+from ._sessions._session import ToolProgressEvent as ToolProgressEvent
+from ._sessions._session import ToolResultEvent as ToolResultEvent
+from ._sessions._session import TurnEndEvent as TurnEndEvent
+from ._sessions._session import TurnStartEvent as TurnStartEvent
+from ._sessions._session import read_session_log as read_session_log
+from ._sessions._session import session_event_from_json as session_event_from_json
+from ._sessions._sqlite import SqliteSessionLog as SqliteSessionLog
 from ._texts import APPROVAL_PENDING as APPROVAL_PENDING
 from ._texts import TOOL_ABORTED as TOOL_ABORTED
 from ._texts import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
@@ -189,12 +106,82 @@ from ._texts import TOOL_INTERRUPTED as TOOL_INTERRUPTED
 from ._texts import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._texts import ToolErrorInfo as ToolErrorInfo
 from ._texts import error_message as error_message
-from ._timeline import TimelineRecorder as TimelineRecorder
-from ._timeline import TimelineSpan as TimelineSpan
-from ._timeout import install_timeout_policy as install_timeout_policy
-from ._tool import ToolDecorator as ToolDecorator
-from ._tool import ToolFunction as ToolFunction
-from ._tool import tool as tool
+from ._values._arguments import parse_call_arguments as parse_call_arguments
+from ._values._batch import SuspendedCall as SuspendedCall
+from ._values._batch import ToolBatch as ToolBatch
+from ._values._batch import ToolBatchInfo as ToolBatchInfo
+from ._values._batch import ToolBatchStatistics as ToolBatchStatistics
+from ._values._batch import ToolCallRequest as ToolCallRequest
+from ._values._content import ContentBlock as ContentBlock
+from ._values._content import HookContext as HookContext
+from ._values._content import MessageSource as MessageSource
+from ._values._content import PluginSource as PluginSource
+from ._values._content import ReasoningBlock as ReasoningBlock
+from ._values._content import TextBlock as TextBlock
+from ._values._content import ToolCallBlock as ToolCallBlock
+from ._values._content import ToolResultBlock as ToolResultBlock
+from ._values._content import UserSource as UserSource
+from ._values._converter import converter as converter
+from ._values._converter import register_content_block as register_content_block
+from ._values._definition import JsonSchema as JsonSchema
+from ._values._definition import ToolBody as ToolBody
+from ._values._definition import ToolDefinition as ToolDefinition
+from ._values._definition import ToolOutput as ToolOutput
+from ._values._definition import ToolReturn as ToolReturn
+from ._values._definition import ToolSchema as ToolSchema
+from ._values._disposer import Disposer as Disposer
+from ._values._execution import Accept as Accept
+from ._values._execution import Allow as Allow
+from ._values._execution import ApprovalOutcome as ApprovalOutcome
+from ._values._execution import ApprovalRequest as ApprovalRequest
+from ._values._execution import ApprovalService as ApprovalService
+from ._values._execution import Ask as Ask
+from ._values._execution import Block as Block
+from ._values._execution import Deny as Deny
+from ._values._execution import PostToolDecision as PostToolDecision
+from ._values._execution import PreToolDecision as PreToolDecision
+from ._values._execution import ToolDispatchExecution as ToolDispatchExecution
+from ._values._execution import ToolExecution as ToolExecution
+from ._values._execution import ToolExecutionInput as ToolExecutionInput
+from ._values._execution import ToolExecutionMode as ToolExecutionMode
+from ._values._execution import ToolExecutionResult as ToolExecutionResult
+from ._values._execution import ToolExecutionToken as ToolExecutionToken
+from ._values._execution import ToolGuard as ToolGuard
+from ._values._execution import ToolResult as ToolResult
+from ._values._execution import ToolRunContext as ToolRunContext
+from ._values._json import MAX_DEPTH as MAX_DEPTH
+from ._values._json import FrozenJsonObject as FrozenJsonObject
+from ._values._json import JsonValue as JsonValue
+from ._values._json import dumps_json as dumps_json
+from ._values._json import snapshot_json as snapshot_json
+from ._values._json import thaw_json as thaw_json
+from ._values._output_schema import StructuredOutputSchema as StructuredOutputSchema
+from ._values._output_schema import StructuredScalar as StructuredScalar
+from ._values._output_schema import StructuredSchemaNode as StructuredSchemaNode
+from ._values._output_schema import StructuredSchemaType as StructuredSchemaType
+from ._values._output_schema import assert_supported_output_schema as assert_supported_output_schema
+from ._values._output_schema import validate_structured_value as validate_structured_value
+from ._values._presentation import DiffCallView as DiffCallView
+from ._values._presentation import DiffResultView as DiffResultView
+from ._values._presentation import FileDiff as FileDiff
+from ._values._presentation import FileLocation as FileLocation
+from ._values._presentation import GenericCallView as GenericCallView
+from ._values._presentation import GenericResultView as GenericResultView
+from ._values._presentation import TerminalCallView as TerminalCallView
+from ._values._presentation import TerminalResultView as TerminalResultView
+from ._values._presentation import ToolCallKind as ToolCallKind
+from ._values._presentation import ToolCallView as ToolCallView
+from ._values._presentation import ToolResultView as ToolResultView
+from ._values._schema import SchemaProp as SchemaProp
+from ._values._schema import SchemaSpec as SchemaSpec
+from ._values._schema import SchemaType as SchemaType
+from ._values._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
+from ._values._schema import validate_args as validate_args
+from ._values._signal import CancelController as CancelController
+from ._values._signal import CancelSignal as CancelSignal
+from ._values._signal import CancelSignalStatistics as CancelSignalStatistics
+from ._values._signal import DeadlineReached as DeadlineReached
+from ._values._signal import linked_cancel_scope as linked_cancel_scope
 
 __all__ = [
     "APPROVAL_PENDING",
@@ -366,7 +353,7 @@ def _fixup_module_metadata() -> None:
 
     import attrs
 
-    from ._converter import resolve_types
+    from ._values._converter import resolve_types
 
     for name in __all__:
         obj = globals()[name]

@@ -37,12 +37,26 @@ import attrs
 import trio
 import trio.testing
 
-from ._approval import ApprovalAnswerer, UserApproval, console_answerer, session_turn
-from ._batch import ToolBatch, ToolCallRequest
-from ._content import HookContext, PluginSource, TextBlock
-from ._define import define_tool
-from ._definition import ToolOutput
-from ._execution import (
+from ._pipeline._approval import ApprovalAnswerer, UserApproval, console_answerer, session_turn
+from ._pipeline._define import define_tool
+from ._pipeline._hooks import PreExecuteNext
+from ._pipeline._registry import ToolRegistry
+from ._policies._presenter import ToolPresenter
+from ._policies._timeline import TimelineRecorder
+from ._policies._timeout import install_timeout_policy
+from ._scheduling._scheduler import run_tool_calls
+from ._sessions._session import (
+    JsonlSessionLog,
+    SessionEvent,
+    SessionLog,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from ._sessions._sqlite import SqliteSessionLog
+from ._values._batch import ToolBatch, ToolCallRequest
+from ._values._content import HookContext, PluginSource, TextBlock
+from ._values._definition import ToolOutput
+from ._values._execution import (
     Ask,
     PreToolDecision,
     ToolExecution,
@@ -50,9 +64,8 @@ from ._execution import (
     ToolResult,
     ToolRunContext,
 )
-from ._hooks import PreExecuteNext
-from ._json import FrozenJsonObject
-from ._presentation import (
+from ._values._json import FrozenJsonObject
+from ._values._presentation import (
     DiffCallView,
     DiffResultView,
     FileDiff,
@@ -64,15 +77,8 @@ from ._presentation import (
     ToolCallView,
     ToolResultView,
 )
-from ._presenter import ToolPresenter
-from ._printable import printable
-from ._registry import ToolRegistry
-from ._scheduler import run_tool_calls
-from ._session import JsonlSessionLog, SessionEvent, SessionLog, ToolCallEvent, ToolResultEvent
-from ._signal import CancelController
-from ._sqlite_log import SqliteSessionLog
-from ._timeline import TimelineRecorder
-from ._timeout import install_timeout_policy
+from ._values._printable import printable
+from ._values._signal import CancelController
 
 __all__ = [
     "DemoAgent",

@@ -489,7 +489,7 @@ async def test_disposing_the_tracing_stops_the_progress_events(
         context.report_progress(message="working")
         return "ok"
 
-    from dsh_tools import _progress
+    from dsh_tools._pipeline import _progress
 
     before = list(_progress._OBSERVERS)  # pyright: ignore[reportPrivateUsage]
     registry = ToolRegistry()

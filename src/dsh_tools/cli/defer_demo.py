@@ -34,8 +34,8 @@ from dsh_tools import (
     run_tool_calls,
     session_turn,
 )
-from dsh_tools._grants import pending_requests
-from dsh_tools._printable import printable
+from dsh_tools._sessions._grants import pending_requests
+from dsh_tools._values._printable import printable
 from dsh_tools.demo import BATCH_3, DemoAgent, build_registry, open_file_log, sample_workspace
 
 __all__ = ["main_defer_demo"]

@@ -13,7 +13,7 @@ so replay never guesses.
 A log is input like any other (it may come from another machine, or an attacker): every text
 it holds is shown, never interpreted. Views are built from ``rich`` ``Text`` objects, never from
 markup strings, so ``[/bold]`` in a call id or a result prints as itself, and every text passes
-through :func:`~dsh_tools._printable.printable` first, so control characters (``ESC ]0;``
+through :func:`~dsh_tools._values._printable.printable` first, so control characters (``ESC ]0;``
 retitling the terminal, ``ESC [2J`` clearing it, ``ESC ]52;`` writing the clipboard) and lone
 surrogates are shown as visible escapes (``\x1b]0;``) and never reach the terminal.
 """
@@ -61,8 +61,8 @@ from dsh_tools import (
     read_session_log,
     thaw_json,
 )
-from dsh_tools._presentation import unified_diff_lines
-from dsh_tools._printable import printable
+from dsh_tools._values._presentation import unified_diff_lines
+from dsh_tools._values._printable import printable
 from dsh_tools.cli._loading import load_registry
 
 __all__ = ["main_replay", "render_event"]

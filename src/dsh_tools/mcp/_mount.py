@@ -50,7 +50,7 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
-from dsh_tools._progress import check_duration
+from dsh_tools._pipeline._progress import check_duration
 
 __all__ = [
     "MCP_TOOL_ERROR",

@@ -23,9 +23,9 @@ from dsh_tools import (
     ToolCallRequest,
     ToolResultEvent,
 )
-from dsh_tools._resume import logged_result
-from dsh_tools._scheduler import check_cap, check_capacity_limits
-from dsh_tools._session import check_count
+from dsh_tools._scheduling._resume import logged_result
+from dsh_tools._scheduling._scheduler import check_cap, check_capacity_limits
+from dsh_tools._sessions._session import check_count
 from dsh_tools.postgres import PostgresSessionLog
 from dsh_tools.postgres._log import check_session_id
 

@@ -24,7 +24,7 @@ from dsh_tools import (
     resume_tool_calls,
     run_tool_calls,
 )
-from dsh_tools._progress import check_duration
+from dsh_tools._pipeline._progress import check_duration
 from dsh_tools.postgres import PostgresSessionLog
 
 from ._client import TemporalClient

@@ -1,0 +1,292 @@
+"""``@tool``: a tool from a plain function, its schema from the signature and its descriptions
+from the docstring.
+
+The decorator synthesizes an attrs class with one field per parameter (annotation, default and
+docstring description) and hands it to ``define_tool``, so a function tool is validated,
+structured and described by the one path of the class form; the function is then called with
+the instance's fields as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, overload
+
+import attrs
+
+from dsh_tools._values._definition import ToolDefinition, ToolReturn, is_async_body
+from dsh_tools._values._execution import ToolResult, ToolRunContext
+from dsh_tools._values._presentation import ToolCallView, ToolResultView
+
+from ._define import build_definition
+
+__all__ = ["ToolDecorator", "ToolFunction", "function_tool", "tool"]
+
+ToolFunction: typing.TypeAlias = Callable[..., Awaitable[object] | object]
+"""A function that ``@tool`` turns into a definition: ``def`` or ``async def``, every parameter
+annotated."""
+
+ToolDecorator: typing.TypeAlias = Callable[[ToolFunction], ToolDefinition]
+"""What ``@tool(...)`` with options returns: a decorator that makes the definition."""
+
+
+@overload
+def tool(fn: ToolFunction, /) -> ToolDefinition: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    abandon_on_cancel: bool = False,
+    is_concurrency_safe: Callable[[Any], bool] | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
+) -> ToolDecorator: ...
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    abandon_on_cancel: bool = False,
+    is_concurrency_safe: Callable[[Any], bool] | None = None,
+    capacity_class: str | None = None,
+    idempotent: bool = False,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
+) -> ToolDefinition | ToolDecorator:
+    """Make a :class:`~dsh_tools.ToolDefinition` from a function: ``@tool`` or ``@tool(...)``.
+
+    The function (``def`` or ``async def``) annotates every parameter. Each parameter is a
+    property of the schema, typed as an attrs-class field would be (``str``, ``int``,
+    ``float``, ``bool``, ``Literal`` of strings, ``Enum`` with string values, attrs classes,
+    dataclasses and ``TypedDict`` classes, ``list[X]`` / ``tuple[X, ...]`` / ``Sequence[X]``,
+    ``X | None``); a parameter with a default, or annotated ``X | None``, is optional. A
+    parameter annotated :class:`~dsh_tools.ToolRunContext` receives the call's context and is
+    not part of the schema.
+
+    The docstring (Google, NumPy or Sphinx style, read by ``docstring-parser``) gives the
+    description (its text before the parameter sections) and each property's description.
+
+    The body receives validated, typed values as keyword arguments; an absent optional
+    parameter gets the function's default (``None`` for ``X | None`` without one). A plain
+    ``def`` runs in a worker thread, as any sync body.
+
+    Args:
+        fn: the function, when used as ``@tool`` without parentheses.
+        name: the tool's name; the function's ``__name__`` by default.
+        description: the tool's description; the docstring's by default.
+        timeout: as for :func:`~dsh_tools.define_tool`.
+        abandon_on_cancel: as for :func:`~dsh_tools.define_tool`.
+        is_concurrency_safe: as for :func:`~dsh_tools.define_tool`; it receives an object
+            whose attributes are the validated parameters.
+        capacity_class: as for :func:`~dsh_tools.define_tool`.
+        idempotent: as for :func:`~dsh_tools.define_tool`.
+        idle_timeout: as for :func:`~dsh_tools.define_tool`.
+        max_output_chars: as for :func:`~dsh_tools.define_tool`.
+        transient_errors: as for :func:`~dsh_tools.define_tool`.
+        present_call: as for :func:`~dsh_tools.define_tool`, with that object.
+        present_result: as for :func:`~dsh_tools.define_tool`, with that object.
+        present_progress: as for :func:`~dsh_tools.define_tool`, with that object.
+
+    Returns:
+        The definition (``@tool``), or a decorator that makes it (``@tool(...)``).
+
+    Raises:
+        TypeError: at decoration time: ``fn`` is not callable; a parameter has no annotation,
+            an annotation the schema cannot express, or is ``*args`` / ``**kwargs`` /
+            positional-only (each message names the parameter); or as
+            :func:`~dsh_tools.define_tool` raises for the options.
+        ValueError: as :func:`~dsh_tools.define_tool` raises for ``timeout``.
+    """
+
+    def decorate(function: ToolFunction) -> ToolDefinition:
+        return function_tool(
+            function,
+            name=name,
+            description=description,
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            capacity_class=capacity_class,
+            idempotent=idempotent,
+            present_call=present_call,
+            present_result=present_result,
+            present_progress=present_progress,
+            idle_timeout=idle_timeout,
+            max_output_chars=max_output_chars,
+            transient_errors=transient_errors,
+        )
+
+    if fn is None:
+        return decorate
+    return decorate(fn)
+
+
+def function_tool(
+    fn: ToolFunction,
+    *,
+    name: str | None,
+    description: str | None,
+    timeout: float | None,
+    abandon_on_cancel: bool,
+    is_concurrency_safe: Callable[[Any], bool] | None,
+    capacity_class: str | None,
+    idempotent: bool,
+    present_call: Callable[[Any], ToolCallView | None] | None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None,
+    present_progress: Callable[[Any, Any], ToolResultView | None] | None,
+    idle_timeout: float | None = None,
+    max_output_chars: int | None = None,
+    transient_errors: Iterable[str] = (),
+) -> ToolDefinition:
+    """The definition ``@tool`` makes of ``fn`` (see :func:`tool`)."""
+    if not callable(fn):
+        raise TypeError(f"@tool takes a function, not {type(fn).__name__}")
+    label = getattr(fn, "__name__", None) or type(fn).__name__
+    signature = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except NameError as exc:
+        raise TypeError(
+            f"@tool {label}: cannot resolve its annotations ({exc}); "
+            "define the classes it names at module level"
+        ) from exc
+    doc = _parse_docstring(inspect.getdoc(fn) or "")
+    fields: dict[str, Any] = {}
+    passed: list[str] = []  # what the generated body passes, in the signature's order
+    for parameter in signature.parameters.values():
+        shown = parameter.name
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            shown = "*" + shown
+        elif parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            shown = "**" + shown
+        if shown != parameter.name:
+            raise TypeError(
+                f'@tool {label}: parameter "{shown}" is variadic; '
+                "a tool's arguments are named properties"
+            )
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f'@tool {label}: parameter "{shown}" is positional-only; '
+                "a tool's arguments are passed by name"
+            )
+        annotation = hints.get(parameter.name, inspect.Parameter.empty)
+        if annotation is inspect.Parameter.empty:
+            raise TypeError(f'@tool {label}: parameter "{shown}" has no annotation')
+        value = "context" if annotation is ToolRunContext else f"args.{parameter.name}"
+        keyword = parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        passed.append(f"{parameter.name}={value}" if keyword else value)
+        if annotation is ToolRunContext:
+            continue
+        metadata: dict[str, str] = {}
+        if parameter.name in doc.params:
+            metadata["description"] = doc.params[parameter.name]
+        fields[parameter.name] = attrs.field(
+            type=annotation,
+            default=attrs.NOTHING
+            if parameter.default is inspect.Parameter.empty
+            else parameter.default,
+            metadata=metadata,
+            alias=parameter.name,
+        )
+    # Not frozen: each instance is built for one reader (the classifier, a presenter, the body
+    # below, which passes its fields on) and reaches the function only as those values, so
+    # freezing would guard nothing; a frozen class's __init__ sets each field through
+    # object.__setattr__, which made a function tool cost more per call than the attrs form.
+    arguments_class = attrs.make_class(
+        getattr(fn, "__name__", "tool") + "_arguments",
+        fields,
+        frozen=False,
+        slots=True,
+        kw_only=True,
+    )
+    try:
+        definition = build_definition(
+            name=getattr(fn, "__name__", "") if name is None else name,
+            description=doc.description if description is None else description,
+            parameters=arguments_class,
+            execute=_body(fn, passed),
+            timeout=timeout,
+            abandon_on_cancel=abandon_on_cancel,
+            is_concurrency_safe=is_concurrency_safe,
+            capacity_class=capacity_class,
+            idempotent=idempotent,
+            present_call=present_call,
+            present_result=present_result,
+            idle_timeout=idle_timeout,
+            max_output_chars=max_output_chars,
+            transient_errors=transient_errors,
+            present_progress=present_progress,
+            awaited=is_async_body(fn),
+        )
+    except TypeError as exc:
+        # the derivation names a field as ``<class>.<field>: ...``; here it is a parameter
+        prefix = arguments_class.__qualname__ + "."
+        text = str(exc)
+        if not text.startswith(prefix):
+            raise
+        parameter, _, detail = text[len(prefix) :].partition(": ")
+        raise TypeError(f'@tool {label}: parameter "{parameter}": {detail}') from None
+    return definition
+
+
+def _body(
+    fn: ToolFunction, passed: list[str]
+) -> Callable[[Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]:
+    """``(instance, context) -> fn(instance.a, ..., context, ..., k=instance.k)``: ``passed``
+    holds each parameter's value in the signature's order, keyword-only ones as ``name=value``.
+
+    Generated, as attrs generates ``__init__``: reading each field by name and passing it
+    positionally (keyword-only parameters by keyword) costs as little as a hand-written body
+    reading the attrs instance; a keyword call would make the interpreter match each name.
+    ``fn`` is a default argument, a local to the body rather than a global lookup. It is a plain
+    function even for an ``async def`` ``fn``: it returns ``fn``'s coroutine, which the
+    definition's ``execute`` awaits itself (``awaited=``), so no frame sits between them.
+    """
+    source = f"def call(args, context, fn=fn):\n    return fn({', '.join(passed)})\n"
+    namespace: dict[str, Any] = {"fn": fn}
+    # parameter names are identifiers (the signature guarantees it): nothing else is formatted in
+    exec(compile(source, f"<@tool {getattr(fn, '__name__', 'function')}>", "exec"), namespace)
+    return namespace["call"]
+
+
+@attrs.frozen
+class _Doc:
+    description: str
+    params: dict[str, str]
+
+
+def _parse_docstring(text: str) -> _Doc:
+    if not text:
+        return _Doc(description="", params={})
+    # imported here: only tools defined from functions need it
+    import docstring_parser
+
+    parsed = docstring_parser.parse(text)
+    return _Doc(
+        description=(parsed.description or "").strip(),
+        params={
+            param.arg_name: param.description.strip()
+            for param in parsed.params
+            if param.description
+        },
+    )

@@ -1,0 +1,1 @@
+"""Policies a loop installs on a registry (timeouts, budgets, retries) and presenters."""

@@ -1,0 +1,1 @@
+"""Batches: the scheduler (the lane, pools, barriers) and resume from a session log."""

@@ -1,0 +1,482 @@
+"""Finishing a batch from its session log after its process stopped.
+
+A batch's events are bracketed (``batch/start`` .. ``batch/end``), and the scheduler commits in
+model order, so the log of a batch whose process stopped reads, after its ``batch/start``::
+
+    committed   tool/call + tool/result      calls [0, committed): returned as logged
+    dangling    tool/call, no tool/result    calls [committed, started): ran, or may have
+    unstarted   nothing                      calls [started, n): never ran
+
+:func:`resume_tool_calls` finishes such a batch in the same log with the scheduler's own lane
+(:class:`~dsh_tools._scheduling._scheduler.ResumedBatch`); :func:`recover_session` closes it without running
+anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal, cast
+
+import attrs
+import trio
+
+from dsh_tools._pipeline._approval import check_approval_setup
+from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
+from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
+from dsh_tools._sessions._batch_log import BatchLog
+from dsh_tools._sessions._session import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    BatchEndEvent,
+    BatchStartEvent,
+    ContextMessageEvent,
+    SessionEvent,
+    SessionLog,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from dsh_tools._values._batch import ToolBatch
+from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult, read_approval_outcome
+from dsh_tools._values._signal import CancelSignal
+
+from ._scheduler import (
+    DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+    ResumedBatch,
+    capacity_of,
+    check_cap,
+    check_capacity_limits,
+    check_entry,
+)
+
+__all__ = ["logged_result", "recover_session", "resume_tool_calls"]
+
+OnInterrupted = Literal["rerun-idempotent", "abort"]
+_ON_INTERRUPTED: Final = ("rerun-idempotent", "abort")
+
+
+@attrs.frozen(kw_only=True)
+class _OpenBatch:
+    """What the log holds of a batch that has no ``batch/end`` (or a ``"suspended"`` one)."""
+
+    start: BatchStartEvent
+    # the logged tool/result events, by call index (a prefix of the batch, and calls after a
+    # suspended one)
+    results: dict[int, ToolResultEvent]
+    # per started call: the seq of its last tool/call and that call's attempt
+    call_seqs: tuple[int, ...]
+    attempts: tuple[int, ...]
+    # the batch's context/message events logged after its last tool/result
+    contexts_logged: int
+    # the started calls without a result whose approval was deferred: the pending request's
+    # id, and the decision a resume logged already (None: still undecided)
+    deferred: dict[int, tuple[str, ApprovalOutcome | None]]
+
+    @property
+    def prefix(self) -> list[ToolResultEvent]:
+        """The committed prefix: the logged results of calls 0, 1, ... up to the first gap."""
+        prefix: list[ToolResultEvent] = []
+        while len(prefix) in self.results:
+            prefix.append(self.results[len(prefix)])
+        return prefix
+
+
+def _disagrees(start: BatchStartEvent, seq: int, what: str) -> ValueError:
+    return ValueError(
+        f"batch {start.batch_id}: {what} (event {seq}); the log does not match its batch/start, "
+        "so the batch cannot be finished from it"
+    )
+
+
+def _last_open_start(events: Sequence[SessionEvent]) -> tuple[int | None, dict[str, int]]:
+    """Where the session's last open batch starts (its ``batch/end`` missing, or the last one
+    ``"suspended"``), or ``None``; and the index of each batch's last ``batch/end``.
+    """
+    last_end: dict[str, int] = {}
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, BatchEndEvent):
+            last_end.setdefault(event.batch_id, index)  # scanning back: the last one
+        elif isinstance(event, BatchStartEvent):
+            end = last_end.get(event.batch_id)
+            if end is None:
+                return index, last_end
+            closing = events[end]
+            assert isinstance(closing, BatchEndEvent)
+            if closing.reason == "suspended":
+                return index, last_end
+    return None, last_end
+
+
+def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
+    """The session's last open batch, read and checked; ``None`` if every batch has ended.
+
+    The batch's events are those after its ``batch/start`` that belong to no other batch: a
+    batch started later (by one of its tool bodies, or by another task on the same log) owns
+    the ``tool/call`` and ``tool/result`` events of its own calls, and the ``context/message``
+    events, up to its last ``batch/end``.
+
+    Raises:
+        ValueError: the batch's events disagree with its ``batch/start`` (a ``tool/call`` of
+            a call it does not list, or with other arguments, out of model order, or a
+            ``tool/result`` out of model order), or its calls repeat a call id.
+    """
+    begin, last_end = _last_open_start(events)
+    if begin is None:
+        return None
+    start = events[begin]
+    assert isinstance(start, BatchStartEvent)
+    calls = start.calls
+    n = len(calls)
+    ids = [call.call_id for call in calls]
+    index_of = {call_id: index for index, call_id in enumerate(ids)}
+    if len(index_of) != n:
+        raise ValueError(
+            f"batch {start.batch_id}: its calls repeat a call id, so its events cannot be told "
+            "apart and the batch cannot be finished from the log"
+        )
+    # the other batches open at this point of the log: the index of their last batch/end and
+    # their call ids
+    others: dict[str, tuple[int, frozenset[str]]] = {}
+    call_seqs: list[int] = []
+    attempts: list[int] = []
+    results: dict[int, ToolResultEvent] = {}
+    asked: dict[str, ApprovalAskedEvent] = {}  # the last request per call id
+    decided: dict[str, ApprovalDecidedEvent] = {}
+    contexts_logged = 0
+    for seq in range(begin + 1, len(events)):
+        event = events[seq]
+        if others:
+            others = {key: value for key, value in others.items() if value[0] >= seq}
+        if isinstance(event, BatchStartEvent):
+            if event.batch_id != start.batch_id:
+                others[event.batch_id] = (
+                    last_end.get(event.batch_id, len(events)),
+                    frozenset(call.call_id for call in event.calls),
+                )
+            continue
+        if isinstance(event, ToolCallEvent | ToolResultEvent) and any(
+            event.call_id in other_ids for _, other_ids in others.values()
+        ):
+            continue  # another batch's call
+        if isinstance(event, ToolCallEvent):
+            index = index_of.get(event.call_id)
+            if index is None:
+                raise _disagrees(start, seq, f"tool/call {event.call_id!r} is not a call of it")
+            call = calls[index]
+            if (event.name, event.arguments) != (call.name, call.arguments):
+                raise _disagrees(
+                    start,
+                    seq,
+                    f"tool/call {event.call_id!r} names {event.name!r} with arguments "
+                    f"{event.arguments!r}, batch/start {call.name!r} with {call.arguments!r}",
+                )
+            started = len(call_seqs)
+            if index == started and event.attempt == 1:
+                call_seqs.append(seq)
+                attempts.append(1)
+            elif index < started and index not in results and event.attempt == attempts[index] + 1:
+                call_seqs[index] = seq
+                attempts[index] = event.attempt
+            else:
+                raise _disagrees(
+                    start,
+                    seq,
+                    f"tool/call {event.call_id!r} (attempt {event.attempt}) is out of model order",
+                )
+        elif isinstance(event, ToolResultEvent):
+            index = index_of.get(event.call_id)
+            # calls commit in model order, except past a call whose approval was asked (it
+            # may have been deferred)
+            if (
+                index is None
+                or index >= len(call_seqs)
+                or index in results
+                or any(j not in results and ids[j] not in asked for j in range(index))
+            ):
+                raise _disagrees(start, seq, f"tool/result {event.call_id!r} is out of model order")
+            results[index] = event
+        elif isinstance(event, ApprovalAskedEvent):
+            if event.call_id is not None and event.call_id in index_of:
+                asked[event.call_id] = event
+        elif isinstance(event, ApprovalDecidedEvent):
+            decided[event.id] = event
+        elif isinstance(event, ContextMessageEvent) and not others and len(results) == n:
+            contexts_logged += 1  # the batch's contexts follow its last result
+    deferred: dict[int, tuple[str, ApprovalOutcome | None]] = {}
+    for index in range(len(call_seqs)):
+        request = asked.get(ids[index])
+        if index in results or request is None:
+            continue
+        decision = decided.get(request.id)
+        if decision is None:
+            deferred[index] = (request.id, None)
+        elif decision.answered_by == _RESUME and decision.outcome not in _ALLOWING:
+            # decided on an earlier resume that stopped before its result: the body never ran
+            deferred[index] = (request.id, decision.outcome)
+    return _OpenBatch(
+        start=start,
+        results=results,
+        call_seqs=tuple(call_seqs),
+        attempts=tuple(attempts),
+        contexts_logged=contexts_logged,
+        deferred=deferred,
+    )
+
+
+_RESUME: Final = "resume"
+_ALLOWING: Final = (ApprovalOutcome.ALLOWED_ONCE, ApprovalOutcome.ALLOWED_SESSION)
+_DECISIONS: Final = (
+    ApprovalOutcome.ALLOWED_ONCE,
+    ApprovalOutcome.ALLOWED_SESSION,
+    ApprovalOutcome.REJECTED,
+)
+
+
+def _check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:
+    if approvals is None:
+        return {}
+    if not isinstance(approvals, Mapping):
+        raise TypeError(f"approvals must map call ids to outcomes, not {type(approvals).__name__}")
+    checked: dict[str, ApprovalOutcome] = {}
+    for call_id, answer in cast("Mapping[object, object]", approvals).items():
+        if not isinstance(call_id, str):
+            raise TypeError(f"approvals: {call_id!r} is not a call id (str)")
+        outcome = read_approval_outcome(answer)
+        if outcome is None or outcome not in _DECISIONS:
+            raise ValueError(
+                f'approvals[{call_id!r}] must be one of "allowed-once", "rejected" or '
+                f'"allowed-session", not {answer!r}'
+            )
+        checked[call_id] = outcome
+    return checked
+
+
+def logged_result(event: ToolResultEvent) -> ToolExecutionResult:
+    """The result a logged ``tool/result`` records (internal)."""
+    return ToolExecutionResult(
+        content=event.content,
+        is_error=event.is_error,
+        error=event.error,
+        meta=event.meta,
+        additional_contexts=event.contexts,
+    )
+
+
+def _check_session(session: object) -> SessionLog:
+    if session is None or not (
+        callable(getattr(session, "append", None)) and callable(getattr(session, "events", None))
+    ):
+        raise TypeError(
+            f"session must be a SessionLog (with append and events), not {type(session).__name__}"
+        )
+    return session  # pyright: ignore[reportReturnType]
+
+
+def _primed_log(session: SessionLog, batch: _OpenBatch, attempts: dict[int, int]) -> BatchLog:
+    start = batch.start
+    n = len(start.calls)
+    call_seqs = [*batch.call_seqs, *[0] * (n - len(batch.call_seqs))]
+    return BatchLog(
+        session,
+        start.calls,
+        start.turn,
+        start.step,
+        start.batch_id,
+        call_seqs=call_seqs,
+        attempts=attempts,
+        contexts_logged=batch.contexts_logged,
+    )
+
+
+async def resume_tool_calls(
+    registry: ToolRegistry,
+    session: SessionLog,
+    *,
+    signal: CancelSignal,
+    agent: object | None = None,
+    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+    capacity_limits: Mapping[str, int] | None = None,
+    approvals: object = None,
+    on_interrupted: OnInterrupted = "rerun-idempotent",
+) -> ToolBatch | None:
+    """Finish the session's last open batch (its process stopped before its ``batch/end``,
+    or it ended ``"suspended"``) in the same log, and return it; ``None`` if there is none.
+    Events of other batches in the log (one a tool body ran, or a later one) are told apart
+    by their brackets and left alone.
+
+    - Calls with a logged ``tool/result`` are returned as logged: no hook, guard or body runs
+      again. The scheduler commits in model order, so they are a prefix of the batch.
+    - A call with a ``tool/call`` but no ``tool/result`` may have run, in part or in full. If
+      its tool is idempotent (``ToolDefinition.idempotent``), it runs again through the
+      pipeline with the next attempt (a new ``tool/call`` with ``attempt`` N+1; its body's
+      ``context.attempt`` says N+1 and ``context.idempotency_key`` is the same as before).
+      Otherwise it gets ``TOOL_INTERRUPTED`` (``Error: tool call interrupted: the process
+      stopped while it ran; its effects are unknown``), whose ``tool/result`` points at the
+      logged ``tool/call``. With ``on_interrupted="abort"`` every such call gets
+      ``TOOL_INTERRUPTED``. A call whose tool the registry lacks runs again, and gets the
+      unknown-tool result.
+    - Calls that never started run through the normal pipeline and scheduler (pools,
+      barriers, ``signal``), as in :func:`~dsh_tools.run_tool_calls`.
+    - Then the batch's ``context/message`` events not logged yet, and its ``batch/end``.
+
+    The returned batch is what an uninterrupted run would have returned for the same
+    outcomes: one result per call of ``batch/start``, in model order, and the contexts rebuilt
+    from the logged results' ``contexts`` followed by the resumed calls'. (A context given to
+    :func:`~dsh_tools.inject_context` belongs to no result: one injected before the process
+    stopped is kept only if its ``context/message`` was logged.) ``batch`` hook listeners do
+    not run for a resumed batch.
+
+    Args:
+        registry: the registry whose pipeline runs the calls that run (again).
+        session: the log the batch was written to.
+        signal: the cancel signal of the resumed batch.
+        agent: the agent the calls belong to.
+        max_parallel_tool_calls: as for :func:`~dsh_tools.run_tool_calls`.
+        capacity_limits: as for :func:`~dsh_tools.run_tool_calls`.
+        approvals: decisions for the calls whose approval was deferred, by call id:
+            ``"allowed-once"``, ``"rejected"`` or ``"allowed-session"`` (a session grant).
+            Each is logged as the pending request's ``approval/decided`` (``answeredBy:
+            "resume"``) and the call continues from it: allowed, its guards run and its body
+            runs; rejected, it gets ``Error: the user rejected tool "<name>"``. A deferred
+            call with no decision stays suspended: the batch ends ``"suspended"`` again and
+            lists it in ``ToolBatch.suspended``.
+        on_interrupted: ``"rerun-idempotent"`` (the default) or ``"abort"``.
+
+    Returns:
+        The finished batch, or ``None`` when every batch of the session has ended (or the
+        log has no batch).
+
+    Raises:
+        TypeError: ``session`` is not a :class:`~dsh_tools.SessionLog`, ``registry`` is not a
+            :class:`~dsh_tools.ToolRegistry`, ``signal`` is not a
+            :class:`~dsh_tools.CancelSignal`, or a limit has the wrong type.
+        ValueError: the open batch's events disagree with its ``batch/start`` (nothing is
+            appended), ``on_interrupted`` is unknown, or a limit is less than 1.
+        TypeError, ValueError: ``approvals`` is not a mapping of call ids to one of the
+            three decisions, or names a call whose approval is not pending (nothing is
+            appended).
+        trio.Cancelled: as for :func:`~dsh_tools.run_tool_calls`.
+
+    This is a checkpoint on every path.
+    """
+    cap = check_cap(max_parallel_tool_calls)
+    limits = check_capacity_limits(capacity_limits)
+    if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    session = _check_session(session)
+    check_entry(registry, session, 0, 0)
+    decisions = _check_approvals(approvals)
+    # a resumed batch may need no answerer: its deferred calls are decided by ``approvals``
+    check_approval_setup(pipeline_host(registry), agent, answerers=False)
+    if on_interrupted not in _ON_INTERRUPTED:
+        raise ValueError(
+            f'on_interrupted must be "rerun-idempotent" or "abort", not {on_interrupted!r}'
+        )
+    batch = _open_batch(session.events())
+    if batch is None:
+        if decisions:
+            raise ValueError(
+                "approvals name calls whose approval is not pending: the session has no open "
+                f"or suspended batch ({', '.join(repr(call_id) for call_id in decisions)})"
+            )
+        await trio.lowlevel.checkpoint()
+        return None
+    start = batch.start
+    calls = start.calls
+    deferred_ids = {calls[index].call_id: index for index in batch.deferred}
+    unknown = sorted(set(decisions) - set(deferred_ids))
+    if unknown:
+        raise ValueError(
+            f"approvals name calls whose approval is not pending in batch {start.batch_id}: "
+            f"{', '.join(repr(call_id) for call_id in unknown)} (pending: "
+            f"{', '.join(repr(call_id) for call_id in deferred_ids) or 'none'})"
+        )
+    host = pipeline_host(registry)
+    interrupted: set[int] = set()
+    attempts: dict[int, int] = {}
+    env_attempts: dict[str, int] = {}
+    for index in range(len(batch.call_seqs)):
+        if index in batch.results or index in batch.deferred:
+            continue
+        call = calls[index]
+        tool = host.lookup(call.name, agent)
+        if on_interrupted == "abort" or (tool is not None and not tool.idempotent):
+            interrupted.add(index)
+        else:
+            attempts[index] = env_attempts[call.call_id] = batch.attempts[index] + 1
+    prefix = batch.prefix
+    deferred: dict[int, tuple[str, ApprovalOutcome | None, bool]] = {}
+    for index, (request_id, logged) in batch.deferred.items():
+        given = decisions.get(calls[index].call_id)
+        # a decision already logged stands; one given now is new (its approval/decided is due)
+        new = logged is None and given is not None
+        deferred[index] = (request_id, logged if logged is not None else given, new)
+    resumed = ResumedBatch(
+        registry=registry,
+        calls=calls,
+        signal=signal,
+        agent=agent,
+        cap=cap,
+        log=_primed_log(session, batch, attempts),
+        capacity=capacity_of(limits),
+        turn=start.turn,
+        step=start.step,
+        batch_id=start.batch_id,
+        attempts=env_attempts,
+        dangling=len(batch.call_seqs),
+        interrupted=frozenset(interrupted),
+        logged={
+            index: logged_result(event)
+            for index, event in batch.results.items()
+            if index >= len(prefix)
+        },
+        deferred=deferred,
+    )
+    resumed.prime([logged_result(event) for event in prefix])
+    return await resumed.run()
+
+
+def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
+    """Close the session's last open batch without running anything, for a loop that would rather
+    tell the model than resume.
+
+    Each call with a ``tool/call`` but no ``tool/result`` gets ``TOOL_INTERRUPTED`` (pointing
+    at its ``tool/call``); each call that never started gets a synthetic ``tool/call`` and
+    ``ABORTED_BEFORE_DISPATCH``; then the batch's ``context/message`` events not logged yet and
+    a ``batch/end`` with reason ``"aborted"``.
+
+    Returns:
+        Every ``tool/result`` of the batch in model order (the logged ones and the new ones):
+        what the model is told. Empty when every batch of the session has ended (or the log
+        has no batch); then nothing is appended.
+
+    Raises:
+        TypeError: ``session`` is not a :class:`~dsh_tools.SessionLog`.
+        ValueError: the open batch's events disagree with its ``batch/start`` (nothing is
+            appended).
+    """
+    session = _check_session(session)
+    batch = _open_batch(session.events())
+    if batch is None:
+        return ()
+    log = _primed_log(session, batch, {})
+    n = len(batch.start.calls)
+    events: list[ToolResultEvent] = []
+    for index in range(len(batch.call_seqs)):
+        logged = batch.results.get(index)
+        if logged is not None:
+            events.append(logged)
+        elif index in batch.deferred:
+            # its body never ran; its pending approval is closed as cancelled
+            request_id, decision = batch.deferred[index]
+            if decision is None:
+                log.decided(request_id, ApprovalOutcome.CANCELLED)
+            events.append(log.result(index, ABORTED_BEFORE_DISPATCH))
+        else:
+            events.append(log.result(index, INTERRUPTED))
+    for index in range(len(batch.call_seqs), n):
+        log.call(index)
+        events.append(log.result(index, ABORTED_BEFORE_DISPATCH))
+    log.contexts([context for event in events for context in event.contexts])
+    log.end("aborted")
+    return tuple(events)

@@ -1,0 +1,219 @@
+"""What one batch writes to its session log: ``batch/start``, ``tool/call``, ``tool/result``,
+``context/message`` and ``batch/end`` events, and the balancing of a batch that failed.
+
+The scheduler decides *when* each event is due (a call's ``tool/call`` when it starts, its
+``tool/result`` when it commits, the contexts after the last result); :class:`BatchLog`
+knows *how* to write them: the events' fields, the ``tool/result``'s pointer to its
+``tool/call``, and that a log whose append failed is written to no more.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from dsh_tools._values._batch import ToolCallRequest
+from dsh_tools._values._content import HookContext
+from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
+
+from ._session import (
+    ApprovalDecidedEvent,
+    BatchEndEvent,
+    BatchEndReason,
+    BatchStartEvent,
+    ContextMessageEvent,
+    SessionEvent,
+    SessionLog,
+    ToolCallEvent,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
+
+__all__ = ["BatchLog"]
+
+logger: Final = logging.getLogger("dsh_tools")
+
+
+class BatchLog:
+    """The session events of one batch of ``calls``, recorded with ``turn`` and ``step``.
+
+    A resumed batch's log is primed with what the session holds already: the seq of each
+    started call's last ``tool/call`` (``call_seqs``), the attempt of each call run again
+    (``attempts``, by index; ``None`` for a fresh batch: every ``tool/call`` is attempt 1) and
+    how many of the batch's ``context/message`` events are logged (``contexts_logged``).
+    """
+
+    __slots__ = (
+        "_attempts",
+        "_batch_id",
+        "_call_seqs",
+        "_calls",
+        "_contexts_logged",
+        "_session",
+        "_step",
+        "_turn",
+        "failed",
+        "started",
+    )
+
+    def __init__(
+        self,
+        session: SessionLog,
+        calls: tuple[ToolCallRequest, ...],
+        turn: int,
+        step: int,
+        batch_id: str,
+        *,
+        call_seqs: list[int] | None = None,
+        attempts: dict[int, int] | None = None,
+        contexts_logged: int = 0,
+    ) -> None:
+        self._session = session
+        self._calls = calls
+        self._turn = turn
+        self._step = step
+        self._batch_id = batch_id
+        # the seq of each call's tool/call, for its tool/result's source_event_seqs
+        self._call_seqs = [0] * len(calls) if call_seqs is None else call_seqs
+        self._attempts = attempts
+        self._contexts_logged = contexts_logged
+        self.failed = False
+        """An append raised: the batch is failing, and nothing more is written to the log."""
+        self.started = call_seqs is not None
+        """The batch's ``batch/start`` is in the log (a resumed batch's always is)."""
+
+    def _append(self, event: SessionEvent) -> int:
+        try:
+            return self._session.append(event)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def events(self) -> list[SessionEvent]:
+        """The session's events, read back (to find a suspended call's pending request)."""
+        return self._session.events()
+
+    def decided(self, request_id: str, outcome: ApprovalOutcome) -> None:
+        """Append the ``approval/decided`` of a deferred request, decided on resume."""
+        self._append(ApprovalDecidedEvent(id=request_id, outcome=outcome, answered_by="resume"))
+
+    def start(self) -> None:
+        """Append the batch's ``batch/start``: every call, before any ``tool/call``."""
+        self._append(
+            BatchStartEvent(
+                turn=self._turn, step=self._step, batch_id=self._batch_id, calls=self._calls
+            )
+        )
+        self.started = True
+
+    def call(self, index: int) -> None:
+        """Append the ``tool/call`` of the call at ``index``."""
+        call = self._calls[index]
+        attempts = self._attempts
+        self._call_seqs[index] = self._append(
+            ToolCallEvent(
+                turn=self._turn,
+                step=self._step,
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+                attempt=1 if attempts is None else attempts.get(index, 1),
+            )
+        )
+
+    def progress(
+        self,
+        call_id: str,
+        message: str | None,
+        progress: float | None,
+        total: float | None,
+        output: str | None,
+    ) -> None:
+        """Append a ``tool/progress`` of a running call (a body's report). Progress is for
+        people, not for the batch: an append that fails is logged and the batch goes on (its
+        next ``tool/result`` append meets the same log).
+        """
+        if self.failed:
+            return
+        try:
+            self._session.append(
+                ToolProgressEvent(
+                    turn=self._turn,
+                    step=self._step,
+                    call_id=call_id,
+                    message=message,
+                    progress=progress,
+                    total=total,
+                    output=output,
+                )
+            )
+        except Exception:
+            logger.warning("could not record the progress of tool call %r", call_id, exc_info=True)
+
+    def result(self, index: int, result: ToolExecutionResult) -> ToolResultEvent:
+        """Append the ``tool/result`` of the call at ``index``, pointing at its ``tool/call``
+        and carrying the result's additional contexts; return the event.
+        """
+        event = ToolResultEvent(
+            turn=self._turn,
+            step=self._step,
+            call_id=self._calls[index].call_id,
+            content=result.content,
+            is_error=result.is_error,
+            error=result.error,
+            meta=result.meta,
+            source_event_seqs=(self._call_seqs[index],),
+            contexts=result.additional_contexts,
+        )
+        self._append(event)
+        return event
+
+    def contexts(self, contexts: Sequence[HookContext]) -> None:
+        """Append one ``context/message`` per batch context, in FIFO order (those not logged
+        yet: a resumed batch may have logged some before its process stopped).
+        """
+        for context in contexts[self._contexts_logged :]:
+            self._append(
+                ContextMessageEvent(
+                    content=context.content, source=context.source, meta=context.meta
+                )
+            )
+
+    def end(self, reason: BatchEndReason) -> None:
+        """Append the batch's ``batch/end``, after its results and contexts."""
+        self._append(
+            BatchEndEvent(turn=self._turn, step=self._step, batch_id=self._batch_id, reason=reason)
+        )
+
+    def balance(self, pending: Iterable[tuple[int, ToolExecutionResult]]) -> int:
+        """After the batch failed: append the ``tool/result`` of each started call that has
+        none (``pending``: index and result, in model order). Stops at the first append that
+        fails (logged); returns how many were appended. Does nothing once an append failed.
+        """
+        if self.failed:
+            return 0
+        done = 0
+        for index, result in pending:
+            try:
+                self.result(index, result)
+            except Exception:
+                logger.warning(
+                    "could not balance tool/call %r after the batch failed",
+                    self._calls[index].call_id,
+                    exc_info=True,
+                )
+                break
+            done += 1
+        return done
+
+    def end_after_failure(self, reason: BatchEndReason) -> None:
+        """After the batch failed and was balanced: append its ``batch/end`` (best effort:
+        not when an append failed already or the batch never started; a failure is logged).
+        """
+        if self.failed or not self.started:
+            return
+        try:
+            self.end(reason)
+        except Exception:
+            logger.warning("could not end batch %s after it failed", self._batch_id, exc_info=True)

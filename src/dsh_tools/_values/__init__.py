@@ -1,0 +1,1 @@
+"""Values: JSON snapshots, content blocks, signals, schemas, definitions, the batch's values."""
