@@ -75,8 +75,12 @@ INTERNAL: Final = frozenset(
         # a call's card with its fallback, for the presenter and approval requests
         ("_values._presentation", "call_view_of"),
         ("_values._presentation", "generic_call_view"),
-        # the batch-setup check of approval wiring (run_tool_calls, resume_tool_calls)
-        ("_pipeline._approval", "check_approval_setup"),
+        # the batch-setup check of approval wiring (run_tool_calls, resume_tool_calls), and
+        # the ask_before policy it recognises
+        ("_pipeline._approval_setup", "check_approval_setup"),
+        ("_pipeline._ask_before", "AskBefore"),
+        # the approval service asks its answerers through it
+        ("_pipeline._answerers", "answer_chain"),
         # the placeholder of a call whose approval was deferred
         ("_pipeline._results", "approval_pending_result"),
         # define_tool's derivation of a spec from an attrs class

@@ -14,11 +14,13 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   demo         demo (the bundled demo agent: a product on top of the core)
 #   _policies    what a loop installs on a registry: _call_budget, then _timeout _retry
 #                _output_budget _timeline (execute wrappers) _presenter (views for events)
+#                _console_answerer (the terminal prompt of an approval)
 #   _scheduling  _resume (resume_tool_calls, recover_session), then _scheduler (the lane,
 #                pools, barriers)
-#   _pipeline    one call: _registry _approval, then _tool (@tool), then _call (the stages;
-#                gets a PipelineHost, never the registry) _define (define_tool), then
-#                _results _hooks _progress
+#   _pipeline    one call: _registry _approval_setup (the batch's approval check), then _tool
+#                (@tool) _approval (UserApproval) _ask_before, then _call (the stages; gets a
+#                PipelineHost, never the registry) _define (define_tool) _answerers (the
+#                answerer chain), then _results _hooks _progress
 #   _sessions    the events and their logs: _batch_log _sqlite, then _grants, then _session
 #   _values      frozen values: _batch, _converter, _definition, _execution ..., _json
 #   _errors      every exception, in one tree
@@ -36,15 +38,13 @@ from ._errors import SessionLogCorruptError as SessionLogCorruptError
 from ._errors import SessionLogLockedError as SessionLogLockedError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolNotFoundError as ToolNotFoundError
-from ._pipeline._approval import ApprovalAnswerer as ApprovalAnswerer
-from ._pipeline._approval import ApprovalNext as ApprovalNext
+from ._pipeline._answerers import ApprovalAnswerer as ApprovalAnswerer
+from ._pipeline._answerers import ApprovalNext as ApprovalNext
 from ._pipeline._approval import ApprovalScope as ApprovalScope
 from ._pipeline._approval import UserApproval as UserApproval
 from ._pipeline._approval import UserApprovalStatistics as UserApprovalStatistics
-from ._pipeline._approval import ask_before as ask_before
-from ._pipeline._approval import console_answerer as console_answerer
-from ._pipeline._approval import describe_call as describe_call
 from ._pipeline._approval import session_turn as session_turn
+from ._pipeline._ask_before import ask_before as ask_before
 from ._pipeline._define import define_tool as define_tool
 from ._pipeline._hooks import BatchHook as BatchHook
 from ._pipeline._hooks import BatchNext as BatchNext
@@ -65,6 +65,8 @@ from ._pipeline._tool import ToolDecorator as ToolDecorator
 from ._pipeline._tool import ToolFunction as ToolFunction
 from ._pipeline._tool import tool as tool
 from ._policies._call_budget import install_call_budget as install_call_budget
+from ._policies._console_answerer import console_answerer as console_answerer
+from ._policies._console_answerer import describe_call as describe_call
 from ._policies._output_budget import install_output_budget as install_output_budget
 from ._policies._presenter import ToolPresenter as ToolPresenter
 from ._policies._presenter import console_block as console_block

@@ -37,10 +37,12 @@ import attrs
 import trio
 import trio.testing
 
-from ._pipeline._approval import ApprovalAnswerer, UserApproval, console_answerer, session_turn
+from ._pipeline._answerers import ApprovalAnswerer
+from ._pipeline._approval import UserApproval, session_turn
 from ._pipeline._define import define_tool
 from ._pipeline._hooks import PreExecuteNext
 from ._pipeline._registry import ToolRegistry
+from ._policies._console_answerer import console_answerer
 from ._policies._presenter import ToolPresenter
 from ._policies._timeline import TimelineRecorder
 from ._policies._timeout import install_timeout_policy

@@ -30,21 +30,16 @@ the policy in effect is the last one logged (the constructor's default until the
 
 from __future__ import annotations
 
-import builtins
-import inspect
-import json
 import logging
 import uuid
-import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Final, TypeAlias, cast, final
+from typing import Final
 
 import attrs
 import trio
 
-from dsh_tools._errors import ApprovalSetupWarning
 from dsh_tools._sessions._grants import agent_name, grants_in
 from dsh_tools._sessions._session import (
     ApprovalAskedEvent,
@@ -59,44 +54,21 @@ from dsh_tools._sessions._session import (
     check_approval_policy,
 )
 from dsh_tools._texts import error_message
-from dsh_tools._values._content import TextBlock
 from dsh_tools._values._disposer import DisposerGroup
-from dsh_tools._values._execution import (
-    ApprovalOutcome,
-    ApprovalRequest,
-    Ask,
-    PreToolDecision,
-    ToolExecution,
-    read_approval_outcome,
-)
-from dsh_tools._values._presentation import DiffCallView, TerminalCallView, unified_diff_lines
-from dsh_tools._values._printable import printable
+from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
 from dsh_tools._values._signal import linked_cancel_scope
 
-from ._call import PipelineHost
-from ._hooks import HookList, HookPoint, PreExecuteHook, PreExecuteNext, waterfall
+from ._answerers import ApprovalAnswerer, answer_chain
+from ._hooks import HookList, HookPoint
 
 __all__ = [
-    "ApprovalAnswerer",
-    "ApprovalNext",
     "ApprovalScope",
     "UserApproval",
     "UserApprovalStatistics",
-    "ask_before",
-    "check_approval_setup",
-    "console_answerer",
-    "describe_call",
     "session_turn",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
-
-
-ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome]]
-"""Asks the rest of the answerers (``UNAVAILABLE`` at the end of the chain)."""
-
-ApprovalAnswerer: TypeAlias = Callable[[ApprovalRequest, ApprovalNext], Awaitable[ApprovalOutcome]]
-"""``async (request, next) -> ApprovalOutcome``: answer, or delegate with ``return await next()``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -347,7 +319,7 @@ class UserApproval:
         outcome = ApprovalOutcome.UNAVAILABLE
         with linked_cancel_scope(signal):
             try:
-                outcome = await _chain(answerers, request)()
+                outcome = await answer_chain(answerers, request)()
             except Exception as exc:
                 logger.warning(
                     "tool %r call %r: an approval answerer raised: %s",
@@ -389,141 +361,6 @@ def _check_open_turn(events: Sequence[SessionEvent]) -> None:
     raise RuntimeError(
         "approval.request() outside an open turn: the session has no turn/start "
         "(run the agent's turn inside session_turn())"
-    )
-
-
-async def _unavailable() -> ApprovalOutcome:
-    await trio.lowlevel.checkpoint()
-    return ApprovalOutcome.UNAVAILABLE
-
-
-def _chain(answerers: Sequence[ApprovalAnswerer], request: ApprovalRequest) -> ApprovalNext:
-    return waterfall(tuple(_checked(answerer) for answerer in answerers), (request,), _unavailable)
-
-
-def _checked(answerer: ApprovalAnswerer) -> ApprovalAnswerer:
-    """``answerer``, with its reply read as an :class:`ApprovalOutcome` (a plug-in: its
-    annotation is not trusted; anything else is a rogue answer, read as unavailable).
-    """
-
-    async def step(request: ApprovalRequest, rest: ApprovalNext) -> ApprovalOutcome:
-        pending = cast(object, answerer(request, rest))
-        if not inspect.isawaitable(pending):
-            await trio.lowlevel.checkpoint()
-            return _rogue(request, pending, "returned (not awaitable)")
-        answer = cast(object, await pending)
-        known = read_approval_outcome(answer)
-        if known is None:
-            return _rogue(request, answer, "answered")
-        return known
-
-    return step
-
-
-def _rogue(request: ApprovalRequest, answer: object, how: str) -> ApprovalOutcome:
-    logger.warning(
-        "tool %r call %r: an approval answerer %s %r, not an ApprovalOutcome: unavailable",
-        request.tool_name,
-        request.call_id,
-        how,
-        answer,
-    )
-    return ApprovalOutcome.UNAVAILABLE
-
-
-# --- wiring -------------------------------------------------------------------------------
-
-
-@final
-class _AskBefore:
-    __slots__ = ("reason", "tool_names")
-
-    def __init__(self, tool_names: frozenset[str], reason: str | None) -> None:
-        self.tool_names = tool_names
-        self.reason = reason
-
-    async def __call__(self, execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
-        if execution.name in self.tool_names:
-            await trio.lowlevel.checkpoint()
-            return Ask(reason=self.reason)
-        return await next()
-
-    def __repr__(self) -> str:
-        names = ", ".join(repr(name) for name in sorted(self.tool_names))
-        return f"ask_before({names})"
-
-
-def ask_before(*tool_names: str, reason: str | None = None) -> PreExecuteHook:
-    """A ``pre_execute`` policy that asks the approval service before every call of the named
-    tools (``Ask(reason)``) and leaves every other call to the rest of the waterfall.
-
-    Add it with ``registry.hooks.pre_execute.add(ask_before("write_file", "run_command"))``
-    (or to an agent's scope). A batch set up on a registry with this policy and no approval
-    service warns (:class:`~dsh_tools.ApprovalSetupWarning`).
-
-    Raises:
-        TypeError: no tool name, or a name that is not a non-empty ``str``; ``reason`` is
-            neither ``None`` nor a ``str``.
-    """
-    if not tool_names:
-        raise TypeError("ask_before() needs at least one tool name")
-    for name in tool_names:
-        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"ask_before(): a tool name must be a non-empty str, not {name!r}")
-    if reason is not None and not isinstance(reason, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(f"ask_before(): reason must be a str or None, not {type(reason).__name__}")
-    return _AskBefore(frozenset(tool_names), reason)
-
-
-def check_approval_setup(
-    host: PipelineHost, agent: object, *, answerers: bool = True, stacklevel: int = 3
-) -> None:
-    """Warn (:class:`~dsh_tools.ApprovalSetupWarning`) about approval that a batch of
-    ``agent`` on ``host`` could never get. Only what the library can see for sure: an
-    ``ask_before`` policy that hears the batch on a registry with no approval service, or with
-    calls that have no agent to route a request through; a :class:`UserApproval` none of whose
-    answerers hears ``agent`` (with ``answerers``), when the batch has an ``ask_before`` policy
-    or the service's answerers all listen to other agents. Not a checkpoint.
-    """
-    listeners = host.hooks.pre_execute
-    if not listeners.active:
-        return
-    heard = listeners.for_agent(agent)
-    if not heard:
-        return
-    policies = [listener for listener in heard if isinstance(listener, _AskBefore)]
-    service = host.approval
-    if service is None:
-        if policies:
-            warnings.warn(
-                f"{policies[0]!r} asks for approval, but the registry has no approval service: "
-                "every such call is denied; pass ToolRegistry(approval=UserApproval(session))",
-                ApprovalSetupWarning,
-                stacklevel=stacklevel,
-            )
-        return
-    if agent is None:
-        if policies:
-            warnings.warn(
-                f"{policies[0]!r} asks for approval, but the batch's calls have no agent to "
-                "route a request through: every such call is denied; pass "
-                "run_tool_calls(..., agent=...)",
-                ApprovalSetupWarning,
-                stacklevel=stacklevel,
-            )
-        return
-    if not (answerers and isinstance(service, UserApproval)) or service.hears(agent):
-        return
-    if not policies and not service.statistics().answerers:
-        return  # nothing says this batch asks, and no answerer was meant for anyone
-    if service.policy == "never":
-        return
-    warnings.warn(
-        f"no approval answerer hears agent {agent!r} (none global, none in its scope): "
-        "every Ask is answered unavailable; add one with approval.answerers.add(...) or "
-        "approval.scope(agent).answerers.add(...) for this very agent object",
-        ApprovalSetupWarning,
-        stacklevel=stacklevel,
     )
 
 
@@ -572,106 +409,3 @@ def session_turn(
     """
     TurnStartEvent(turn=turn, trigger=trigger)  # validate before the block runs
     return _SessionTurn(session, turn, trigger)
-
-
-# --- a console answerer -------------------------------------------------------------------
-
-_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N/a] '
-
-
-def describe_call(request: ApprovalRequest) -> str:
-    """The text a terminal shows of what ``request`` approves: its call card (a diff for an
-    edit, the command for a shell tool, the arguments as JSON otherwise), every line made
-    printable. Empty when the request carries no card and no arguments.
-    """
-    view = request.view
-    if view is None:
-        if request.arguments is None:
-            return ""
-        return _json_text(request.arguments)
-    if isinstance(view, TerminalCallView):
-        lines = [f"$ {printable(view.title, multiline=False)}"]
-        if view.cwd is not None:
-            lines.append(f"  in {printable(view.cwd, multiline=False)}")
-        if view.description is not None:
-            lines.append(f"  ({printable(view.description, multiline=False)})")
-        return "\n".join(lines)
-    if isinstance(view, DiffCallView):
-        lines = [printable(view.title, multiline=False)]
-        for diff in view.diffs:
-            lines.extend(unified_diff_lines(diff))
-        return "\n".join(lines)
-    lines = [printable(view.title, multiline=False)]
-    if view.raw_input is not None:
-        lines.append(_json_text(view.raw_input))
-    for block in view.content or ():
-        if isinstance(block, TextBlock):
-            lines.append(printable(block.text))
-    return "\n".join(lines)
-
-
-def _json_text(value: object) -> str:
-    try:
-        text = json.dumps(value, indent=2, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return printable(text)
-
-
-def console_answerer(
-    *,
-    prompt: str = _DEFAULT_PROMPT,
-    read_line: Callable[[str], str] = builtins.input,
-    show: Callable[[str], object] = print,
-) -> ApprovalAnswerer:
-    r"""An answerer that asks on the terminal: it shows the call (its card: a diff for an
-    edit, the command for a shell tool, the arguments otherwise), then reads ``y`` / ``yes``
-    (allow this call once), ``a`` / ``always`` (allow it, and this tool for the rest of the
-    session: ``allowed-session``), ``n`` / ``no`` / an empty line (reject); anything else asks
-    again.
-
-    The line is read in a worker thread (``trio.to_thread.run_sync``), so the event loop keeps
-    running while the user thinks. When the request is cancelled the answerer returns at once
-    (the thread is abandoned: it ends when its read does, and that answer is dropped). At the
-    end of input (``EOFError``: no terminal) it delegates with ``next()``. One question is
-    asked at a time.
-
-    Args:
-        prompt: a :meth:`str.format` template with ``{tool_name}``, ``{call_id}`` and
-            ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty). Each value is
-            put in with its control characters (newlines too) written as visible escapes
-            (``\x1b``), so a terminal never acts on them.
-        read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
-        show: ``(text) -> None``, shows the call before the question (:func:`print` by
-            default; called on the trio thread).
-    """
-    lock = trio.Lock()
-
-    async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
-        # the request's texts come from the model, a tool or a server: shown, never interpreted
-        text = prompt.format(
-            tool_name=printable(request.tool_name, multiline=False),
-            call_id="" if request.call_id is None else printable(request.call_id, multiline=False),
-            reason=""
-            if request.reason is None
-            else f" ({printable(request.reason, multiline=False)})",
-        )
-        async with lock:
-            card = describe_call(request)
-            if card:
-                show(card)
-            while True:
-                try:
-                    line = await trio.to_thread.run_sync(read_line, text, abandon_on_cancel=True)
-                except EOFError:
-                    break
-                reply = line.strip().lower()
-                if reply in ("y", "yes"):
-                    return ApprovalOutcome.ALLOWED_ONCE
-                if reply in ("a", "always"):
-                    return ApprovalOutcome.ALLOWED_SESSION
-                if reply in ("", "n", "no"):
-                    return ApprovalOutcome.REJECTED
-        return await next()
-
-    return answer

@@ -20,7 +20,7 @@ from typing import Final, Literal, cast
 import attrs
 import trio
 
-from dsh_tools._pipeline._approval import check_approval_setup
+from dsh_tools._pipeline._approval_setup import check_approval_setup
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
 from dsh_tools._sessions._batch_log import BatchLog

@@ -36,7 +36,7 @@ from typing import Final, cast
 import attrs
 import trio
 
-from dsh_tools._pipeline._approval import check_approval_setup
+from dsh_tools._pipeline._approval_setup import check_approval_setup
 from dsh_tools._pipeline._call import (
     ALLOWED,
     PENDING,

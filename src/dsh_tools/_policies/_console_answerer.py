@@ -1,0 +1,124 @@
+"""The terminal prompt: what a person at a terminal sees of an approval request
+(:func:`describe_call`) and the answerer that asks them (:func:`console_answerer`).
+
+Presentation for a person, so it sits with the presenter, above the pipeline whose answerer
+type it implements. Every text that came from the model, a tool or a server is shown with its
+control characters visible, never interpreted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Callable
+from typing import Final
+
+import trio
+
+from dsh_tools._pipeline._answerers import ApprovalAnswerer, ApprovalNext
+from dsh_tools._values._content import TextBlock
+from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
+from dsh_tools._values._presentation import DiffCallView, TerminalCallView, unified_diff_lines
+from dsh_tools._values._printable import printable
+
+__all__ = ["console_answerer", "describe_call"]
+
+_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N/a] '
+
+
+def describe_call(request: ApprovalRequest) -> str:
+    """The text a terminal shows of what ``request`` approves: its call card (a diff for an
+    edit, the command for a shell tool, the arguments as JSON otherwise), every line made
+    printable. Empty when the request carries no card and no arguments.
+    """
+    view = request.view
+    if view is None:
+        if request.arguments is None:
+            return ""
+        return _json_text(request.arguments)
+    if isinstance(view, TerminalCallView):
+        lines = [f"$ {printable(view.title, multiline=False)}"]
+        if view.cwd is not None:
+            lines.append(f"  in {printable(view.cwd, multiline=False)}")
+        if view.description is not None:
+            lines.append(f"  ({printable(view.description, multiline=False)})")
+        return "\n".join(lines)
+    if isinstance(view, DiffCallView):
+        lines = [printable(view.title, multiline=False)]
+        for diff in view.diffs:
+            lines.extend(unified_diff_lines(diff))
+        return "\n".join(lines)
+    lines = [printable(view.title, multiline=False)]
+    if view.raw_input is not None:
+        lines.append(_json_text(view.raw_input))
+    for block in view.content or ():
+        if isinstance(block, TextBlock):
+            lines.append(printable(block.text))
+    return "\n".join(lines)
+
+
+def _json_text(value: object) -> str:
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return printable(text)
+
+
+def console_answerer(
+    *,
+    prompt: str = _DEFAULT_PROMPT,
+    read_line: Callable[[str], str] = builtins.input,
+    show: Callable[[str], object] = print,
+) -> ApprovalAnswerer:
+    r"""An answerer that asks on the terminal: it shows the call (its card: a diff for an
+    edit, the command for a shell tool, the arguments otherwise), then reads ``y`` / ``yes``
+    (allow this call once), ``a`` / ``always`` (allow it, and this tool for the rest of the
+    session: ``allowed-session``), ``n`` / ``no`` / an empty line (reject); anything else asks
+    again.
+
+    The line is read in a worker thread (``trio.to_thread.run_sync``), so the event loop keeps
+    running while the user thinks. When the request is cancelled the answerer returns at once
+    (the thread is abandoned: it ends when its read does, and that answer is dropped). At the
+    end of input (``EOFError``: no terminal) it delegates with ``next()``. One question is
+    asked at a time.
+
+    Args:
+        prompt: a :meth:`str.format` template with ``{tool_name}``, ``{call_id}`` and
+            ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty). Each value is
+            put in with its control characters (newlines too) written as visible escapes
+            (``\x1b``), so a terminal never acts on them.
+        read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
+        show: ``(text) -> None``, shows the call before the question (:func:`print` by
+            default; called on the trio thread).
+    """
+    lock = trio.Lock()
+
+    async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+        # the request's texts come from the model, a tool or a server: shown, never interpreted
+        text = prompt.format(
+            tool_name=printable(request.tool_name, multiline=False),
+            call_id="" if request.call_id is None else printable(request.call_id, multiline=False),
+            reason=""
+            if request.reason is None
+            else f" ({printable(request.reason, multiline=False)})",
+        )
+        async with lock:
+            card = describe_call(request)
+            if card:
+                show(card)
+            while True:
+                try:
+                    line = await trio.to_thread.run_sync(read_line, text, abandon_on_cancel=True)
+                except EOFError:
+                    break
+                reply = line.strip().lower()
+                if reply in ("y", "yes"):
+                    return ApprovalOutcome.ALLOWED_ONCE
+                if reply in ("a", "always"):
+                    return ApprovalOutcome.ALLOWED_SESSION
+                if reply in ("", "n", "no"):
+                    return ApprovalOutcome.REJECTED
+        return await next()
+
+    return answer
