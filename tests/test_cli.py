@@ -17,9 +17,9 @@ from dsh_tools import SqliteSessionLog, TurnStartEvent, read_session_log
 from dsh_tools.__main__ import main
 from dsh_tools.cli import bench
 from dsh_tools.cli.bench_view import main_bench, render_report
+from dsh_tools.cli.demo import default_log_path
 from dsh_tools.cli.live_demo import main_live_demo
 from dsh_tools.cli.replay import main_replay
-from dsh_tools.demo import default_log_path
 
 WITHOUT_RICH = (
     "import sys; sys.modules['rich'] = None; "

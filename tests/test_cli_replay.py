@@ -22,8 +22,8 @@ from dsh_tools import (
     read_session_log,
 )
 from dsh_tools.__main__ import main
+from dsh_tools.cli.demo import run_demo
 from dsh_tools.cli.replay import main_replay
-from dsh_tools.demo import run_demo
 from support import registry_with, tool
 
 
@@ -43,7 +43,7 @@ def demo_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-DEMO_REGISTRY = "dsh_tools.demo:demo_registry"
+DEMO_REGISTRY = "dsh_tools.cli.demo_tools:demo_registry"
 
 
 def replay(path: Path, registry: str | None = None) -> tuple[int, str, list[str]]:

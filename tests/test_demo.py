@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import trio
@@ -41,7 +44,11 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.__main__ import main
-from dsh_tools.demo import DemoBatch, Workspace, build_registry, hunks, outcome, run_demo
+from dsh_tools.cli import demo as cli_demo
+from dsh_tools.cli import demo_tools, plain_demo
+from dsh_tools.cli._loading import load_registry
+from dsh_tools.cli.demo import DemoBatch, outcome, run_demo
+from dsh_tools.cli.demo_tools import Workspace, build_registry, hunks
 
 
 def run_on_virtual_time() -> tuple[list[DemoBatch], MemorySessionLog]:
@@ -346,3 +353,67 @@ def test_the_ask_mode_without_input_has_no_approval_channel(tmp_path: Path) -> N
         event["outcome"] for event in map(json.loads, lines) if event["type"] == "approval/decided"
     ]
     assert ["unavailable"] * 5 == decided
+
+
+# --- the old module name ------------------------------------------------------------------
+
+OLD_NAMES = [
+    "DemoAgent",
+    "DemoBatch",
+    "build_registry",
+    "default_log_path",
+    "demo_registry",
+    "execution_text",
+    "first_line",
+    "hunks",
+    "main_demo",
+    "open_file_log",
+    "run_demo",
+    "sample_workspace",
+]
+
+
+def _import_old_demo() -> ModuleType:
+    sys.modules.pop("dsh_tools.demo", None)  # a fresh import: the warning is issued once per import
+    return importlib.import_module("dsh_tools.demo")
+
+
+def test_importing_the_old_demo_module_warns_once_naming_its_new_place() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _import_old_demo()
+
+    expected = [
+        (
+            DeprecationWarning,
+            "dsh_tools.demo is deprecated: the demo moved to dsh_tools.cli.demo "
+            "(its tools to dsh_tools.cli.demo_tools, its printed view to "
+            "dsh_tools.cli.plain_demo)",
+        )
+    ]
+    assert expected == [(warning.category, str(warning.message)) for warning in caught]
+
+
+def test_the_old_demo_module_gives_every_name_it_listed_from_the_new_modules() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = _import_old_demo()
+    new = [cli_demo, demo_tools, plain_demo]
+
+    assert OLD_NAMES == sorted(old.__all__)
+    assert [] == [
+        name
+        for name in OLD_NAMES
+        if getattr(old, name) is not next(getattr(m, name) for m in new if hasattr(m, name))
+    ]
+
+
+def test_the_old_registry_path_still_loads_the_demo_registry_for_replay() -> None:
+    sys.modules.pop("dsh_tools.demo", None)
+
+    with pytest.warns(DeprecationWarning, match=r"^dsh_tools\.demo is deprecated"):
+        registry = load_registry("dsh_tools.demo:demo_registry")
+
+    assert ["fetch_url", "read_file", "run_command", "search", "write_file"] == sorted(
+        schema.name for schema in registry.schemas()
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh_tools import ApprovalDecidedEvent, BatchEndEvent, ToolResultEvent
-from dsh_tools.demo import open_file_log
+from dsh_tools.cli.demo import open_file_log
 
 
 def _demo(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -22,8 +22,9 @@ from dsh_tools import (
     console_answerer,
 )
 from dsh_tools._values._printable import printable
+from dsh_tools.cli.demo import DemoBatch
 from dsh_tools.cli.live_demo import model_receives
-from dsh_tools.demo import DemoBatch, render_batch
+from dsh_tools.cli.plain_demo import render_batch
 from hostile_logs import HOSTILE_TEXTS
 
 HOSTILE = "".join(HOSTILE_TEXTS.values())

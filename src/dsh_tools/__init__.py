@@ -7,11 +7,12 @@ The public namespace only re-exports names from private modules; see the docs fo
 # other). pyproject.toml's import-linter contracts check it, TYPE_CHECKING imports included.
 #
 #   CLI          __main__
-#   command line cli (its worker command runs temporal)
-#   integrations acp mcp otel providers testing temporal (subpackages, most behind optional
+#   deprecated   demo (an alias of cli.demo)
+#   ACP          acp (its dsh-tools acp agent runs the demo's tools, cli.demo_tools)
+#   command line cli (the demo and the views; its worker command runs temporal)
+#   integrations mcp otel providers testing temporal (subpackages, most behind optional
 #                extras; never imported from the core)
 #   session logs postgres (the PostgreSQL session log temporal's workers write)
-#   demo         demo (the bundled demo agent: a product on top of the core)
 #   _policies    what a loop installs on a registry: _call_budget, then _timeout _retry
 #                _output_budget _timeline (execute wrappers) _presenter (views for events)
 #                _console_answerer (the terminal prompt of an approval)

@@ -217,7 +217,7 @@ def _run(arguments: list[str]) -> int:
             return _log_error(exc)
     if command == "demo" and (args.plain or args.ask):
         # --ask prompts on the terminal (y/n): the ASCII timeline, not the live view, owns it
-        from .demo import main_demo  # imported late: the CLI's help needs none of it
+        from .cli.plain_demo import main_demo  # imported late: the CLI's help needs none of it
 
         try:
             return main_demo(log=args.log, real_time=args.real_time, ask=args.ask)

@@ -1,7 +1,7 @@
 """``dsh-tools acp``: an ACP agent over stdio that runs the demo's tools for real.
 
 There is no model: every ``session/prompt`` runs one scripted batch of the demo's tools
-(:mod:`dsh_tools.demo`) through a real :class:`~dsh_tools.ToolRegistry` with the timeout
+(:mod:`dsh_tools.cli.demo_tools`) through a real :class:`~dsh_tools.ToolRegistry` with the timeout
 policy, a guard and a ``pre_execute`` listener that asks before every write and command, the real
 scheduler, a :class:`~dsh_tools.ToolPresenter` and a :class:`~dsh_tools.UserApproval` whose
 answerer is an :class:`AcpPermissionAnswerer`. The tools sleep on the real clock (a fraction of
@@ -36,10 +36,10 @@ from dsh_tools import (
     ToolPresenter,
     ToolRegistry,
     UserApproval,
-    demo,
     run_tool_calls,
     session_turn,
 )
+from dsh_tools.cli.demo_tools import Workspace, build_registry, sample_workspace
 
 from ._bridge import AcpSessionBridge
 from ._jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcConnection, JsonRpcError
@@ -348,5 +348,5 @@ def _session_registry(approval: UserApproval) -> ToolRegistry:
     """The demo's tools, presenters, guard and timeout policy over a fresh in-memory
     workspace, asking ``approval`` before every write (and command).
     """
-    workspace = demo.Workspace(files=dict(demo.sample_workspace().files), latency=dict(LATENCY))
-    return demo.build_registry(workspace, approval=approval)
+    workspace = Workspace(files=dict(sample_workspace().files), latency=dict(LATENCY))
+    return build_registry(workspace, approval=approval)

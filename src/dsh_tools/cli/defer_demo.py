@@ -36,7 +36,9 @@ from dsh_tools import (
 )
 from dsh_tools._sessions._grants import pending_requests
 from dsh_tools._values._printable import printable
-from dsh_tools.demo import BATCH_3, DemoAgent, build_registry, open_file_log, sample_workspace
+
+from .demo import BATCH_3, DemoAgent, open_file_log
+from .demo_tools import build_registry, sample_workspace
 
 __all__ = ["main_defer_demo"]
 

@@ -1,4 +1,4 @@
-"""``dsh-tools demo``: the scripted turn of :mod:`dsh_tools.demo` as a live ``rich`` view.
+"""``dsh-tools demo``: the scripted turn of :mod:`.demo` as a live ``rich`` view.
 
 It runs in real time (about three seconds) and redraws as the registry reports: one panel per
 batch with a progress bar, the pool filling and draining (``max_parallel_tool_calls`` slots),
@@ -41,20 +41,20 @@ from dsh_tools import (
     progress_text,
 )
 from dsh_tools._values._printable import printable
-from dsh_tools.demo import (
+
+from .demo import (
     BATCH_1,
     BATCH_2,
     INTERRUPT_AFTER,
     MAX_PARALLEL,
-    build_registry,
     default_log_path,
     execution_text,
     first_line,
     open_file_log,
     outcome,
     run_demo,
-    sample_workspace,
 )
+from .demo_tools import build_registry, sample_workspace
 
 __all__ = ["DemoView", "main_live_demo", "model_receives"]
 
