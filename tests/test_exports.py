@@ -91,6 +91,8 @@ INTERNAL: Final = frozenset(
         # @tool's body, which registry.tool shares, and the define_tool it builds on
         ("_pipeline._tool", "function_tool"),
         ("_pipeline._define", "build_definition"),
+        # the error an integration subpackage raises when its extra is missing
+        ("_extras", "raise_missing_extra"),
         # the text for an exception whose str() raises
         ("_texts", "UNPRINTABLE"),
         # the pipeline's model-facing texts, in the one module of texts

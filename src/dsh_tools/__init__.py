@@ -25,7 +25,8 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   _sessions    the events and their logs: _batch_log _sqlite, then _grants, then _session
 #   _values      frozen values: _batch, _converter, _definition, _execution ..., _json
 #   _errors      every exception, in one tree
-#   _texts       result codes, error_message, JavaScript's number and JSON text
+#   _texts       result codes, error_message, JavaScript's number and JSON text; _extras (the
+#                error an integration subpackage raises when its extra is missing)
 
 __version__ = "0.1.0"  # the distribution version; tests/test_exports.py keeps it equal
 

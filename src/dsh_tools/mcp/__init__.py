@@ -3,7 +3,10 @@ into a registry or a scope; ``open_stdio_client`` connects to a stdio server who
 to the ``dsh_tools.mcp`` logger (extra ``[mcp]``; the core never imports this package).
 """
 
+from dsh_tools._extras import raise_missing_extra
+
 try:
+    from . import _mount, _stdio
     from ._mount import MCP_TOOL_ERROR as MCP_TOOL_ERROR
     from ._mount import McpConnectionError as McpConnectionError
     from ._mount import McpToolError as McpToolError
@@ -13,21 +16,9 @@ try:
     from ._stdio import STDERR_LOGGER as STDERR_LOGGER
     from ._stdio import open_stdio_client as open_stdio_client
 except ModuleNotFoundError as exc:
-    if (exc.name or "").partition(".")[0] not in ("mcp", "jsonschema"):
-        raise
-    raise ModuleNotFoundError(
-        f"dsh_tools.mcp needs the [mcp] extra (mcp >= 2 and jsonschema): {exc}; "
-        "install it with: python -m pip install 'dsh-tools[mcp]'",
-        name=exc.name,
-    ) from exc
+    raise_missing_extra(exc, "mcp", "mcp >= 2 and jsonschema", ("mcp", "jsonschema"))
 
-__all__ = [
-    "MCP_TOOL_ERROR",
-    "McpConnectionError",
-    "McpToolError",
-    "MountTarget",
-    "MountedServer",
-    "STDERR_LOGGER",
-    "mount_mcp",
-    "open_stdio_client",
-]
+# what the two modules export is what this package publishes
+__all__: list[str] = []
+__all__ += _mount.__all__
+__all__ += _stdio.__all__

@@ -10,6 +10,8 @@ code: ``TemporalBatchRunner(client, task_queue, conninfo=...).run(...)`` is awai
 and ``dsh-tools worker`` (or :func:`serve_worker`) serves the batches.
 """
 
+from dsh_tools._extras import raise_missing_extra
+
 try:
     from ._client import TemporalClient as TemporalClient
     from ._client import open_temporal_client as open_temporal_client
@@ -18,13 +20,7 @@ try:
     from ._worker import serve_worker as serve_worker
     from ._workflow import SessionWorkflow as SessionWorkflow
 except ModuleNotFoundError as exc:
-    if (exc.name or "").partition(".")[0] not in ("temporalio", "psycopg"):
-        raise
-    raise ModuleNotFoundError(
-        f"dsh_tools.temporal needs the [temporal] extra (temporalio, psycopg 3): {exc}; "
-        "install it with: python -m pip install 'dsh-tools[temporal]'",
-        name=exc.name,
-    ) from exc
+    raise_missing_extra(exc, "temporal", "temporalio, psycopg 3", ("temporalio", "psycopg"))
 
 __all__ = [
     "SessionWorkflow",

@@ -10,6 +10,7 @@
   ``session_log`` fixtures.
 """
 
+from . import _faults, _invariants, _scripted
 from ._faults import STAGES as STAGES
 from ._faults import CallStage as CallStage
 from ._faults import StageReached as StageReached
@@ -35,29 +36,8 @@ from ._scripted import scripted_tool as scripted_tool
 from ._scripted import shielded as shielded
 from ._scripted import sleep as sleep
 
-__all__ = [
-    "STAGES",
-    "CallStage",
-    "CheckpointStep",
-    "FailStep",
-    "HangStep",
-    "InjectStep",
-    "ReturnsStep",
-    "RunEnding",
-    "ScriptedRun",
-    "ScriptedTool",
-    "ShieldedStep",
-    "SleepStep",
-    "StageReached",
-    "Step",
-    "cancel_at",
-    "check_batch",
-    "checkpoint",
-    "fail",
-    "hang",
-    "inject",
-    "returns",
-    "scripted_tool",
-    "shielded",
-    "sleep",
-]
+# what the three modules export is what this package publishes
+__all__: list[str] = []
+__all__ += _faults.__all__
+__all__ += _invariants.__all__
+__all__ += _scripted.__all__
