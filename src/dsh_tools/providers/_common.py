@@ -25,6 +25,7 @@ __all__ = [
     "checked_schemas",
     "content_text",
     "context_texts",
+    "items_of",
     "plain_json",
     "require_str",
 ]
@@ -61,6 +62,17 @@ def as_list(value: object, where: str) -> list[object]:
     if not isinstance(value, list | tuple):
         raise TypeError(f"{where} must be a list, not {type(value).__name__}")
     return list(cast("Sequence[object]", value))
+
+
+def items_of(value: object, key: str, owner: str, what: str) -> list[object]:
+    """The ``key`` list of a model reply: ``value`` itself when it is that list (a list or
+    tuple), else the ``key`` field of ``value`` read as a mapping (``what``, named in the
+    ``TypeError``: ``"an Anthropic message"``), which must be a list too (named as
+    ``owner "key"``: ``message "content"``).
+    """
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return as_list(cast("Sequence[object]", value), f"the {key}")
+    return as_list(as_mapping(value, what).get(key), f'{owner} "{key}"')
 
 
 def require_str(container: Mapping[str, object], key: str, where: str) -> str:

@@ -22,12 +22,12 @@ from dsh_tools import (
 from ._common import (
     JsonDict,
     SupportsModelDump,
-    as_list,
     as_mapping,
     check_batch,
     checked_schemas,
     content_text,
     context_texts,
+    items_of,
     plain_json,
     require_str,
 )
@@ -79,12 +79,7 @@ def tool_calls(
             (``input`` must be a mapping).
         ValueError: a block lacks a field.
     """
-    if isinstance(content, Sequence) and not isinstance(content, str | bytes):
-        blocks = as_list(content, "the content")
-    else:
-        blocks = as_list(
-            as_mapping(content, "an Anthropic message").get("content"), 'message "content"'
-        )
+    blocks = items_of(content, "content", "message", "an Anthropic message")
     calls: list[ToolCallRequest] = []
     for index, item in enumerate(blocks):
         where = f"content[{index}]"

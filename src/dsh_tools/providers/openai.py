@@ -33,6 +33,7 @@ from ._common import (
     checked_schemas,
     content_text,
     context_texts,
+    items_of,
     plain_json,
     require_str,
 )
@@ -243,12 +244,7 @@ def responses_tool_calls(
         TypeError: the output or an item has the wrong shape or a field the wrong type.
         ValueError: a ``function_call`` item lacks a field.
     """
-    if isinstance(response, Sequence) and not isinstance(response, str | bytes):
-        output = as_list(response, "the output")
-    else:
-        output = as_list(
-            as_mapping(response, "a Responses API response").get("output"), 'response "output"'
-        )
+    output = items_of(response, "output", "response", "a Responses API response")
     restore = _strict_map(strict_schemas)
     calls: list[ToolCallRequest] = []
     for index, item in enumerate(output):
