@@ -14,7 +14,7 @@ function-scoped fixtures and ``@given`` do not mix.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -358,21 +358,38 @@ class HookChain:
         return Disposer(remove)
 
 
+async def _act(
+    action: str,
+    controller: CancelController,
+    who: str,
+    decisions: Mapping[str, object],
+    next: Callable[[], Awaitable[Any]],
+) -> Any:
+    """What a listener of a :class:`HookChain` does for ``action``: ``await`` (a checkpoint) or
+    ``cancel`` / ``cancel_before`` (cancel the controller), then delegate; decide at once with
+    ``decisions[action]``; ``raise``; else delegate. ``who`` names the listener in its texts.
+    """
+    if action == "await":
+        await trio.lowlevel.checkpoint()
+    elif action in ("cancel", "cancel_before"):
+        controller.cancel(f"cancelled by {who}")
+    elif action in decisions:
+        return decisions[action]  # noqa: ASYNC910 - decides at once, as a real policy may
+    elif action == "raise":
+        raise ChainFailure(f"{who} failed")
+    return await next()
+
+
+_PRE_DECISIONS: Final[Mapping[str, PreToolDecision]] = {
+    "allow": Allow(),
+    "deny": Deny("denied by a pre_execute listener"),
+    "ask": Ask(),
+}
+
+
 def _pre(action: PreAction, controller: CancelController) -> Any:
     async def listener(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
-        if action == "await":
-            await trio.lowlevel.checkpoint()
-        elif action == "cancel":
-            controller.cancel("cancelled by a pre_execute listener")
-        elif action == "allow":
-            return Allow()  # noqa: ASYNC910 - decides at once, as a real policy may
-        elif action == "deny":
-            return Deny("denied by a pre_execute listener")  # noqa: ASYNC910 - decides at once, as a real policy may
-        elif action == "ask":
-            return Ask()  # noqa: ASYNC910 - decides at once, as a real policy may
-        elif action == "raise":
-            raise ChainFailure("a pre_execute listener failed")
-        return await next()
+        return await _act(action, controller, "a pre_execute listener", _PRE_DECISIONS, next)
 
     return listener
 
@@ -395,38 +412,26 @@ _SHORT: Final = ToolExecutionResult(content=(TextBlock(text="short-circuited"),)
 
 def _wrapper(action: WrapperAction, controller: CancelController) -> Any:
     async def wrapper(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
-        if action == "await":
-            await trio.lowlevel.checkpoint()
-        elif action == "cancel_before":
-            controller.cancel("cancelled by a wrapper")
-        elif action == "cancel_after":
+        if action == "cancel_after":
             result = await next()
             controller.cancel("cancelled by a wrapper after the body")
             return result
-        elif action == "short":
-            return _SHORT  # noqa: ASYNC910 - decides at once, as a real policy may
-        elif action == "raise":
-            raise ChainFailure("a wrapper failed")
-        return await next()
+        return await _act(action, controller, "a wrapper", {"short": _SHORT}, next)
 
     return wrapper
+
+
+_POST_DECISIONS: Final[Mapping[str, PostToolDecision]] = {
+    "accept": Accept(),
+    "block": Block(feedback=(TextBlock(text="blocked"),)),
+}
 
 
 def _post(action: PostAction, controller: CancelController) -> Any:
     async def listener(
         execution: ToolExecution, result: ToolExecutionResult, next: PostExecuteNext
     ) -> PostToolDecision:
-        if action == "await":
-            await trio.lowlevel.checkpoint()
-        elif action == "cancel":
-            controller.cancel("cancelled by a post_execute listener")
-        elif action == "accept":
-            return Accept()  # noqa: ASYNC910 - decides at once, as a real policy may
-        elif action == "block":
-            return Block(feedback=(TextBlock(text="blocked"),))  # noqa: ASYNC910 - decides at once, as a real policy may
-        elif action == "raise":
-            raise ChainFailure("a post_execute listener failed")
-        return await next()
+        return await _act(action, controller, "a post_execute listener", _POST_DECISIONS, next)
 
     return listener
 
