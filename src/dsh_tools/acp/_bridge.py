@@ -120,29 +120,16 @@ class AcpSessionBridge:
 
     def _progress_update(self, event: ToolProgressEvent) -> dict[str, object]:
         view = self._presenter.present_progress(event)
-        update: dict[str, object] = {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": event.call_id,
-            "status": "in_progress",
-        }
+        update = _update("tool_call_update", event.call_id, "in_progress")
         if isinstance(view, TerminalResultView):
-            if self._terminal:
-                update["_meta"] = {
-                    "terminal_output": {"terminal_id": event.call_id, "data": view.output or ""}
-                }
-            else:
-                update["content"] = [_text_item(console_block(view.output or ""))]
+            self._put_output(update, event.call_id, view.output)
         elif isinstance(view, GenericResultView):
             update["content"] = _text_content(view.content or ())
         return update
 
     def _call_update(self, event: ToolCallEvent) -> dict[str, object]:
         view: object = self._presenter.present_call(event)
-        update: dict[str, object] = {
-            "sessionUpdate": "tool_call",
-            "toolCallId": event.call_id,
-            "status": "in_progress",
-        }
+        update = _update("tool_call", event.call_id, "in_progress")
         if isinstance(view, GenericCallView):
             anchor = view.locations[0].path if view.locations else None
             update["title"] = self._relativize(view.title, anchor)
@@ -190,30 +177,18 @@ class AcpSessionBridge:
 
     def _result_update(self, event: ToolResultEvent) -> dict[str, object]:
         view: object = self._presenter.present_result(event)
-        update: dict[str, object] = {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": event.call_id,
-            "status": "failed" if event.is_error else "completed",
-        }
+        update = _update(
+            "tool_call_update", event.call_id, "failed" if event.is_error else "completed"
+        )
         if isinstance(view, GenericResultView):
             update["content"] = _text_content(view.content or ())
             if view.title is not None:
                 update["title"] = view.title
         elif isinstance(view, TerminalResultView):
-            if self._terminal:
-                meta: dict[str, object] = {
-                    "terminal_output": {"terminal_id": event.call_id, "data": view.output or ""}
-                }
-                if view.signal is not None:
-                    meta["terminal_exit"] = {"terminal_id": event.call_id, "signal": view.signal}
-                elif view.exit_code is not None:
-                    meta["terminal_exit"] = {
-                        "terminal_id": event.call_id,
-                        "exit_code": view.exit_code,
-                    }
-                update["_meta"] = meta
-            else:
-                update["content"] = [_text_item(console_block(view.output or ""))]
+            meta = self._put_output(update, event.call_id, view.output)
+            ended = _how_it_ended(view)
+            if meta is not None and ended is not None:
+                meta["terminal_exit"] = {"terminal_id": event.call_id, **ended}
             if view.title is not None:
                 update["title"] = view.title
         elif isinstance(view, DiffResultView):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -225,6 +200,22 @@ class AcpSessionBridge:
         else:
             _unreachable("ToolResultView", view)
         return update
+
+    def _put_output(
+        self, update: dict[str, object], call_id: str, output: str | None
+    ) -> dict[str, object] | None:
+        """Put a terminal card's output in ``update``: with the terminal capability as
+        ``_meta.terminal_output`` (returns that ``_meta``, for the exit to join), else as a
+        fenced ``console`` block of content (returns ``None``).
+        """
+        if not self._terminal:
+            update["content"] = [_text_item(console_block(output or ""))]
+            return None
+        meta: dict[str, object] = {
+            "terminal_output": {"terminal_id": call_id, "data": output or ""}
+        }
+        update["_meta"] = meta
+        return meta
 
     def _relativize(self, title: str, path: str | None) -> str:
         if path is None or self._session_cwd is None:
@@ -271,6 +262,18 @@ def _describe(value: object) -> str:
         return repr(value)
     except Exception:
         return f"<unprintable {type(value).__name__}>"
+
+
+def _how_it_ended(view: TerminalResultView) -> dict[str, object] | None:
+    if view.signal is not None:
+        return {"signal": view.signal}
+    if view.exit_code is not None:
+        return {"exit_code": view.exit_code}
+    return None
+
+
+def _update(kind: str, call_id: str, status: str) -> dict[str, object]:
+    return {"sessionUpdate": kind, "toolCallId": call_id, "status": status}
 
 
 def _text_item(text: str) -> dict[str, object]:
