@@ -113,18 +113,30 @@ def _calls(n: int, name: str = "noop") -> list[ToolCallRequest]:
     ]
 
 
-def _noop_registry() -> ToolRegistry:
+def _one_tool_registry(
+    name: str,
+    description: str,
+    execute: Callable[[Args, ToolRunContext], Awaitable[str]],
+    parallel: Callable[[Args], bool] = lambda _args: True,
+) -> ToolRegistry:
+    """A registry of one tool over :class:`Args`; every call may join a pool unless
+    ``parallel`` says otherwise.
+    """
     registry = ToolRegistry()
     registry.register(
         define_tool(
-            name="noop",
-            description="does nothing",
+            name=name,
+            description=description,
             parameters=Args,
-            execute=_noop,
-            is_concurrency_safe=lambda _args: True,
+            execute=execute,
+            is_concurrency_safe=parallel,
         )
     )
     return registry
+
+
+def _noop_registry() -> ToolRegistry:
+    return _one_tool_registry("noop", "does nothing", _noop)
 
 
 async def bare_nursery(batch: list[ToolCallRequest]) -> None:
@@ -246,22 +258,11 @@ def overhead(config: BenchConfig, progress: Progress) -> dict[str, Any]:
 
 
 def _sleepy_registry(classify: Callable[[str], bool]) -> ToolRegistry:
-    registry = ToolRegistry()
-
     async def nap(args: Args, context: ToolRunContext) -> str:
         await trio.sleep(0.010)
         return "ok"
 
-    registry.register(
-        define_tool(
-            name="nap",
-            description="sleeps 10 ms",
-            parameters=Args,
-            execute=nap,
-            is_concurrency_safe=lambda args: classify(args.path),
-        )
-    )
-    return registry
+    return _one_tool_registry("nap", "sleeps 10 ms", nap, lambda args: classify(args.path))
 
 
 def _wall_ms(
@@ -357,16 +358,7 @@ def _in_flight_peak_bytes(n: int, *, scheduled: bool) -> int:
         await gate.wait()
         return "ok"
 
-    registry = ToolRegistry()
-    registry.register(
-        define_tool(
-            name="noop",
-            description="waits until every call is in flight",
-            parameters=Args,
-            execute=wait_for_all,
-            is_concurrency_safe=lambda _args: True,
-        )
-    )
+    registry = _one_tool_registry("noop", "waits until every call is in flight", wait_for_all)
     batch = _calls(n)
 
     async def hand_waiting(batch: list[ToolCallRequest]) -> None:
