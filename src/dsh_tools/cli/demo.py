@@ -66,6 +66,7 @@ __all__ = [
     "default_log_path",
     "execution_text",
     "first_line",
+    "open_demo_log",
     "open_file_log",
     "outcome",
     "run_demo",
@@ -305,3 +306,11 @@ def open_file_log(path: Path) -> JsonlSessionLog | SqliteSessionLog:
     if path.suffix == ".jsonl":
         return JsonlSessionLog(path)
     return SqliteSessionLog(path)
+
+
+def open_demo_log(log: Path | None) -> tuple[Path, JsonlSessionLog | SqliteSessionLog]:
+    """Where a view of the demo writes: the log at ``log`` (``--log``), else a fresh SQLite file
+    in the temporary folder; its path and the open log.
+    """
+    path = log if log is not None else default_log_path()
+    return path, open_file_log(path)

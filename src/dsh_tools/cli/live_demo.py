@@ -47,10 +47,9 @@ from .demo import (
     BATCH_2,
     INTERRUPT_AFTER,
     MAX_PARALLEL,
-    default_log_path,
     execution_text,
     first_line,
-    open_file_log,
+    open_demo_log,
     outcome,
     run_demo,
 )
@@ -281,8 +280,8 @@ class _ObservedSession:
 def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
     """Run the demo in real time under a live view; then print what the model received."""
     console = console if console is not None else Console()
-    path = log if log is not None else default_log_path()
-    with open_file_log(path) as session:
+    path, session = open_demo_log(log)
+    with session:
         first_seq = len(session.events())
         view = DemoView()
         recorder = TimelineRecorder(on_change=view.on_span)

@@ -28,10 +28,9 @@ from dsh_tools._values._printable import printable
 from .demo import (
     MAX_PARALLEL,
     DemoBatch,
-    default_log_path,
     execution_text,
     first_line,
-    open_file_log,
+    open_demo_log,
     outcome,
     run_demo,
 )
@@ -137,7 +136,6 @@ def main_demo(
     With ``ask``, writes and commands ask on the terminal first (``y`` allows one call).
     """
     stream = out if out is not None else sys.stdout
-    path = log if log is not None else default_log_path()
     clock = None if real_time else trio.testing.MockClock(autojump_threshold=0)
     print(
         "dsh-tools demo: a scripted agent turn through the registry, pipeline, timeout policy "
@@ -145,7 +143,8 @@ def main_demo(
         file=stream,
         flush=True,
     )
-    with open_file_log(path) as session:
+    path, session = open_demo_log(log)
+    with session:
         first_seq = len(session.events())
         batches = trio.run(functools.partial(run_demo, session, ask=ask), clock=clock)
         written = len(session.events()) - first_seq
