@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import trio
 from acp_wire import assert_valid_agent_message
 
@@ -73,6 +74,11 @@ class Editor:
             seen = len(self.received)
             await self._changed.wait()
 
+    async def prompt(self, session_id: str, prompt: list[object] | None = None) -> Message:
+        """Send a ``session/prompt`` (empty unless ``prompt`` is given); its answer."""
+        params = {"sessionId": session_id, "prompt": [] if prompt is None else prompt}
+        return await self.request("session/prompt", params)
+
     async def new_session(self, terminal: bool = False) -> str:
         await self.request(
             "initialize",
@@ -91,3 +97,14 @@ class Editor:
 
     def final_updates(self) -> dict[str, Message]:
         return {u["toolCallId"]: u for u in self.updates("tool_call_update")}
+
+
+@attrs.frozen
+class Served:
+    """An agent served on one end of an in-memory stream, and the editor on the other (the
+    ``served`` fixture of ``conftest.py``)."""
+
+    editor: Editor
+    """Reading every message the agent sends, from the start."""
+    done: trio.Event
+    """Set when the agent's ``serve`` returns (its input ended)."""

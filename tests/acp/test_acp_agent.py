@@ -10,25 +10,10 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from acp_editor import CWD, REJECT, Editor, Message
+from acp_editor import CWD, REJECT, Editor, Message, Served
 
-from dsh_tools.acp import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcConnection
-from dsh_tools.acp._agent import DemoAcpAgent, prompt_script
-
-
-async def _start(nursery: trio.Nursery) -> tuple[Editor, trio.Event]:
-    client, agent_end = trio.testing.memory_stream_pair()
-    connection = JsonRpcConnection(agent_end, agent_end)
-    editor = Editor(client)
-    done = trio.Event()
-
-    async def serve() -> None:
-        await connection.serve(DemoAcpAgent(connection))
-        done.set()
-
-    nursery.start_soon(serve)
-    nursery.start_soon(editor.run)
-    return editor, done
+from dsh_tools.acp import INVALID_PARAMS, METHOD_NOT_FOUND
+from dsh_tools.acp._agent import prompt_script
 
 
 def _prompt_in_background(
@@ -40,9 +25,7 @@ def _prompt_in_background(
     answered = trio.Event()
 
     async def prompt() -> None:
-        replies.append(
-            await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        )
+        replies.append(await editor.prompt(session_id))
         answered.set()
 
     nursery.start_soon(prompt)
@@ -54,12 +37,9 @@ def _text(update: Message) -> str:
 
 
 async def test_initialize_advertises_protocol_1_without_session_loading(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        response = await editor.request("initialize", {"protocolVersion": 1})
-        nursery.cancel_scope.cancel()
+    response = await editor.request("initialize", {"protocolVersion": 1})
     expected: dict[str, object] = {
         "protocolVersion": 1,
         "agentCapabilities": {
@@ -77,12 +57,9 @@ async def test_initialize_advertises_protocol_1_without_session_loading(
 
 
 async def test_initialize_accepts_a_legacy_date_protocol_version_as_the_package_does(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        response = await editor.request("initialize", {"protocolVersion": "2024-11-05"})
-        nursery.cancel_scope.cancel()
+    response = await editor.request("initialize", {"protocolVersion": "2024-11-05"})
     assert 1 == response["result"]["protocolVersion"]
 
 
@@ -112,39 +89,32 @@ async def test_initialize_accepts_a_legacy_date_protocol_version_as_the_package_
     ],
 )
 async def test_bad_params_get_invalid_params_errors_that_say_what_is_wrong(
-    autojump_clock: trio.testing.MockClock, method: str, params: object, detail: object
+    autojump_clock: trio.testing.MockClock,
+    method: str,
+    params: object,
+    detail: object,
+    editor: Editor,
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        response = await editor.request(method, params)
-        nursery.cancel_scope.cancel()
+    response = await editor.request(method, params)
     assert {"code": INVALID_PARAMS, "message": "Invalid params", "data": detail} == response[
         "error"
     ]
 
 
 async def test_an_unsupported_method_is_method_not_found(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        response = await editor.request(
-            "session/load", {"sessionId": "x", "cwd": CWD, "mcpServers": []}
-        )
-        nursery.cancel_scope.cancel()
+    response = await editor.request(
+        "session/load", {"sessionId": "x", "cwd": CWD, "mcpServers": []}
+    )
     assert METHOD_NOT_FOUND == response["error"]["code"]
 
 
 async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_and_the_command(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        response = await editor.request(
-            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
-        )
-        nursery.cancel_scope.cancel()
+    session_id = await editor.new_session()
+    response = await editor.prompt(session_id, [{"type": "text", "text": "go"}])
     assert {"stopReason": "end_turn"} == response["result"]
     calls = [call.call_id for call in prompt_script(0)]
     assert calls == [u["toolCallId"] for u in editor.updates("tool_call")]
@@ -194,13 +164,10 @@ async def test_a_prompt_streams_every_call_in_model_order_asks_before_the_write_
 
 
 async def test_the_write_shows_as_a_diff_card_with_its_location(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    session_id = await editor.new_session()
+    await editor.prompt(session_id)
     (write,) = [u for u in editor.updates("tool_call") if u["toolCallId"] == "t0-c5"]
     expected = {
         "sessionUpdate": "tool_call",
@@ -222,14 +189,11 @@ async def test_the_write_shows_as_a_diff_card_with_its_location(
 
 
 async def test_a_rejected_write_fails_with_the_rejection_and_the_turn_goes_on(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        editor.permission_answer = lambda _request: REJECT
-        session_id = await editor.new_session()
-        response = await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    editor.permission_answer = lambda _request: REJECT
+    session_id = await editor.new_session()
+    response = await editor.prompt(session_id)
     assert {"stopReason": "end_turn"} == response["result"]
     write = editor.final_updates()["t0-c5"]
     assert ("failed", 'Error: the user rejected tool "write_file"') == (
@@ -240,35 +204,29 @@ async def test_a_rejected_write_fails_with_the_rejection_and_the_turn_goes_on(
 
 
 async def test_a_failed_permission_request_is_unavailable_and_denies_the_write(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        editor.permission_answer = lambda _request: {"outcome": "not an outcome"}
-        session_id = await editor.new_session()
-        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    editor.permission_answer = lambda _request: {"outcome": "not an outcome"}
+    session_id = await editor.new_session()
+    await editor.prompt(session_id)
     expected = 'Error: tool "write_file" requires approval, but no approval channel is available'
     assert expected == _text(editor.final_updates()["t0-c5"])
 
 
 async def test_cancel_interrupts_the_batch_in_flight_calls_abort_and_the_prompt_is_cancelled(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor, nursery: trio.Nursery
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        prompt_done, answered = _prompt_in_background(nursery, editor, session_id)
-        await editor.wait_for(
-            lambda m: m.get("params", {}).get("update", {}).get("toolCallId") == "t0-c4"
-        )
-        await trio.sleep(0.2)  # virtual: the fetch (1 s timeout) and src/app.py (0.8 s) in flight
-        await editor.send(
-            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-        )
-        with trio.fail_after(10):
-            await answered.wait()
-        nursery.cancel_scope.cancel()
+    session_id = await editor.new_session()
+    prompt_done, answered = _prompt_in_background(nursery, editor, session_id)
+    await editor.wait_for(
+        lambda m: m.get("params", {}).get("update", {}).get("toolCallId") == "t0-c4"
+    )
+    await trio.sleep(0.2)  # virtual: the fetch (1 s timeout) and src/app.py (0.8 s) in flight
+    await editor.send(
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+    )
+    with trio.fail_after(10):
+        await answered.wait()
     assert {"stopReason": "cancelled"} == prompt_done[0]["result"]
     final = editor.final_updates()
     assert "completed" == final["t0-c1"]["status"]
@@ -283,43 +241,37 @@ async def test_cancel_interrupts_the_batch_in_flight_calls_abort_and_the_prompt_
 
 
 async def test_cancel_while_the_permission_is_asked_settles_the_write_without_its_answer(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor, nursery: trio.Nursery
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        asked = trio.Event()
+    session_id = await editor.new_session()
+    asked = trio.Event()
 
-        def never_answer(_request: Message) -> object:
-            asked.set()
-            return None  # the agent must not wait for it: the cancel decides
+    def never_answer(_request: Message) -> object:
+        asked.set()
+        return None  # the agent must not wait for it: the cancel decides
 
-        editor.permission_answer = never_answer
-        prompt_done, answered = _prompt_in_background(nursery, editor, session_id)
-        await asked.wait()
-        await editor.send(
-            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-        )
-        with trio.fail_after(10):
-            await answered.wait()
-        nursery.cancel_scope.cancel()
+    editor.permission_answer = never_answer
+    prompt_done, answered = _prompt_in_background(nursery, editor, session_id)
+    await asked.wait()
+    await editor.send(
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+    )
+    with trio.fail_after(10):
+        await answered.wait()
     assert {"stopReason": "cancelled"} == prompt_done[0]["result"]
     # as in the original: a cancelled approval of an aborted caller is ABORTED_BEFORE_DISPATCH
     assert "Error: tool call aborted before dispatch" == _text(editor.final_updates()["t0-c5"])
 
 
 async def test_a_second_prompt_while_one_runs_is_refused_and_the_next_turn_gets_new_call_ids(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor, nursery: trio.Nursery
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        _first, answered = _prompt_in_background(nursery, editor, session_id)
-        await editor.wait_for(lambda m: m.get("method") == "session/update")
-        refused = await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        await answered.wait()
-        second = await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    session_id = await editor.new_session()
+    _first, answered = _prompt_in_background(nursery, editor, session_id)
+    await editor.wait_for(lambda m: m.get("method") == "session/update")
+    refused = await editor.prompt(session_id)
+    await answered.wait()
+    second = await editor.prompt(session_id)
     assert {
         "code": INVALID_PARAMS,
         "message": "Invalid params",
@@ -330,42 +282,35 @@ async def test_a_second_prompt_while_one_runs_is_refused_and_the_next_turn_gets_
 
 
 async def test_a_cancel_for_an_unknown_session_or_with_bad_params_is_ignored(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        await editor.send(
-            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}}
-        )
-        await editor.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {}})
-        await editor.send({"jsonrpc": "2.0", "method": "something/else"})
-        response = await editor.request("initialize", {"protocolVersion": 1})
-        nursery.cancel_scope.cancel()
+    await editor.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}})
+    await editor.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {}})
+    await editor.send({"jsonrpc": "2.0", "method": "something/else"})
+    response = await editor.request("initialize", {"protocolVersion": 1})
     assert 1 == response["result"]["protocolVersion"]
     assert [response] == editor.received
 
 
 async def test_the_end_of_input_mid_prompt_cancels_it_and_the_agent_ends_with_no_task_left(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, served: Served
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, done = await _start(nursery)
-        session_id = await editor.new_session()
-        editor.methods[1] = "session/prompt"
-        await editor.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "session/prompt",
-                "params": {"sessionId": session_id, "prompt": []},
-            }
-        )
-        await editor.wait_for(lambda m: m.get("method") == "session/update")
-        await editor.stream.send_eof()
-        with trio.fail_after(1):
-            await done.wait()
-        answer = await editor.wait_for(lambda m: m.get("id") == 1)
-        nursery.cancel_scope.cancel()
+    editor, done = served.editor, served.done
+    session_id = await editor.new_session()
+    editor.methods[1] = "session/prompt"
+    await editor.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": []},
+        }
+    )
+    await editor.wait_for(lambda m: m.get("method") == "session/update")
+    await editor.stream.send_eof()
+    with trio.fail_after(1):
+        await done.wait()
+    answer = await editor.wait_for(lambda m: m.get("id") == 1)
     # the batch drained at once: the prompt still answered, its calls all settled
     assert {"stopReason": "cancelled"} == answer["result"]
     assert {call.call_id for call in prompt_script(0)} == set(editor.final_updates())
@@ -384,17 +329,12 @@ GREP_OUTPUT = (
     ids=["terminal-methods", "zed-terminal-output-meta"],
 )
 async def test_a_client_with_the_terminal_capability_gets_the_command_as_a_live_terminal(
-    autojump_clock: trio.testing.MockClock, capabilities: dict[str, object]
+    autojump_clock: trio.testing.MockClock, capabilities: dict[str, object], editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        await editor.request(
-            "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities}
-        )
-        session = await editor.request("session/new", {"cwd": CWD, "mcpServers": []})
-        session_id = session["result"]["sessionId"]
-        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    await editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+    session = await editor.request("session/new", {"cwd": CWD, "mcpServers": []})
+    session_id = session["result"]["sessionId"]
+    await editor.prompt(session_id)
     (call,) = [u for u in editor.updates("tool_call") if u["toolCallId"] == "t0-c9"]
     expected_call = {
         "sessionUpdate": "tool_call",
@@ -420,26 +360,20 @@ async def test_a_client_with_the_terminal_capability_gets_the_command_as_a_live_
 
 
 async def test_a_client_without_the_terminal_capability_gets_the_output_as_a_console_block(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    session_id = await editor.new_session()
+    await editor.prompt(session_id)
     result = editor.final_updates()["t0-c9"]
     assert "_meta" not in result
     assert f"```console\n{GREP_OUTPUT.rstrip()}\n```" == _text(result)
 
 
 async def test_the_slow_search_streams_its_progress_before_its_result(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, editor: Editor
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        editor, _done = await _start(nursery)
-        session_id = await editor.new_session()
-        await editor.request("session/prompt", {"sessionId": session_id, "prompt": []})
-        nursery.cancel_scope.cancel()
+    session_id = await editor.new_session()
+    await editor.prompt(session_id)
     updates = [u for u in editor.updates("tool_call_update") if u["toolCallId"] == "t0-c3"]
     progress = [_text(u) for u in updates if u["status"] == "in_progress"]
     expected = (
