@@ -7,6 +7,9 @@
 - tools and registries: ``ok_body``, ``noting_body``, ``tool`` (a raw JSON Schema),
   ``spec_tool`` and ``string_tool`` (``define_tool``), ``registry_with``, and the
   ``post_execute`` listeners ``note_post_execute`` and ``record_post_execute``;
+- approval: ``answering`` (an answerer with a fixed reply), ``approval_service`` (a
+  ``UserApproval`` with its answerers, over a fresh in-memory log unless given one),
+  ``run_in_turn`` (a batch inside an open turn of its session);
 - calls: ``request``, ``execution_input``, ``run_calls``; session events: ``call_event``,
   ``result_event``; the durable logs the log contract tests run over: ``FileLogKind``,
   ``FILE_LOGS``, ``POSTGRES_LOG``, ``DURABLE_LOGS`` (``postgres_dsn``: the run's throwaway
@@ -33,13 +36,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple, TypeAlias
 
+import trio
 from jsonschema import Draft202012Validator
 
 from dsh_tools import (
+    ApprovalAnswerer,
+    ApprovalNext,
+    ApprovalOutcome,
+    ApprovalPolicy,
+    ApprovalRequest,
     ApprovalService,
     CancelSignal,
     HookContext,
     JsonlSessionLog,
+    MemorySessionLog,
     PluginSource,
     PostExecuteNext,
     PostToolDecision,
@@ -63,9 +73,11 @@ from dsh_tools import (
     ToolResultEvent,
     ToolResultView,
     ToolRunContext,
+    UserApproval,
     define_tool,
     read_session_log,
     run_tool_calls,
+    session_turn,
 )
 from dsh_tools.postgres import PostgresSessionLog, create_schema
 from dsh_tools.postgres._log import describe_conninfo
@@ -335,6 +347,56 @@ async def run_calls(
         agent=agent,
         session=session,
     )
+
+
+# --- approval ------------------------------------------------------------------------------------
+
+
+def answering(outcome: object, heard: list[str] | None = None, name: str = "") -> ApprovalAnswerer:
+    """An answerer that notes ``name`` in ``heard`` (when given), checkpoints, and answers
+    ``outcome`` as it is (a rogue value too: the service reads it)."""
+
+    async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+        if heard is not None:
+            heard.append(name)
+        await trio.lowlevel.checkpoint()
+        return outcome  # pyright: ignore[reportReturnType]
+
+    return answer
+
+
+def approval_service(
+    *answerers: ApprovalAnswerer, session: SessionLog | None = None, policy: ApprovalPolicy = "ask"
+) -> UserApproval:
+    """A ``UserApproval`` over ``session`` (a fresh ``MemorySessionLog`` unless given; read it back
+    as ``approval.session``) with ``answerers`` added as global answerers, in order."""
+    approval = UserApproval(MemorySessionLog() if session is None else session, policy=policy)
+    for answerer in answerers:
+        approval.answerers.add(answerer)
+    return approval
+
+
+async def run_in_turn(
+    registry: ToolRegistry,
+    calls: Sequence[ToolCallRequest],
+    *,
+    session: SessionLog,
+    agent: object = None,
+    turn: int = 1,
+    signal: CancelSignal | None = None,
+) -> ToolBatch:
+    """``run_tool_calls`` on ``calls`` as batch ``turn`` of ``session``, inside
+    ``session_turn(session, turn)`` (where approval answers), with a signal that never fires
+    unless given."""
+    async with session_turn(session, turn):
+        return await run_tool_calls(
+            registry,
+            calls,
+            signal=CancelSignal.never() if signal is None else signal,
+            agent=agent,
+            session=session,
+            turn=turn,
+        )
 
 
 # --- session events -------------------------------------------------------------------------------

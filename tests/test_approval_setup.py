@@ -9,9 +9,7 @@ import pytest
 import trio
 
 from dsh_tools import (
-    ApprovalNext,
     ApprovalOutcome,
-    ApprovalRequest,
     ApprovalSetupWarning,
     Ask,
     CancelSignal,
@@ -31,6 +29,7 @@ from dsh_tools import (
     run_tool_calls,
     session_turn,
 )
+from support import answering, approval_service, run_in_turn
 
 NEVER = CancelSignal.never()
 CALL = ToolCallRequest(call_id="c1", name="write", arguments='{"path": "a"}')
@@ -54,15 +53,13 @@ def _registry(approval: UserApproval | None = None) -> ToolRegistry:
     return registry
 
 
-async def _allow(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
-    await trio.lowlevel.checkpoint()
-    return ApprovalOutcome.ALLOWED_ONCE
+ALLOW = answering(ApprovalOutcome.ALLOWED_ONCE)
 
 
 async def test_approval_works_in_five_lines() -> None:
     session = MemorySessionLog()
     approval = UserApproval(session)
-    approval.answerers.add(_allow)
+    approval.answerers.add(ALLOW)
     registry = _registry(approval)
     registry.hooks.pre_execute.add(ask_before("write"))
 
@@ -129,10 +126,7 @@ async def test_an_ask_policy_on_a_registry_without_an_approval_service_warns_at_
 
 
 async def test_a_batch_without_an_agent_on_a_registry_that_asks_warns_at_setup() -> None:
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(_allow)
-    registry = _registry(approval)
+    registry = _registry(approval_service(ALLOW))
     registry.hooks.pre_execute.add(ask_before("write"))
 
     with pytest.warns(ApprovalSetupWarning, match="no agent to route a request through"):
@@ -140,13 +134,12 @@ async def test_a_batch_without_an_agent_on_a_registry_that_asks_warns_at_setup()
 
 
 async def test_an_answerer_scoped_to_another_agent_object_warns_at_setup() -> None:
-    session = MemorySessionLog()
-    approval = UserApproval(session)
+    approval = approval_service()
 
     class Agent:
         pass
 
-    approval.scope(Agent()).answerers.add(_allow)  # a fresh object: never the running agent
+    approval.scope(Agent()).answerers.add(ALLOW)  # a fresh object: never the running agent
     registry = _registry(approval)
     registry.hooks.pre_execute.add(ask_before("write"))
     agent = Agent()
@@ -164,23 +157,19 @@ async def test_resume_warns_about_the_same_misconfiguration() -> None:
 
 
 async def test_a_well_wired_batch_does_not_warn() -> None:
-    session = MemorySessionLog()
-    approval = UserApproval(session)
+    approval = approval_service()
     agent = object()
-    approval.scope(agent).answerers.add(_allow)
+    approval.scope(agent).answerers.add(ALLOW)
     registry = _registry(approval)
     registry.hooks.pre_execute.add(ask_before("write"))
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        async with session_turn(session, 1):
-            await run_tool_calls(registry, [CALL], signal=NEVER, agent=agent, session=session)
+        await run_in_turn(registry, [CALL], session=approval.session, agent=agent)
 
 
 async def test_the_never_policy_needs_no_answerer() -> None:
-    session = MemorySessionLog()
-    approval = UserApproval(session, policy="never")
-    registry = _registry(approval)
+    registry = _registry(approval_service(policy="never"))
     registry.hooks.pre_execute.add(ask_before("write"))
 
     with warnings.catch_warnings():
@@ -206,8 +195,7 @@ async def test_an_opaque_ask_on_a_registry_without_approval_warns_when_it_asks()
 
 async def test_an_opaque_policy_without_any_answerer_is_not_warned_about_at_setup() -> None:
     # the library cannot know that this listener asks, and no answerer was meant for anyone
-    session = MemorySessionLog()
-    registry = _registry(UserApproval(session))
+    registry = _registry(approval_service())
 
     async def budget(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:
         return await next()
@@ -222,9 +210,8 @@ async def test_an_opaque_policy_without_any_answerer_is_not_warned_about_at_setu
 
 async def test_an_opaque_policy_whose_answerers_all_listen_to_other_agents_warns_at_setup() -> None:
     # no ask_before policy: what the library sees is an answerer meant for another agent only
-    session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.scope("helper").answerers.add(_allow)
+    approval = approval_service()
+    approval.scope("helper").answerers.add(ALLOW)
     registry = _registry(approval)
 
     async def policy(execution: ToolExecution, next: PreExecuteNext) -> PreToolDecision:

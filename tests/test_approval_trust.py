@@ -41,7 +41,6 @@ from dsh_tools import (
     SqliteSessionLog,
     SuspendedCall,
     TextBlock,
-    ToolBatch,
     ToolCallKind,
     ToolCallRequest,
     ToolDefinition,
@@ -60,7 +59,7 @@ from dsh_tools import (
     snapshot_json,
 )
 from dsh_tools.testing import check_batch
-from support import texts
+from support import approval_service, run_in_turn, texts
 
 NEVER = CancelSignal.never()
 INVALID_N = 'Error: invalid arguments: "n" must be a number'
@@ -172,8 +171,7 @@ class Lab:
         lab's registry asking it.
         """
         session = MemorySessionLog()
-        approval = UserApproval(session)
-        approval.answerers.add(self.answerer(*answers))
+        approval = approval_service(self.answerer(*answers), session=session)
         return session, approval, self.registry(approval)
 
 
@@ -185,21 +183,6 @@ def write(call_id: str, path: str = "NOTES.md") -> ToolCallRequest:
 
 def read(call_id: str) -> ToolCallRequest:
     return ToolCallRequest(call_id=call_id, name="read", arguments="{}")
-
-
-async def run(
-    registry: ToolRegistry,
-    session: SessionLog,
-    calls: list[ToolCallRequest],
-    *,
-    agent: object,
-    turn: int = 1,
-    signal: CancelSignal = NEVER,
-) -> ToolBatch:
-    async with session_turn(session, turn):
-        return await run_tool_calls(
-            registry, calls, signal=signal, agent=agent, session=session, turn=turn
-        )
 
 
 def approval_events(session: SessionLog) -> list[SessionEvent]:
@@ -219,10 +202,10 @@ async def test_invalid_arguments_are_rejected_before_anyone_is_asked(
     lab = Lab()
     session, _approval, registry = lab.wired(ApprovalOutcome.ALLOWED_ONCE)
 
-    batch = await run(
+    batch = await run_in_turn(
         registry,
-        session,
         [ToolCallRequest(call_id="c1", name="count", arguments='{"n": "five"}')],
+        session=session,
         agent=Agent(),
     )
 
@@ -264,13 +247,12 @@ async def test_valid_arguments_are_validated_once_and_then_asked_about(
 ) -> None:
     lab = Lab()
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_ONCE))
+    approval = approval_service(lab.answerer(ApprovalOutcome.ALLOWED_ONCE), session=session)
 
-    batch = await run(
+    batch = await run_in_turn(
         lab.registry(approval),
-        session,
         [ToolCallRequest(call_id="c1", name="count", arguments='{"n": 5}')],
+        session=session,
         agent=Agent(),
     )
 
@@ -287,8 +269,7 @@ async def test_a_raw_definition_is_asked_about_as_the_original_does() -> None:
         return ApprovalOutcome.REJECTED
 
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(answer)
+    approval = approval_service(answer, session=session)
     registry = Lab().registry(approval)
 
     async def raw(args: object, context: ToolRunContext) -> str:
@@ -298,10 +279,10 @@ async def test_a_raw_definition_is_asked_about_as_the_original_does() -> None:
         ToolDefinition(name="raw", description="", parameters={"type": "object"}, execute=raw)
     )
 
-    batch = await run(
+    batch = await run_in_turn(
         registry,
-        session,
         [ToolCallRequest(call_id="c1", name="raw", arguments="[1]")],
+        session=session,
         agent=Agent(),
     )
 
@@ -316,10 +297,11 @@ async def test_the_request_carries_the_arguments_and_the_tools_card(
 ) -> None:
     lab = Lab()
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.REJECTED))
+    approval = approval_service(lab.answerer(ApprovalOutcome.REJECTED), session=session)
 
-    await run(lab.registry(approval), session, [write("c1", "/etc/passwd")], agent=Agent())
+    await run_in_turn(
+        lab.registry(approval), [write("c1", "/etc/passwd")], session=session, agent=Agent()
+    )
 
     (request,) = lab.asked
     expected = (
@@ -337,13 +319,12 @@ async def test_a_tool_without_a_presenter_gets_the_generic_card(
 ) -> None:
     lab = Lab()
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.REJECTED))
+    approval = approval_service(lab.answerer(ApprovalOutcome.REJECTED), session=session)
 
-    await run(
+    await run_in_turn(
         lab.registry(approval),
-        session,
         [ToolCallRequest(call_id="c1", name="count", arguments='{"n": 2}')],
+        session=session,
         agent=Agent(),
     )
 
@@ -361,9 +342,11 @@ async def test_allowed_session_grants_the_agent_its_tool_for_later_asks(
     session, approval, registry = lab.wired(ApprovalOutcome.ALLOWED_SESSION)
     agent = Agent()
 
-    first = await run(registry, session, [write("c1")], agent=agent, turn=1)
+    first = await run_in_turn(registry, [write("c1")], session=session, agent=agent, turn=1)
     start = trio.current_time()
-    second = await run(registry, session, [write("c2"), write("c3")], agent=agent, turn=2)
+    second = await run_in_turn(
+        registry, [write("c2"), write("c3")], session=session, agent=agent, turn=2
+    )
 
     assert (["wrote NOTES.md"], ["wrote NOTES.md"] * 2) == (texts(first), texts(second))
     assert 1 == len(lab.asked)  # the grant answered c2 and c3 at once: no person thinks
@@ -384,7 +367,7 @@ async def test_each_granted_ask_still_logs_one_asked_decided_pair(
     lab = Lab()
     session, _approval, registry = lab.wired(ApprovalOutcome.ALLOWED_SESSION)
 
-    await run(registry, session, [write("c1"), write("c2")], agent=Agent())
+    await run_in_turn(registry, [write("c1"), write("c2")], session=session, agent=Agent())
 
     events = approval_events(session)
     asked = [e.id for e in events if isinstance(e, ApprovalAskedEvent)]
@@ -398,8 +381,10 @@ async def test_a_grant_is_for_its_agent_only(autojump_clock: trio.testing.MockCl
         ApprovalOutcome.ALLOWED_SESSION, ApprovalOutcome.REJECTED
     )
 
-    await run(registry, session, [write("c1")], agent=Agent("main"), turn=1)
-    other = await run(registry, session, [write("c2")], agent=Agent("helper"), turn=2)
+    await run_in_turn(registry, [write("c1")], session=session, agent=Agent("main"), turn=1)
+    other = await run_in_turn(
+        registry, [write("c2")], session=session, agent=Agent("helper"), turn=2
+    )
 
     assert (['Error: the user rejected tool "write"'], 2) == (texts(other), len(lab.asked))
 
@@ -413,9 +398,9 @@ async def test_revoke_makes_the_next_ask_go_to_the_answerers_again(
     )
     agent = Agent()
 
-    await run(registry, session, [write("c1")], agent=agent, turn=1)
+    await run_in_turn(registry, [write("c1")], session=session, agent=agent, turn=1)
     approval.revoke("write", agent=agent)
-    after = await run(registry, session, [write("c2")], agent=agent, turn=2)
+    after = await run_in_turn(registry, [write("c2")], session=session, agent=agent, turn=2)
 
     assert (['Error: the user rejected tool "write"'], frozenset()) == (
         texts(after),
@@ -429,9 +414,9 @@ async def test_the_never_policy_wins_over_a_grant(autojump_clock: trio.testing.M
     session, approval, registry = lab.wired(ApprovalOutcome.ALLOWED_SESSION)
     agent = Agent()
 
-    await run(registry, session, [write("c1")], agent=agent, turn=1)
+    await run_in_turn(registry, [write("c1")], session=session, agent=agent, turn=1)
     approval.set_policy("never")
-    after = await run(registry, session, [write("c2")], agent=agent, turn=2)
+    after = await run_in_turn(registry, [write("c2")], session=session, agent=agent, turn=2)
 
     assert ['Error: the user rejected tool "write"'] == texts(after)
 
@@ -452,17 +437,19 @@ async def test_grants_survive_a_reopened_log(
 ) -> None:
     lab = Lab()
     with file_log(kind, tmp_path) as session:
-        approval = UserApproval(session)
-        approval.answerers.add(lab.answerer(ApprovalOutcome.ALLOWED_SESSION))
-        await run(lab.registry(approval), session, [write("c1")], agent=Agent(), turn=1)
+        approval = approval_service(lab.answerer(ApprovalOutcome.ALLOWED_SESSION), session=session)
+        await run_in_turn(
+            lab.registry(approval), [write("c1")], session=session, agent=Agent(), turn=1
+        )
 
     # a new process: a new service and registry over the reopened log; its answerer is
     # never asked
     again = Lab()
     with file_log(kind, tmp_path) as session:
-        approval = UserApproval(session)
-        approval.answerers.add(again.answerer())
-        batch = await run(again.registry(approval), session, [write("c2")], agent=Agent(), turn=2)
+        approval = approval_service(again.answerer(), session=session)
+        batch = await run_in_turn(
+            again.registry(approval), [write("c2")], session=session, agent=Agent(), turn=2
+        )
 
     assert (["wrote NOTES.md"], ["c2"], []) == (texts(batch), again.ran, again.asked)
 
@@ -475,11 +462,13 @@ async def test_a_deferred_call_suspends_its_batch_while_the_rest_runs(
 ) -> None:
     lab = Lab()
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.DEFERRED))
+    approval = approval_service(lab.answerer(ApprovalOutcome.DEFERRED), session=session)
 
-    batch = await run(
-        lab.registry(approval), session, [read("r1"), write("w1"), read("r2")], agent=Agent()
+    batch = await run_in_turn(
+        lab.registry(approval),
+        [read("r1"), write("w1"), read("r2")],
+        session=session,
+        agent=Agent(),
     )
     # the log, up to the turn's end: the deferred call has no tool/result, no context yet
     check_batch([read("r1"), write("w1"), read("r2")], batch, session.events()[:-1])
@@ -529,8 +518,7 @@ async def test_resume_decides_a_deferred_call_from_a_reopened_log(
     lab = Lab()
     calls = [read("r1"), write("w1"), read("r2")]
     with file_log(kind, tmp_path) as session:
-        approval = UserApproval(session)
-        approval.answerers.add(lab.answerer(ApprovalOutcome.DEFERRED))
+        approval = approval_service(lab.answerer(ApprovalOutcome.DEFERRED), session=session)
         async with session_turn(session, 1):
             suspended = await run_tool_calls(
                 lab.registry(approval), calls, signal=NEVER, agent=Agent(), session=session
@@ -574,7 +562,7 @@ async def test_a_deferred_call_without_a_decision_stays_suspended(
     lab = Lab()
     session, _approval, registry = lab.wired(ApprovalOutcome.DEFERRED, ApprovalOutcome.DEFERRED)
     calls = [write("w1"), write("w2")]
-    first = await run(registry, session, calls, agent=Agent())
+    first = await run_in_turn(registry, calls, session=session, agent=Agent())
     assert ["w1", "w2"] == [call.call_id for call in first.suspended]
 
     async with session_turn(session, 2):
@@ -599,7 +587,7 @@ async def test_approvals_for_a_call_that_is_not_pending_are_a_value_error(
 ) -> None:
     lab = Lab()
     session, _approval, registry = lab.wired(ApprovalOutcome.DEFERRED)
-    await run(registry, session, [write("w1")], agent=Agent())
+    await run_in_turn(registry, [write("w1")], session=session, agent=Agent())
     before = session.events()
 
     with pytest.raises(ValueError, match=r"not pending in batch .*: 'w9' \(pending: 'w1'\)"):
@@ -653,8 +641,7 @@ async def test_a_deferred_call_in_a_direct_execute_gets_the_placeholder() -> Non
         return ApprovalOutcome.DEFERRED
 
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(defer)
+    approval = approval_service(defer, session=session)
     lab = Lab()
     registry = lab.registry(approval)
     seen: list[ToolExecutionResult] = []
@@ -672,9 +659,10 @@ async def test_recover_closes_a_suspended_batch_and_its_pending_request(
 ) -> None:
     lab = Lab()
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(lab.answerer(ApprovalOutcome.DEFERRED))
-    await run(lab.registry(approval), session, [read("r1"), write("w1")], agent=Agent())
+    approval = approval_service(lab.answerer(ApprovalOutcome.DEFERRED), session=session)
+    await run_in_turn(
+        lab.registry(approval), [read("r1"), write("w1")], session=session, agent=Agent()
+    )
 
     results = recover_session(session)
 

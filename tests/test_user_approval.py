@@ -29,6 +29,7 @@ from dsh_tools import (
     converter,
     session_turn,
 )
+from support import answering, approval_service
 
 ALLOWED = ApprovalOutcome.ALLOWED_ONCE
 REJECTED = ApprovalOutcome.REJECTED
@@ -70,16 +71,6 @@ def _audit(session: MemorySessionLog) -> list[SessionEvent]:
     return [e for e in session.events() if isinstance(e, ApprovalAskedEvent | ApprovalDecidedEvent)]
 
 
-def _answer(outcome: object, log: list[str] | None = None, name: str = ""):
-    async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
-        if log is not None:
-            log.append(name)
-        await trio.lowlevel.checkpoint()
-        return outcome  # type: ignore[return-value]
-
-    return answerer
-
-
 def _delegate(log: list[str], name: str):
     async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         log.append(name)
@@ -93,8 +84,7 @@ def _delegate(log: list[str], name: str):
 
 async def test_a_request_appends_one_asked_and_one_decided_event_with_the_same_id() -> None:
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED))
+    approval = approval_service(answering(ALLOWED), session=session)
 
     outcome = await approval.request(_request(reason="writes to disk"))
 
@@ -112,8 +102,7 @@ async def test_a_request_appends_one_asked_and_one_decided_event_with_the_same_i
 
 async def test_a_request_without_a_call_id_is_audited_without_one() -> None:
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED))
+    approval = approval_service(answering(ALLOWED), session=session)
     request = ApprovalRequest(agent=None, tool_name="deploy", signal=CancelSignal.never())
 
     outcome = await approval.request(request)
@@ -147,8 +136,7 @@ async def test_a_request_without_answerers_is_unavailable() -> None:
 async def test_a_request_outside_any_turn_raises_before_anything_is_appended() -> None:
     session = MemorySessionLog()
     ran: list[str] = []
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED, ran))
+    approval = approval_service(answering(ALLOWED, ran), session=session)
 
     with pytest.raises(RuntimeError, match=r"^approval.request\(\) outside an open turn: "):
         await approval.request(_request())
@@ -180,10 +168,12 @@ async def test_a_request_that_is_not_an_approval_request_is_a_type_error() -> No
 
 async def test_answerers_form_a_waterfall_and_the_first_answer_wins() -> None:
     log: list[str] = []
-    approval = UserApproval(_open_session())
-    approval.answerers.add(_delegate(log, "a"))
-    approval.answerers.add(_answer(REJECTED, log, "b"))
-    approval.answerers.add(_answer(ALLOWED, log, "c"))
+    approval = approval_service(
+        _delegate(log, "a"),
+        answering(REJECTED, log, "b"),
+        answering(ALLOWED, log, "c"),
+        session=_open_session(),
+    )
 
     assert REJECTED == await approval.request(_request())
     assert ["a", "b"] == log
@@ -192,8 +182,8 @@ async def test_answerers_form_a_waterfall_and_the_first_answer_wins() -> None:
 async def test_a_prepended_answerer_is_asked_first() -> None:
     log: list[str] = []
     approval = UserApproval(_open_session())
-    approval.answerers.add(_answer(REJECTED, log, "late"))
-    approval.answerers.add(_answer(ALLOWED, log, "early"), prepend=True)
+    approval.answerers.add(answering(REJECTED, log, "late"))
+    approval.answerers.add(answering(ALLOWED, log, "early"), prepend=True)
 
     assert ALLOWED == await approval.request(_request())
     assert ["early"] == log
@@ -201,9 +191,7 @@ async def test_a_prepended_answerer_is_asked_first() -> None:
 
 async def test_delegating_to_the_end_of_the_chain_is_unavailable() -> None:
     log: list[str] = []
-    approval = UserApproval(_open_session())
-    approval.answerers.add(_delegate(log, "a"))
-    approval.answerers.add(_delegate(log, "b"))
+    approval = approval_service(_delegate(log, "a"), _delegate(log, "b"), session=_open_session())
 
     assert UNAVAILABLE == await approval.request(_request())
     assert ["a", "b"] == log
@@ -211,7 +199,7 @@ async def test_delegating_to_the_end_of_the_chain_is_unavailable() -> None:
 
 async def test_a_disposed_answerer_is_no_longer_asked() -> None:
     approval = UserApproval(_open_session())
-    dispose = approval.answerers.add(_answer(ALLOWED))
+    dispose = approval.answerers.add(answering(ALLOWED))
     dispose()
 
     assert UNAVAILABLE == await approval.request(_request())
@@ -220,7 +208,7 @@ async def test_a_disposed_answerer_is_no_longer_asked() -> None:
 async def test_a_scoped_answerer_hears_only_its_agents_requests() -> None:
     other = Agent()
     approval = UserApproval(_open_session())
-    approval.scope(AGENT).answerers.add(_answer(ALLOWED))
+    approval.scope(AGENT).answerers.add(answering(ALLOWED))
 
     assert ALLOWED == await approval.request(_request(agent=AGENT))
     assert UNAVAILABLE == await approval.request(_request(agent=other))
@@ -231,7 +219,7 @@ async def test_scoped_and_global_answerers_keep_registration_order() -> None:
     approval = UserApproval(_open_session())
     approval.answerers.add(_delegate(log, "global-1"))
     approval.scope(AGENT).answerers.add(_delegate(log, "scoped"))
-    approval.answerers.add(_answer(REJECTED, log, "global-2"))
+    approval.answerers.add(answering(REJECTED, log, "global-2"))
 
     assert REJECTED == await approval.request(_request())
     assert ["global-1", "scoped", "global-2"] == log
@@ -241,7 +229,7 @@ async def test_closing_a_scope_removes_its_answerers_and_a_new_scope_is_made() -
     approval = UserApproval(_open_session())
     scope = approval.scope(AGENT)
     assert scope is approval.scope(AGENT)
-    scope.answerers.add(_answer(ALLOWED))
+    scope.answerers.add(answering(ALLOWED))
 
     with scope:
         pass
@@ -250,7 +238,7 @@ async def test_closing_a_scope_removes_its_answerers_and_a_new_scope_is_made() -
     assert scope is not approval.scope(AGENT)
     assert UNAVAILABLE == await approval.request(_request())
     with pytest.raises(RuntimeError, match="this approval scope is closed"):
-        scope.answerers.add(_answer(ALLOWED))
+        scope.answerers.add(answering(ALLOWED))
     assert UNAVAILABLE == await approval.request(_request())
 
 
@@ -264,8 +252,7 @@ async def test_a_rogue_answer_is_unavailable(
     rogue: object, caplog: pytest.LogCaptureFixture
 ) -> None:
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(rogue))
+    approval = approval_service(answering(rogue), session=session)
 
     with caplog.at_level(logging.WARNING, logger="dsh_tools"):
         assert UNAVAILABLE == await approval.request(_request())
@@ -277,8 +264,7 @@ async def test_a_rogue_answer_is_unavailable(
 
 
 async def test_a_plain_string_outcome_is_accepted() -> None:
-    approval = UserApproval(_open_session())
-    approval.answerers.add(_answer("rejected"))
+    approval = approval_service(answering("rejected"), session=_open_session())
 
     outcome = await approval.request(_request())
 
@@ -300,8 +286,7 @@ class _LyingStr(str):
 
 async def test_a_str_subclass_is_read_by_its_value_not_its_eq_or_hash() -> None:
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(_LyingStr("rejected")))
+    approval = approval_service(answering(_LyingStr("rejected")), session=session)
 
     outcome = await approval.request(_request())
 
@@ -316,8 +301,7 @@ async def test_an_answerer_that_raises_asynchronously_is_unavailable() -> None:
         await trio.lowlevel.checkpoint()
         raise ConnectionError("the client went away")
 
-    approval = UserApproval(_open_session())
-    approval.answerers.add(raises)
+    approval = approval_service(raises, session=_open_session())
 
     assert UNAVAILABLE == await approval.request(_request())
 
@@ -355,9 +339,7 @@ async def test_an_outer_answerer_sees_the_inner_raise_through_next() -> None:
     async def inner(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         raise LookupError("no channel")
 
-    approval = UserApproval(_open_session())
-    approval.answerers.add(outer)
-    approval.answerers.add(inner)
+    approval = approval_service(outer, inner, session=_open_session())
 
     assert REJECTED == await approval.request(_request())
     assert ["no channel"] == seen
@@ -369,10 +351,9 @@ async def test_an_outer_answerer_sees_the_inner_raise_through_next() -> None:
 async def test_policy_never_rejects_before_any_answerer_even_a_prepended_one() -> None:
     ran: list[str] = []
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED, ran, "a"))
-    approval.scope(AGENT).answerers.add(_answer(ALLOWED, ran, "scoped"), prepend=True)
-    approval.answerers.add(_answer(ALLOWED, ran, "first"), prepend=True)
+    approval = approval_service(answering(ALLOWED, ran, "a"), session=session)
+    approval.scope(AGENT).answerers.add(answering(ALLOWED, ran, "scoped"), prepend=True)
+    approval.answerers.add(answering(ALLOWED, ran, "first"), prepend=True)
     approval.set_policy("never")
 
     assert REJECTED == await approval.request(_request())
@@ -425,8 +406,7 @@ def test_the_effective_policy_is_the_last_logged_one_else_the_default() -> None:
 
 async def test_a_default_policy_of_never_rejects_until_ask_is_logged() -> None:
     session = _open_session()
-    approval = UserApproval(session, policy="never")
-    approval.answerers.add(_answer(ALLOWED))
+    approval = approval_service(answering(ALLOWED), session=session, policy="never")
 
     assert REJECTED == await approval.request(_request())
     approval.set_policy("ask")
@@ -441,8 +421,7 @@ async def test_an_already_cancelled_signal_is_cancelled_without_asking_any_answe
     controller = CancelController()
     controller.cancel("esc")
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED, ran, "a"))
+    approval = approval_service(answering(ALLOWED, ran, "a"), session=session)
 
     assert CANCELLED == await approval.request(_request(signal=controller.signal))
     assert [] == ran
@@ -471,8 +450,7 @@ async def test_cancelling_while_an_answerer_waits_is_cancelled_at_once(
         return ALLOWED
 
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(waits)
+    approval = approval_service(waits, session=session)
 
     async with trio.open_nursery() as nursery:
 
@@ -500,8 +478,7 @@ async def test_a_late_answer_after_cancellation_is_discarded(
             await trio.sleep(5)
         return ALLOWED
 
-    approval = UserApproval(_open_session())
-    approval.answerers.add(shielded)
+    approval = approval_service(shielded, session=_open_session())
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_cancel_after, controller, 1)
@@ -521,8 +498,7 @@ async def test_a_late_rejection_after_cancellation_is_discarded_silently(
         finally:
             raise ConnectionError("rpc failed")
 
-    approval = UserApproval(_open_session())
-    approval.answerers.add(fails_late)
+    approval = approval_service(fails_late, session=_open_session())
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_cancel_after, controller, 1)
@@ -544,8 +520,7 @@ async def test_a_signal_deadline_cancels_a_waiting_answerer(
     async def waits(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         await trio.sleep_forever()
 
-    approval = UserApproval(_open_session())
-    approval.answerers.add(waits)
+    approval = approval_service(waits, session=_open_session())
 
     assert CANCELLED == await approval.request(_request(signal=controller.signal))
     assert 2.0 == trio.current_time()
@@ -558,8 +533,7 @@ async def test_cancelling_the_callers_scope_logs_cancelled_and_propagates(
         await trio.sleep_forever()
 
     session = _open_session()
-    approval = UserApproval(session)
-    approval.answerers.add(waits)
+    approval = approval_service(waits, session=session)
 
     with trio.move_on_after(1) as scope:
         await approval.request(_request())
@@ -599,8 +573,7 @@ async def test_a_failing_asked_append_propagates_and_no_answerer_is_asked() -> N
     ran: list[str] = []
     session = FailingLog(ApprovalAskedEvent)
     session.append(TurnStartEvent(turn=1))
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED, ran, "a"))
+    approval = approval_service(answering(ALLOWED, ran, "a"), session=session)
 
     with pytest.raises(OSError, match="disk full"):
         await approval.request(_request())
@@ -612,8 +585,7 @@ async def test_a_failing_asked_append_propagates_and_no_answerer_is_asked() -> N
 async def test_a_failing_decided_append_propagates_instead_of_an_unrecorded_outcome() -> None:
     session = FailingLog(ApprovalDecidedEvent)
     session.append(TurnStartEvent(turn=1))
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED))
+    approval = approval_service(answering(ALLOWED), session=session)
 
     with pytest.raises(OSError, match="disk full"):
         await approval.request(_request())
@@ -627,8 +599,7 @@ async def test_a_failing_decided_append_while_the_caller_is_cancelled_keeps_the_
 
     session = FailingLog(ApprovalDecidedEvent)
     session.append(TurnStartEvent(turn=1))
-    approval = UserApproval(session)
-    approval.answerers.add(waits)
+    approval = approval_service(waits, session=session)
 
     with trio.move_on_after(1) as scope:
         await approval.request(_request())
@@ -673,8 +644,7 @@ async def test_session_turn_ends_aborted_when_the_body_is_cancelled(
 
 async def test_a_request_inside_session_turn_is_answered() -> None:
     session = MemorySessionLog()
-    approval = UserApproval(session)
-    approval.answerers.add(_answer(ALLOWED))
+    approval = approval_service(answering(ALLOWED), session=session)
 
     async with session_turn(session, 1):
         assert ALLOWED == await approval.request(_request())
@@ -723,7 +693,7 @@ async def test_statistics_count_answerers_scopes_and_requests_waiting_for_a_deci
         return ALLOWED
 
     approval.answerers.add(waits)
-    approval.scope(AGENT).answerers.add(_answer(REJECTED))
+    approval.scope(AGENT).answerers.add(answering(REJECTED))
     seen: list[UserApprovalStatistics] = [approval.statistics()]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(approval.request, _request(agent=Agent()))

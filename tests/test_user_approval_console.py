@@ -22,11 +22,11 @@ from dsh_tools import (
     TerminalCallView,
     TextBlock,
     TurnStartEvent,
-    UserApproval,
     console_answerer,
     describe_call,
     snapshot_json,
 )
+from support import approval_service
 
 
 def _lines(*lines: str) -> tuple[Callable[[str], str], list[str]]:
@@ -141,8 +141,7 @@ async def test_a_cancelled_request_returns_at_once_and_drops_the_late_answer() -
     async def ask() -> None:
         session = MemorySessionLog()
         session.append(TurnStartEvent(turn=1))
-        approval = UserApproval(session)
-        approval.answerers.add(answer)
+        approval = approval_service(answer, session=session)
         outcomes.append(await approval.request(_request(signal=controller.signal)))
 
     async with trio.open_nursery() as nursery:

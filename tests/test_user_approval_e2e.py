@@ -36,7 +36,7 @@ from dsh_tools import (
     session_turn,
 )
 from expected import ABORTED_BEFORE_DISPATCH
-from support import Agent, error_result
+from support import Agent, answering, error_result, run_in_turn
 
 
 def _setup(
@@ -61,12 +61,7 @@ def _setup(
 
     registry.hooks.pre_execute.add(ask_for_writes)
     if outcome is not None:
-
-        async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
-            await trio.lowlevel.checkpoint()
-            return outcome  # type: ignore[return-value]
-
-        approval.answerers.add(answer)
+        approval.answerers.add(answering(outcome))
     return registry, approval, session, ran
 
 
@@ -91,10 +86,9 @@ async def test_allowed_once_runs_the_body_and_the_log_tells_the_whole_story() ->
     registry, _approval, session, ran = _setup(ApprovalOutcome.ALLOWED_ONCE)
     agent = Agent()
 
-    async with session_turn(session, 1):
-        batch = await run_tool_calls(
-            registry, [CALL], signal=CancelController().signal, agent=agent, session=session, turn=1
-        )
+    batch = await run_in_turn(
+        registry, [CALL], session=session, agent=agent, signal=CancelController().signal
+    )
 
     assert (
         ToolExecutionResult(content=(TextBlock(text="wrote"),), is_error=False),
@@ -121,10 +115,9 @@ async def test_guards_still_run_after_allowed_once() -> None:
     registry, _approval, session, ran = _setup(ApprovalOutcome.ALLOWED_ONCE)
     registry.guard(lambda execution: "read-only session")
 
-    async with session_turn(session, 1):
-        batch = await run_tool_calls(
-            registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
-        )
+    batch = await run_in_turn(
+        registry, [CALL], session=session, agent=Agent(), signal=CancelController().signal
+    )
 
     assert (error_result("Error: read-only session"),) == batch.results
     assert [] == ran
@@ -145,10 +138,9 @@ async def test_guards_still_run_after_allowed_once() -> None:
 async def test_a_denied_approval_gives_the_exact_denial_text(outcome: object, text: str) -> None:
     registry, _approval, session, ran = _setup(outcome)
 
-    async with session_turn(session, 1):
-        batch = await run_tool_calls(
-            registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
-        )
+    batch = await run_in_turn(
+        registry, [CALL], session=session, agent=Agent(), signal=CancelController().signal
+    )
 
     assert (error_result(text),) == batch.results
     assert [] == ran
@@ -157,10 +149,9 @@ async def test_a_denied_approval_gives_the_exact_denial_text(outcome: object, te
 async def test_no_answerer_is_unavailable() -> None:
     registry, _approval, session, _ran = _setup()
 
-    async with session_turn(session, 1):
-        batch = await run_tool_calls(
-            registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
-        )
+    batch = await run_in_turn(
+        registry, [CALL], session=session, agent=Agent(), signal=CancelController().signal
+    )
 
     expected = error_result(
         'Error: tool "write" requires approval, but no approval channel is available'
@@ -172,10 +163,9 @@ async def test_policy_never_rejects_the_call_without_asking() -> None:
     registry, approval, session, ran = _setup(ApprovalOutcome.ALLOWED_ONCE)
     approval.set_policy("never")
 
-    async with session_turn(session, 1):
-        batch = await run_tool_calls(
-            registry, [CALL], signal=CancelController().signal, agent=Agent(), session=session
-        )
+    batch = await run_in_turn(
+        registry, [CALL], session=session, agent=Agent(), signal=CancelController().signal
+    )
 
     assert (error_result('Error: the user rejected tool "write"'),) == batch.results
     assert [] == ran

@@ -16,11 +16,10 @@ from dsh_tools import (
     ApprovalOutcome,
     ApprovalRequest,
     CancelController,
-    MemorySessionLog,
-    UserApproval,
     session_turn,
 )
 from dsh_tools.acp import AcpPermissionAnswerer, JsonRpcError
+from support import approval_service
 
 
 class Client:
@@ -54,8 +53,6 @@ async def _ask(
     answerer: AcpPermissionAnswerer, *, agent: object = AGENT, call_id: str | None = "c7"
 ) -> tuple[ApprovalOutcome, list[str]]:
     """Ask through a real UserApproval whose next answerer says ``rejected`` (and notes it)."""
-    log = MemorySessionLog()
-    approval = UserApproval(log)
     heard: list[str] = []
 
     async def fallback(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
@@ -63,14 +60,13 @@ async def _ask(
         heard.append(request.tool_name)
         return ApprovalOutcome.REJECTED
 
-    approval.answerers.add(answerer)
-    approval.answerers.add(fallback)
+    approval = approval_service(answerer, fallback)
     request = ApprovalRequest(
         agent=agent, tool_name="write_file", call_id="c7", signal=CancelController().signal
     )
     if call_id is None:
         request = attrs.evolve(request, call_id=None)  # other callers may omit it
-    async with session_turn(log, 0):
+    async with session_turn(approval.session, 0):
         outcome = await approval.request(request)
     return outcome, heard
 
@@ -169,14 +165,12 @@ async def test_a_request_cancelled_while_the_client_thinks_is_cancelled_at_once(
         thinking.set()
         await trio.sleep_forever()
 
-    log = MemorySessionLog()
-    approval = UserApproval(log)
-    approval.answerers.add(AcpPermissionAnswerer(slow_client, {AGENT: "sess-1"}))
+    approval = approval_service(AcpPermissionAnswerer(slow_client, {AGENT: "sess-1"}))
     controller = CancelController()
     request = ApprovalRequest(
         agent=AGENT, tool_name="write_file", call_id="c7", signal=controller.signal
     )
-    async with session_turn(log, 0), trio.open_nursery() as nursery:
+    async with session_turn(approval.session, 0), trio.open_nursery() as nursery:
 
         async def cancel_when_asked() -> None:
             await thinking.wait()
@@ -207,13 +201,11 @@ async def test_allow_always_offers_a_third_option_that_validates_against_the_sch
 
 async def test_allow_always_grants_the_tool_so_the_client_is_not_asked_again() -> None:
     client = Client(_selected("allow-always"))
-    log = MemorySessionLog()
-    approval = UserApproval(log)
-    approval.answerers.add(
+    approval = approval_service(
         AcpPermissionAnswerer(client.send_request, {AGENT: "sess-1"}, allow_always=True)
     )
 
-    async with session_turn(log, 0):
+    async with session_turn(approval.session, 0):
         outcomes = [
             await approval.request(
                 ApprovalRequest(
