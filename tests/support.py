@@ -337,6 +337,7 @@ async def run_calls(
     signal: CancelSignal | None = None,
     agent: object = None,
     session: SessionLog | None = None,
+    turn: int = 0,
 ) -> ToolBatch:
     """``run_tool_calls`` on ``calls``, as one batch, with a signal that never fires unless
     given."""
@@ -346,6 +347,7 @@ async def run_calls(
         signal=CancelSignal.never() if signal is None else signal,
         agent=agent,
         session=session,
+        turn=turn,
     )
 
 
@@ -389,13 +391,8 @@ async def run_in_turn(
     ``session_turn(session, turn)`` (where approval answers), with a signal that never fires
     unless given."""
     async with session_turn(session, turn):
-        return await run_tool_calls(
-            registry,
-            calls,
-            signal=CancelSignal.never() if signal is None else signal,
-            agent=agent,
-            session=session,
-            turn=turn,
+        return await run_calls(
+            registry, *calls, signal=signal, agent=agent, session=session, turn=turn
         )
 
 
