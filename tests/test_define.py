@@ -286,22 +286,22 @@ def test_a_positive_finite_timeout_is_kept(timeout: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("timeout", "shown"),
+    ("timeout", "error", "shown"),
     [
-        (0, "0"),
-        (-1, "-1"),
-        (-0.5, "-0.5"),
-        (math.inf, "Infinity"),
-        (math.nan, "NaN"),
-        (True, "True"),
-        ("5", "'5'"),
-        (-3.0, "-3"),
+        (0, ValueError, "0"),
+        (-1, ValueError, "-1"),
+        (-0.5, ValueError, "-0.5"),
+        (math.inf, ValueError, "Infinity"),
+        (math.nan, ValueError, "NaN"),
+        (-3.0, ValueError, "-3"),
+        (True, TypeError, "True"),
+        ("5", TypeError, "'5'"),
     ],
 )
 def test_a_timeout_that_is_not_a_positive_finite_number_is_rejected(
-    timeout: object, shown: str
+    timeout: object, error: type[Exception], shown: str
 ) -> None:
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(error) as caught:
         define_tool(
             name="slow",
             description="d",

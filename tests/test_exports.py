@@ -36,14 +36,16 @@ INTERNAL: Final = frozenset(
         ("_pipeline._hooks", "waterfall"),
         # the one timeout rule and the body-kind test, shared by define_tool and the registry
         ("_values._definition", "check_timeout"),
-        ("_values._definition", "check_seconds"),
+        # the one rule of a duration and of a count, and how a refused value is shown
+        ("_values._checks", "check_seconds"),
+        ("_values._checks", "check_int"),
+        ("_values._checks", "shown_value"),
         ("_values._definition", "check_char_budget"),
         ("_values._execution", "ProgressReceiver"),
         ("_values._execution", "check_progress_amount"),
         ("_pipeline._progress", "ProgressSink"),
         ("_pipeline._progress", "ProgressState"),
         ("_pipeline._progress", "TimeoutSettings"),
-        ("_pipeline._progress", "check_duration"),
         # the OpenTelemetry instrumentation hears emitted progress through it
         ("_pipeline._progress", "add_progress_observer"),
         ("_scheduling._scheduler", "current_turn"),
@@ -127,7 +129,6 @@ INTERNAL: Final = frozenset(
         # the one check of an approval policy, and of a turn, step or seq number
         ("_sessions._session", "BatchEndReason"),
         ("_sessions._session", "check_approval_policy"),
-        ("_sessions._session", "check_count"),
         # the one reading of an approval answer, shared by the approval service and the pipeline
         ("_values._execution", "read_approval_outcome"),
         ("_values._execution", "run_context"),
@@ -181,7 +182,6 @@ INTERNAL: Final = frozenset(
         ("_scheduling._scheduler", "DEFAULT_MAX_PARALLEL_TOOL_CALLS"),
         ("_scheduling._scheduler", "ResumedBatch"),
         ("_scheduling._scheduler", "capacity_of"),
-        ("_scheduling._scheduler", "check_cap"),
         ("_scheduling._scheduler", "check_entry"),
         ("_scheduling._scheduler", "check_capacity_limits"),
         # the scheduler's way to the pipeline host of the registry it was given

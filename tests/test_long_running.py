@@ -142,7 +142,7 @@ def test_a_non_finite_or_zero_default_timeout_is_refused(value: float) -> None:
 
 
 def test_a_default_timeout_that_is_not_a_number_is_refused() -> None:
-    with pytest.raises(TypeError, match="default_timeout must be a number of seconds"):
+    with pytest.raises(TypeError, match="default_timeout must be a positive finite number of sec"):
         ToolRegistry(default_timeout=True)
 
 

@@ -316,11 +316,11 @@ async def test_cancelling_during_a_backoff_aborts_the_call_at_once(
 @pytest.mark.parametrize(
     ("options", "error", "text"),
     [
-        ({"attempts": 0}, ValueError, "attempts must be a positive integer"),
-        ({"attempts": 2.0}, TypeError, "attempts must be a positive integer"),
+        ({"attempts": 0}, ValueError, "attempts must be a positive int, not 0"),
+        ({"attempts": 2.0}, TypeError, "attempts must be a positive int, not 2.0"),
         ({"backoff": (1, -1)}, ValueError, r"backoff\[1\] must be a finite number"),
         ({"backoff": (float("inf"),)}, ValueError, r"backoff\[0\] must be a finite number"),
-        ({"backoff": ("1",)}, TypeError, r"backoff\[0\] must be a number of seconds"),
+        ({"backoff": ("1",)}, TypeError, r"backoff\[0\] must be a finite number of seconds >= 0"),
         ({"backoff": 1}, TypeError, "backoff must be a sequence"),
         ({"retry_on": "TOOL_TIMEOUT"}, TypeError, "retry_on must be a predicate"),
     ],
@@ -424,11 +424,11 @@ async def test_the_budget_starts_again_in_the_next_turn() -> None:
 @pytest.mark.parametrize(
     ("options", "error", "text"),
     [
-        ({"per_tool": 0}, ValueError, "per_tool must be an integer >= 1"),
-        ({"per_turn": -1}, ValueError, "per_turn must be an integer >= 1"),
-        ({"repeat_limit": 1}, ValueError, "repeat_limit must be an integer >= 2"),
-        ({"per_turn": 2.5}, TypeError, "per_turn must be an integer"),
-        ({"per_tool": {"t": True}}, TypeError, r"per_tool\['t'\] must be an integer"),
+        ({"per_tool": 0}, ValueError, "per_tool must be a positive int, not 0"),
+        ({"per_turn": -1}, ValueError, "per_turn must be a positive int, not -1"),
+        ({"repeat_limit": 1}, ValueError, "repeat_limit must be an int >= 2, not 1"),
+        ({"per_turn": 2.5}, TypeError, "per_turn must be a positive int, not 2.5"),
+        ({"per_tool": {"t": True}}, TypeError, r"per_tool\['t'\] must be a positive int, not True"),
     ],
 )
 def test_a_bad_budget_is_refused(

@@ -210,14 +210,18 @@ async def test_json_text_the_lossless_boundary_refuses_reaches_the_pipeline_and_
 
 @pytest.mark.parametrize("cap", [0, -1])
 async def test_a_cap_below_one_is_a_value_error(cap: int) -> None:
-    with pytest.raises(ValueError, match=r"^max_parallel_tool_calls must be a positive integer$"):
+    with pytest.raises(ValueError) as caught:
         await run_tool_calls(ToolRegistry(), [], signal=NEVER, max_parallel_tool_calls=cap)
+
+    assert f"max_parallel_tool_calls must be a positive int, not {cap}" == str(caught.value)
 
 
 @pytest.mark.parametrize("cap", [True, 2.0, "3"])
 async def test_a_cap_that_is_not_an_int_is_a_type_error(cap: object) -> None:
-    with pytest.raises(TypeError, match=r"^max_parallel_tool_calls must be a positive integer$"):
+    with pytest.raises(TypeError) as caught:
         await run_tool_calls(ToolRegistry(), [], signal=NEVER, max_parallel_tool_calls=cap)  # pyright: ignore[reportArgumentType]
+
+    assert f"max_parallel_tool_calls must be a positive int, not {cap!r}" == str(caught.value)
 
 
 async def test_an_empty_batch_has_no_results_and_no_events() -> None:

@@ -185,9 +185,13 @@ def test_a_capacity_class_must_be_a_non_empty_str(capacity_class: object) -> Non
 @pytest.mark.parametrize(
     ("limits", "error", "message"),
     [
-        ({"network": 0}, ValueError, 'capacity_limits["network"] must be a positive integer'),
-        ({"network": True}, TypeError, 'capacity_limits["network"] must be a positive integer'),
-        ({"network": 1.5}, TypeError, 'capacity_limits["network"] must be a positive integer'),
+        ({"network": 0}, ValueError, 'capacity_limits["network"] must be a positive int, not 0'),
+        (
+            {"network": True},
+            TypeError,
+            'capacity_limits["network"] must be a positive int, not True',
+        ),
+        ({"network": 1.5}, TypeError, 'capacity_limits["network"] must be a positive int, not 1.5'),
         ({3: 1}, TypeError, "capacity_limits must map class names (str) to positive integers: 3"),
         (
             [("network", 1)],

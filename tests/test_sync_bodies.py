@@ -369,9 +369,9 @@ async def test_the_registry_runs_at_most_thread_limit_sync_bodies_at_once() -> N
 @pytest.mark.parametrize(
     ("limit", "error", "message"),
     [
-        (0, ValueError, "thread_limit must be a positive integer, not 0"),
-        (True, TypeError, "thread_limit must be a positive integer, not bool"),
-        (2.0, TypeError, "thread_limit must be a positive integer, not float"),
+        (0, ValueError, "thread_limit must be a positive int, not 0"),
+        (True, TypeError, "thread_limit must be a positive int, not True"),
+        (2.0, TypeError, "thread_limit must be a positive int, not 2.0"),
     ],
 )
 def test_the_thread_limit_must_be_a_positive_int(

@@ -501,7 +501,7 @@ async def test_bad_capacity_limits_are_refused_before_anything_is_sent(
     client: TemporalClient, dsn: str
 ) -> None:
     runner = TemporalBatchRunner(client, "nobody-serves-this", conninfo=dsn)
-    with trio.fail_after(30), pytest.raises(ValueError, match="positive integer"):
+    with trio.fail_after(30), pytest.raises(ValueError, match="positive int, not 0"):
         await runner.run(
             [request("c1", "echo")],
             session_id="s",

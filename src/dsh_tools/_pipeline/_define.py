@@ -171,7 +171,8 @@ def define_tool(
         A :class:`~dsh_tools.ToolDefinition` ready for ``registry.register``.
 
     Raises:
-        ValueError: ``timeout`` is not a positive finite number (``bool`` is not a number):
+        ValueError: ``timeout`` is not a positive finite number (a ``TypeError`` in the same
+            words when it is not a number, ``bool`` included):
             ``tool "<name>": timeout must be a positive finite number of seconds (got 0)``,
             the one rule every definition follows; or the spec has an unknown ``type``
             (``unreachable variant in validateArgs: "weird"``), is cyclic, or is nested too

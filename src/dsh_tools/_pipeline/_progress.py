@@ -29,7 +29,6 @@ __all__ = [
     "ProgressState",
     "TimeoutSettings",
     "add_progress_observer",
-    "check_duration",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
@@ -52,26 +51,6 @@ def add_progress_observer(observer: ProgressSink) -> Callable[[], None]:
             _OBSERVERS.remove(observer)
 
     return remove
-
-
-def check_duration(label: str, value: object, *, positive: bool = False) -> float:
-    """The one rule of a registry-wide duration: a finite number of seconds, ``>= 0`` (an
-    interval, a backoff delay) or ``> 0`` with ``positive`` (a timeout); ``bool`` is not a
-    number; a tool's own timeouts are checked by its definition, whose errors name the tool.
-
-    Raises:
-        TypeError: ``<label> must be a number of seconds, not <type>``.
-        ValueError: ``<label> must be a finite number of seconds >= 0`` (``a positive finite
-            number of seconds``), with the value.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{label} must be a number of seconds, not {type(value).__name__}")
-    if positive:
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{label} must be a positive finite number of seconds, not {value!r}")
-    elif not math.isfinite(value) or value < 0:
-        raise ValueError(f"{label} must be a finite number of seconds >= 0, not {value!r}")
-    return float(value)
 
 
 class TimeoutSettings:

@@ -19,6 +19,7 @@ import trio
 
 from dsh_tools._values._arguments import parse_call_arguments
 from dsh_tools._values._batch import ToolCallRequest
+from dsh_tools._values._checks import check_int, check_seconds
 from dsh_tools._values._definition import (
     ToolDefinition,
     ToolSchema,
@@ -40,7 +41,7 @@ from dsh_tools._values._presentation import ToolCallView, ToolResultView
 
 from ._call import HasExecution, PipelineHost, prepare
 from ._hooks import HookLists, ToolHooks
-from ._progress import TimeoutSettings, check_duration
+from ._progress import TimeoutSettings
 from ._tool import ToolDecorator, ToolFunction, function_tool
 
 __all__ = ["ToolRegistry", "ToolRegistryStatistics", "ToolScope", "pipeline_host"]
@@ -311,25 +312,19 @@ class ToolRegistry(_HostHolder):
         default_timeout: float | None = None,
         progress_interval: float = 0.1,
     ) -> None:
-        if isinstance(thread_limit, bool) or not isinstance(thread_limit, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(
-                f"thread_limit must be a positive integer, not {type(thread_limit).__name__}"
-            )
-        if thread_limit < 1:
-            raise ValueError(f"thread_limit must be a positive integer, not {thread_limit}")
+        check_int("thread_limit", thread_limit)
         if approval is not None and not callable(getattr(approval, "request", None)):
             raise TypeError(
                 "approval must be an approval service (with a request method) or None, "
                 f"not {type(approval).__name__}"
             )
-        if default_timeout is not None:
-            check_duration("default_timeout", default_timeout, positive=True)
-        interval = check_duration("progress_interval", progress_interval)
+        timeout = (
+            None if default_timeout is None else check_seconds("default_timeout", default_timeout)
+        )
+        interval = check_seconds("progress_interval", progress_interval, zero=True)
         self._thread_limiter = trio.CapacityLimiter(thread_limit)
         self._approval = approval
-        timeouts = TimeoutSettings(
-            None if default_timeout is None else float(default_timeout), interval
-        )
+        timeouts = TimeoutSettings(timeout, interval)
         self._state = state = _Registrations(timeouts)
         # the same objects as the state's, held directly for the per-call lookup
         self._global = state.global_layer

@@ -17,6 +17,7 @@ from dsh_tools._pipeline._hooks import PreExecuteNext
 from dsh_tools._pipeline._registry import ToolRegistry
 from dsh_tools._scheduling._scheduler import current_turn
 from dsh_tools._texts import call_budget_per_tool, call_budget_per_turn, call_budget_repeated
+from dsh_tools._values._checks import check_int
 from dsh_tools._values._disposer import Disposer
 from dsh_tools._values._execution import Allow, Deny, PreToolDecision, ToolExecution
 
@@ -77,11 +78,11 @@ def install_call_budget(
         for name, limit in per_tool.items():
             if type(name) is not str:
                 raise TypeError(f"per_tool must map tool names (str) to budgets, not {name!r}")
-            tool_budgets[name] = _count(f"per_tool[{name!r}]", limit, 1)
+            tool_budgets[name] = check_int(f"per_tool[{name!r}]", limit)
     elif per_tool is not None:
-        tool_budget = _count("per_tool", per_tool, 1)
-    turn_budget = None if per_turn is None else _count("per_turn", per_turn, 1)
-    repeats = None if repeat_limit is None else _count("repeat_limit", repeat_limit, 2)
+        tool_budget = check_int("per_tool", per_tool)
+    turn_budget = None if per_turn is None else check_int("per_turn", per_turn)
+    repeats = None if repeat_limit is None else check_int("repeat_limit", repeat_limit, least=2)
     # per agent (by identity; None: global calls): the counts of its current turn
     counts: dict[int, tuple[object, _TurnCounts]] = {}
 
@@ -114,14 +115,6 @@ def install_call_budget(
         return decision
 
     return registry.hooks.pre_execute.add(budget)
-
-
-def _count(label: str, value: object, least: int) -> int:
-    if type(value) is not int:
-        raise TypeError(f"{label} must be an integer, not {type(value).__name__}")
-    if value < least:
-        raise ValueError(f"{label} must be an integer >= {least}, not {value}")
-    return value
 
 
 def _canonical(arguments: object) -> str:

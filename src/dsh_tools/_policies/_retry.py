@@ -13,10 +13,10 @@ from typing import cast
 import trio
 
 from dsh_tools._pipeline._hooks import ExecuteNext
-from dsh_tools._pipeline._progress import check_duration
 from dsh_tools._pipeline._registry import ToolRegistry
 from dsh_tools._pipeline._results import ABORTED
 from dsh_tools._texts import TOOL_TIMEOUT
+from dsh_tools._values._checks import check_int, check_seconds
 from dsh_tools._values._definition import ToolDefinition
 from dsh_tools._values._disposer import Disposer
 from dsh_tools._values._execution import ToolDispatchExecution, ToolExecutionResult
@@ -66,10 +66,7 @@ def install_retry_policy(
     """
     if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
-    if type(attempts) is not int:
-        raise TypeError(f"attempts must be a positive integer, not {type(attempts).__name__}")
-    if attempts < 1:
-        raise ValueError(f"attempts must be a positive integer, not {attempts}")
+    check_int("attempts", attempts)
     delays = _delays(backoff)
     accepts = _acceptor(retry_on)
 
@@ -100,7 +97,7 @@ def _delays(backoff: object) -> tuple[float, ...]:
         )
     delays: list[float] = []
     for index, delay in enumerate(backoff):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        delays.append(check_duration(f"backoff[{index}]", cast(object, delay)))
+        delays.append(check_seconds(f"backoff[{index}]", cast(object, delay), zero=True))
     return tuple(delays)
 
 

@@ -36,6 +36,7 @@ from dsh_tools._sessions._session import (
     ToolResultEvent,
 )
 from dsh_tools._values._batch import ToolBatch
+from dsh_tools._values._checks import check_int
 from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult, read_approval_outcome
 from dsh_tools._values._signal import CancelSignal
 
@@ -43,7 +44,6 @@ from ._scheduler import (
     DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     ResumedBatch,
     capacity_of,
-    check_cap,
     check_capacity_limits,
     check_entry,
 )
@@ -359,7 +359,7 @@ async def resume_tool_calls(
 
     This is a checkpoint on every path.
     """
-    cap = check_cap(max_parallel_tool_calls)
+    cap = check_int("max_parallel_tool_calls", max_parallel_tool_calls)
     limits = check_capacity_limits(capacity_limits)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")

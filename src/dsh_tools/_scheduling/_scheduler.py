@@ -53,7 +53,7 @@ from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED, freeze_context
 from dsh_tools._sessions._batch_log import BatchLog
 from dsh_tools._sessions._grants import pending_requests
-from dsh_tools._sessions._session import SessionLog, check_count
+from dsh_tools._sessions._session import SessionLog
 from dsh_tools._values._arguments import parse_call_arguments
 from dsh_tools._values._batch import (
     SuspendedCall,
@@ -62,6 +62,7 @@ from dsh_tools._values._batch import (
     ToolBatchStatistics,
     ToolCallRequest,
 )
+from dsh_tools._values._checks import check_int
 from dsh_tools._values._content import HookContext
 from dsh_tools._values._definition import ToolDefinition, runs_in_parallel
 from dsh_tools._values._execution import ApprovalOutcome, RunBatch, ToolExecutionResult
@@ -75,7 +76,6 @@ __all__ = [
     "DEFAULT_MAX_PARALLEL_TOOL_CALLS",
     "ResumedBatch",
     "capacity_of",
-    "check_cap",
     "batch_statistics",
     "check_entry",
     "check_capacity_limits",
@@ -101,25 +101,13 @@ def check_capacity_limits(value: object) -> dict[str, int]:
     for name, limit in cast("Mapping[object, object]", value).items():
         if type(name) is not str or not name:
             raise TypeError(f"{_CAPACITY_LIMITS_TYPE}: {name!r} is not a class name")
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise TypeError(f'capacity_limits["{name}"] must be a positive integer')
-        if limit < 1:
-            raise ValueError(f'capacity_limits["{name}"] must be a positive integer')
-        limits[name] = limit
+        limits[name] = check_int(f'capacity_limits["{name}"]', limit)
     return limits
 
 
 def capacity_of(limits: dict[str, int]) -> _Capacity | None:
     """The capacity classes of a batch with ``limits`` (checked), ``None`` without limits."""
     return _Capacity(limits) if limits else None
-
-
-def check_cap(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("max_parallel_tool_calls must be a positive integer")
-    if value < 1:
-        raise ValueError("max_parallel_tool_calls must be a positive integer")
-    return value
 
 
 def check_entry(registry: object, session: object, turn: object, step: object) -> None:
@@ -132,8 +120,8 @@ def check_entry(registry: object, session: object, turn: object, step: object) -
             f"session must be a SessionLog (with append and events) or None, "
             f"not {type(session).__name__}"
         )
-    check_count("turn", turn)
-    check_count("step", step)
+    check_int("turn", turn, least=0)
+    check_int("step", step, least=0)
 
 
 async def run_tool_calls(
@@ -209,7 +197,7 @@ async def run_tool_calls(
 
     This is a checkpoint on every path.
     """
-    cap = check_cap(max_parallel_tool_calls)
+    cap = check_int("max_parallel_tool_calls", max_parallel_tool_calls)
     limits = check_capacity_limits(capacity_limits)
     if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")

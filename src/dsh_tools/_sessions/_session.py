@@ -36,6 +36,7 @@ import cattrs
 from dsh_tools._errors import SessionLogCorruptError, SessionLogLockedError
 from dsh_tools._texts import ToolErrorInfo
 from dsh_tools._values._batch import ToolCallRequest
+from dsh_tools._values._checks import check_int
 from dsh_tools._values._content import (
     ContentBlock,
     HookContext,
@@ -77,7 +78,6 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "check_approval_policy",
-    "check_count",
     "check_event",
     "check_session_id",
     "events_from_rows",
@@ -165,22 +165,6 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-def check_count(name: str, value: object) -> int:
-    """``value`` if it is a non-negative ``int`` (never a ``bool``): a turn, a step, a seq.
-
-    The one check of such a number, for the session events and ``run_tool_calls``.
-
-    Raises:
-        TypeError: ``value`` is not an ``int``.
-        ValueError: it is negative.
-    """
-    if type(value) is not int:
-        raise TypeError(f"{name} must be a non-negative int, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative int, not {value!r}")
-    return value
-
-
 def _seqs(value: object) -> tuple[int, ...]:
     if isinstance(value, str):
         raise TypeError(f"source_event_seqs must be a sequence of ints, not {value!r}")
@@ -199,7 +183,7 @@ def _check_seqs(_instance: object, _attribute: object, value: tuple[object, ...]
 
 
 def _count(_instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-    check_count(attribute.name, value)
+    check_int(attribute.name, value, least=0)
 
 
 def _text(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
@@ -213,10 +197,7 @@ def _flag(_instance: object, attribute: attrs.Attribute[bool], value: object) ->
 
 
 def _attempt(_instance: object, _attribute: object, value: object) -> None:
-    if type(value) is not int:
-        raise TypeError(f"attempt must be a positive int, not {value!r}")
-    if value < 1:
-        raise ValueError(f"attempt must be a positive int, not {value!r}")
+    check_int("attempt", value)
 
 
 def _batch_id(_instance: object, _attribute: object, value: object) -> None:
@@ -439,7 +420,7 @@ _nonempty_str = attrs.validators.and_(
 
 
 def _turn_number(_instance: object, _attribute: object, value: int) -> None:
-    check_count("turn", value)
+    check_int("turn", value, least=0)
 
 
 @attrs.frozen(kw_only=True)

@@ -8,7 +8,6 @@ and types its arguments first.
 from __future__ import annotations
 
 import inspect
-import math
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import FunctionType
@@ -16,8 +15,7 @@ from typing import Any, Final, TypeAlias, cast
 
 import attrs
 
-from dsh_tools._texts import format_js_number
-
+from ._checks import check_seconds, shown_value
 from ._content import ContentBlock, content_blocks, unchecked_meta
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
@@ -34,7 +32,6 @@ __all__ = [
     "argument_validator",
     "check_char_budget",
     "check_definition_fields",
-    "check_seconds",
     "check_timeout",
     "is_async_body",
     "register_checked_body",
@@ -115,52 +112,20 @@ def _freeze_parameters(value: Mapping[str, object]) -> FrozenJsonObject:
 
 
 def check_timeout(name: str, value: object) -> None:
-    """The one timeout rule: ``None``, or a positive finite ``int`` / ``float`` of seconds
-    (``bool`` is not a number).
-
-    Raises:
-        ValueError: ``tool "<name>": timeout must be a positive finite number of seconds
-            (got <value>)``, for a wrong type and a wrong value alike.
+    """The one timeout rule of a definition: ``None``, or what
+    :func:`~dsh_tools._values._checks.check_seconds` accepts, refused in a message that names
+    the tool (``tool "<name>": timeout must be a positive finite number of seconds (got 0)``).
     """
-    check_seconds(name, "timeout", value)
+    if value is not None:
+        check_seconds(f'tool "{name}": timeout', value)
 
 
-def _shown(value: object) -> str:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return format_js_number(value)
-    try:
-        return repr(value)
-    except Exception:
-        return type(value).__name__
-
-
-def _check_timeout(instance: ToolDefinition, _attribute: object, value: float | None) -> None:
-    check_timeout(instance.name, value)
-
-
-def check_seconds(name: str, field: str, value: object) -> None:
-    """:func:`check_timeout`'s rule for any duration field (``idle_timeout`` too).
-
-    Raises:
-        ValueError: ``tool "<name>": <field> must be a positive finite number of seconds
-            (got <value>)``.
-    """
-    if value is None:
-        return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(
-            f'tool "{name}": {field} must be a positive finite number of seconds '
-            f"(got {_shown(value)})"
-        )
-
-
-def _check_idle_timeout(instance: ToolDefinition, _attribute: object, value: object) -> None:
-    check_seconds(instance.name, "idle_timeout", value)
+def _check_seconds(
+    instance: ToolDefinition, attribute: attrs.Attribute[float | None], value: object
+) -> None:
+    # a tool's timeouts follow the one duration rule, in messages that name the tool
+    if value is not None:
+        check_seconds(f'tool "{instance.name}": {attribute.name}', value)
 
 
 def check_char_budget(label: str, value: object) -> None:
@@ -173,7 +138,7 @@ def check_char_budget(label: str, value: object) -> None:
         return
     if type(value) is not int or value < 1:
         raise ValueError(
-            f"{label} must be a positive integer number of characters (got {_shown(value)})"
+            f"{label} must be a positive integer number of characters (got {shown_value(value)})"
         )
 
 
@@ -281,7 +246,8 @@ class ToolDefinition:
             ``(arguments, context) -> ToolReturn`` runs in a worker thread (one
             ``trio.CapacityLimiter`` per registry); it should poll ``context.signal.cancelled``.
         timeout: cooperative budget in seconds, enforced by the registry (its timeout policy);
-            never shown to the model. Validated by :func:`check_timeout` (``ValueError``).
+            never shown to the model. Validated by :func:`check_timeout` (``ValueError``, or
+            ``TypeError`` for a value that is not a number).
         idle_timeout: cooperative budget in seconds between two progress reports of the body
             (``context.report_progress``; the first runs from the body's start): when it
             passes, the call's result is ``TOOL_TIMEOUT`` (``Error: tool call made no progress
@@ -313,8 +279,8 @@ class ToolDefinition:
     description: str = attrs.field(validator=_description_field)
     parameters: FrozenJsonObject = attrs.field(converter=_freeze_parameters)
     execute: ToolBody = attrs.field(repr=False, validator=_execute_field)
-    timeout: float | None = attrs.field(default=None, validator=_check_timeout)
-    idle_timeout: float | None = attrs.field(default=None, validator=_check_idle_timeout)
+    timeout: float | None = attrs.field(default=None, validator=_check_seconds)
+    idle_timeout: float | None = attrs.field(default=None, validator=_check_seconds)
     max_output_chars: int | None = attrs.field(default=None, validator=_check_max_output_chars)
     transient_errors: frozenset[str] = attrs.field(
         default=frozenset[str](), converter=_transient_errors

@@ -50,7 +50,7 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
-from dsh_tools._pipeline._progress import check_duration
+from dsh_tools._values._checks import check_seconds
 
 __all__ = [
     "MCP_TOOL_ERROR",
@@ -459,7 +459,7 @@ async def _follow_changes(
 def _check_mount_options(timeout: object, idle_timeout: object, trust_hints: object) -> _Options:
     for label, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
         if value is not None:
-            check_duration(f"mount_mcp() {label}", value, positive=True)
+            check_seconds(f"mount_mcp() {label}", value)
     if type(trust_hints) is not bool:
         raise TypeError(f"mount_mcp() trust_hints must be a bool, not {type(trust_hints).__name__}")
     return _Options(

@@ -5,7 +5,6 @@ PostgreSQL.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import trio
@@ -24,8 +23,8 @@ from dsh_tools import (
     ToolResultEvent,
 )
 from dsh_tools._scheduling._resume import logged_result
-from dsh_tools._scheduling._scheduler import check_cap, check_capacity_limits
-from dsh_tools._sessions._session import check_count
+from dsh_tools._scheduling._scheduler import check_capacity_limits
+from dsh_tools._values._checks import check_int, check_seconds
 from dsh_tools.postgres import PostgresSessionLog
 from dsh_tools.postgres._log import check_session_id
 
@@ -33,14 +32,6 @@ from ._client import TemporalClient
 from ._workflow import BatchCall, BatchOutcome, BatchRequest, SessionWorkflow
 
 __all__ = ["TemporalBatchRunner", "batch_from_log"]
-
-
-def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds, not {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
-    return float(value)
 
 
 class TemporalBatchRunner:
@@ -96,8 +87,8 @@ class TemporalBatchRunner:
         self._task_queue = task_queue
         self._conninfo = conninfo
         self._schema = schema
-        self._heartbeat_timeout = _positive("heartbeat_timeout", heartbeat_timeout)
-        self._batch_timeout = _positive("batch_timeout", batch_timeout)
+        self._heartbeat_timeout = check_seconds("heartbeat_timeout", heartbeat_timeout)
+        self._batch_timeout = check_seconds("batch_timeout", batch_timeout)
 
     async def run(
         self,
@@ -143,9 +134,9 @@ class TemporalBatchRunner:
                 raise TypeError(
                     f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}"
                 )
-        check_cap(max_parallel_tool_calls)
-        check_count("turn", turn)
-        check_count("step", step)
+        check_int("max_parallel_tool_calls", max_parallel_tool_calls)
+        check_int("turn", turn, least=0)
+        check_int("step", step, least=0)
         if not requests:
             await trio.lowlevel.checkpoint()
             return ToolBatch(results=(), contexts=())

@@ -24,7 +24,7 @@ from dsh_tools import (
     resume_tool_calls,
     run_tool_calls,
 )
-from dsh_tools._pipeline._progress import check_duration
+from dsh_tools._values._checks import check_int, check_seconds
 from dsh_tools.postgres import PostgresSessionLog
 
 from ._client import TemporalClient
@@ -213,15 +213,8 @@ async def serve_worker(
     around it (its running calls end ``ABORTED``, as on any interrupt), and Temporal's retry
     returns those results.
     """
-    if isinstance(max_concurrent_batches, bool) or not isinstance(max_concurrent_batches, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(
-            f"max_concurrent_batches must be a positive int, not {max_concurrent_batches!r}"
-        )
-    if max_concurrent_batches < 1:
-        raise ValueError(
-            f"max_concurrent_batches must be a positive int, not {max_concurrent_batches!r}"
-        )
-    check_duration("drain_timeout", drain_timeout)
+    check_int("max_concurrent_batches", max_concurrent_batches)
+    check_seconds("drain_timeout", drain_timeout, zero=True)
     token = trio.lowlevel.current_trio_token()
     executor = concurrent.futures.ThreadPoolExecutor(
         max_concurrent_batches, thread_name_prefix="dsh-tools batch"
