@@ -77,7 +77,7 @@ def _parallel(_args: object) -> bool:
     return True
 
 
-async def _received(parameters: type, arguments: list[dict[str, object]]) -> list[object]:
+async def _received(parameters: type[object], arguments: list[dict[str, object]]) -> list[object]:
     received: dict[str, object] = {}
 
     async def body(args: object, context: ToolRunContext) -> str:

@@ -34,13 +34,17 @@ INTERNAL: Final = frozenset(
         ("_pipeline._hooks", "HookLists"),
         # the one builder of hook chains (pre/post_execute, execute wrappers, approval answerers)
         ("_pipeline._hooks", "waterfall"),
-        # the one timeout rule and the body-kind test, shared by define_tool and the registry
-        ("_values._definition", "check_timeout"),
         # the one rule of a duration and of a count, and how a refused value is shown
         ("_values._checks", "check_seconds"),
         ("_values._checks", "check_int"),
         ("_values._checks", "shown_value"),
+        # the rule of a character budget (a tool's and the output budget's)
         ("_values._definition", "check_char_budget"),
+        # the options define_tool wraps, and the refusal of a keyword that is no option
+        ("_values._definition", "READS_ARGUMENTS"),
+        ("_values._definition", "check_option_names"),
+        # what @tool(...) and @registry.tool(...) return
+        ("_pipeline._tool", "tool_decorator"),
         ("_values._execution", "ProgressReceiver"),
         ("_values._execution", "check_progress_amount"),
         ("_pipeline._progress", "ProgressSink"),
@@ -90,8 +94,7 @@ INTERNAL: Final = frozenset(
         ("_values._attrs_schema", "derive_attrs_schema"),
         ("_values._attrs_schema", "is_argument_class"),
         ("_values._attrs_schema", "typeddict_required_keys"),
-        # @tool's body, which registry.tool shares, and the define_tool it builds on
-        ("_pipeline._tool", "function_tool"),
+        # the define_tool that @tool builds on
         ("_pipeline._define", "build_definition"),
         # the error an integration subpackage raises when its extra is missing
         ("_extras", "raise_missing_extra"),
@@ -193,7 +196,6 @@ INTERNAL: Final = frozenset(
         ("_values._content", "unchecked_meta"),
         ("_values._converter", "content_block_classes"),
         ("_values._converter", "wire_error_messages"),
-        ("_values._definition", "check_definition_fields"),
         ("_pipeline._results", "error_info"),
         ("_values._json", "json_kind"),
         ("_values._schema", "compile_spec"),

@@ -1,4 +1,5 @@
-"""Type-level checks of ``define_tool``'s overloads, run by pyright (never collected by pytest).
+"""Type-level checks of ``define_tool``'s overloads and the options ``define_tool``, ``@tool`` and
+``@registry.tool`` share, run by pyright (never collected by pytest).
 
 Each ``assert_type`` proves that pyright infers the argument type of a callable passed to
 ``define_tool`` from ``parameters`` alone, with no annotation and no cast: the attrs class for
@@ -19,11 +20,14 @@ from dsh_tools import (
     GenericResultView,
     JsonValue,
     SchemaSpec,
+    ToolDecorator,
     ToolDefinition,
+    ToolRegistry,
     ToolResult,
     ToolReturn,
     ToolRunContext,
     define_tool,
+    tool,
 )
 
 
@@ -121,3 +125,54 @@ def spec_form_accepts_a_sync_lambda_and_infers_the_frozen_mapping() -> ToolDefin
         parameters={"text": {"type": "string", "required": True}},
         execute=lambda args, context: str(assert_type(args, FrozenJsonObject).get("text")),
     )
+
+
+def class_form_types_present_progress_by_the_instance() -> ToolDefinition:
+    return define_tool(
+        name="read",
+        description="Read a file.",
+        parameters=ReadArgs,
+        execute=read,
+        present_progress=lambda args, event: GenericResultView(
+            title=assert_type(args, ReadArgs).path
+        ),
+    )
+
+
+# The options are keywords the checker knows: each ignore below must be needed (pyright reports
+# an unnecessary one), so each line proves a mistake is caught before anything runs.
+
+
+def an_option_that_does_not_exist_is_a_type_error() -> None:
+    define_tool(name="e", description="d", parameters=SPEC, execute=echo, tmeout=5)  # pyright: ignore[reportCallIssue]
+
+
+def an_option_of_the_wrong_type_is_a_type_error() -> None:
+    define_tool(name="e", description="d", parameters=SPEC, execute=echo, timeout="5")  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def typed(args: ReadArgs) -> bool:
+    return args.mode == "text"
+
+
+def a_classifier_of_the_class_form_is_a_type_error_in_the_spec_form() -> None:
+    define_tool(  # pyright: ignore[reportCallIssue]
+        name="e",
+        description="d",
+        parameters=SPEC,
+        execute=echo,
+        is_concurrency_safe=typed,  # pyright: ignore[reportArgumentType]
+    )
+
+
+def the_decorators_take_the_same_typed_options() -> tuple[ToolDecorator, ToolDecorator]:
+    registry = ToolRegistry()
+    return (
+        tool(timeout=5, idempotent=True, transient_errors=["ConnectionError"]),
+        registry.tool(name="r", capacity_class="disk", max_output_chars=100),
+    )
+
+
+def the_decorators_refuse_an_option_that_does_not_exist() -> None:
+    tool(tmeout=5)  # pyright: ignore[reportCallIssue]
+    ToolRegistry().tool(tmeout=5)  # pyright: ignore[reportCallIssue]

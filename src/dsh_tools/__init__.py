@@ -130,6 +130,7 @@ from ._values._converter import register_content_block as register_content_block
 from ._values._definition import JsonSchema as JsonSchema
 from ._values._definition import ToolBody as ToolBody
 from ._values._definition import ToolDefinition as ToolDefinition
+from ._values._definition import ToolOptions as ToolOptions
 from ._values._definition import ToolOutput as ToolOutput
 from ._values._definition import ToolReturn as ToolReturn
 from ._values._definition import ToolSchema as ToolSchema
@@ -294,6 +295,7 @@ __all__ = [
     "ToolGuard",
     "ToolHooks",
     "ToolNotFoundError",
+    "ToolOptions",
     "ToolOutput",
     "ToolPresenter",
     "ToolProgressEvent",

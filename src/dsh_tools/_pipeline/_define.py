@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TypeVar, overload
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar, Unpack, overload
 
+import attrs
 import cattrs
 import trio
 
@@ -26,16 +27,17 @@ from dsh_tools._errors import ToolArgsError
 from dsh_tools._values._attrs_schema import derive_attrs_schema, is_argument_class
 from dsh_tools._values._converter import cattrs_generated, converter
 from dsh_tools._values._definition import (
+    READS_ARGUMENTS,
+    ToolBody,
     ToolDefinition,
+    ToolOptions,
     ToolReturn,
-    check_definition_fields,
-    check_timeout,
+    check_option_names,
     is_async_body,
     register_checked_body,
 )
-from dsh_tools._values._execution import ToolResult, ToolRunContext
+from dsh_tools._values._execution import ToolRunContext
 from dsh_tools._values._json import CHECKED_BY, FrozenJsonObject, snapshot_json
-from dsh_tools._values._presentation import ToolCallView, ToolResultView
 from dsh_tools._values._schema import SchemaSpec, compile_spec, schema_spec_to_json_schema
 
 __all__ = ["build_definition", "define_tool"]
@@ -61,17 +63,7 @@ def define_tool(
     description: str,
     parameters: type[A],
     execute: Callable[[A, ToolRunContext], object],
-    timeout: float | None = None,
-    abandon_on_cancel: bool = False,
-    is_concurrency_safe: Callable[[A], bool] | None = None,
-    capacity_class: str | None = None,
-    idempotent: bool = False,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
-    present_call: Callable[[A], ToolCallView | None] | None = None,
-    present_result: Callable[[A, ToolResult], ToolResultView | None] | None = None,
-    present_progress: Callable[[A, typing.Any], ToolResultView | None] | None = None,
+    **options: Unpack[ToolOptions[A]],
 ) -> ToolDefinition: ...
 
 
@@ -82,17 +74,7 @@ def define_tool(
     description: str,
     parameters: SchemaSpec,
     execute: Callable[[FrozenJsonObject, ToolRunContext], object],
-    timeout: float | None = None,
-    abandon_on_cancel: bool = False,
-    is_concurrency_safe: Callable[[FrozenJsonObject], bool] | None = None,
-    capacity_class: str | None = None,
-    idempotent: bool = False,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
-    present_call: Callable[[FrozenJsonObject], ToolCallView | None] | None = None,
-    present_result: Callable[[FrozenJsonObject, ToolResult], ToolResultView | None] | None = None,
-    present_progress: Callable[[FrozenJsonObject, typing.Any], ToolResultView | None] | None = None,
+    **options: Unpack[ToolOptions[FrozenJsonObject]],
 ) -> ToolDefinition: ...
 
 
@@ -102,17 +84,7 @@ def define_tool(
     description: str,
     parameters: SchemaSpec | type,
     execute: Callable[[typing.Any, ToolRunContext], object],
-    timeout: float | None = None,
-    abandon_on_cancel: bool = False,
-    is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
-    capacity_class: str | None = None,
-    idempotent: bool = False,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
-    present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
-    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
-    present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None = None,
+    **options: Unpack[ToolOptions[typing.Any]],
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated (and typed) before its body runs.
 
@@ -130,9 +102,9 @@ def define_tool(
       ``__call__`` is one) gives an ``async def`` one.
     - ``is_concurrency_safe`` returns ``False`` for invalid arguments without calling the
       author's classifier.
-    - ``present_call`` / ``present_result`` return ``None`` for invalid arguments without
-      calling the author's presenter, so replaying an old or foreign log never crashes a UI. An
-      exception raised by the author's presenter itself is not caught.
+    - ``present_call`` / ``present_result`` / ``present_progress`` return ``None`` for invalid
+      arguments without calling the author's presenter, so replaying an old or foreign log
+      never crashes a UI. An exception raised by the author's presenter itself is not caught.
 
     Callables the author did not supply stay ``None`` on the definition.
 
@@ -148,98 +120,53 @@ def define_tool(
             ``context.signal.cancelled``). Beyond a ``ToolReturn`` it may return JSON data or
             an attrs / dataclass instance, which the model reads as compact JSON text (hence
             the ``object`` return type).
-        timeout: the cooperative budget in seconds, enforced by the registry.
-        abandon_on_cancel: for a plain ``def`` body: when the call is cancelled, report
-            ``Error: tool call aborted (its worker thread was abandoned and may still be
-            running)`` at once instead of waiting for the thread to return.
-        is_concurrency_safe: ``(arguments) -> bool``; ``True`` lets a call join a parallel pool.
-        capacity_class: the capacity class of the tool's calls (``run_tool_calls(..., capacity_limits=...)``
-            limits how many of a class run at once inside a parallel pool).
-        idempotent: running the body twice with the same arguments is harmless
-            (``resume_tool_calls`` may run an interrupted call again, ``install_retry_policy``
-            may retry it).
-        idle_timeout: seconds the body may go without a progress report before the call
-            times out (``ToolDefinition.idle_timeout``).
-        max_output_chars: this tool's output budget (``ToolDefinition.max_output_chars``).
-        transient_errors: error names the retry policy retries for this tool.
-        present_call: ``(arguments) -> ToolCallView | None``.
-        present_result: ``(arguments, ToolResult) -> ToolResultView | None``.
-        present_progress: ``(arguments, ToolProgressEvent) -> ToolResultView | None``: how a
-            UI shows a running call's progress (``None``: the generic progress line).
+        **options: the tool's :class:`~dsh_tools.ToolOptions` (``timeout``,
+            ``is_concurrency_safe``, ``idempotent``, ...); the classifier and the presenters
+            receive the arguments as ``execute`` does.
 
     Returns:
         A :class:`~dsh_tools.ToolDefinition` ready for ``registry.register``.
 
     Raises:
-        ValueError: ``timeout`` is not a positive finite number (a ``TypeError`` in the same
-            words when it is not a number, ``bool`` included):
+        ValueError: ``timeout`` or ``idle_timeout`` is not finite or not above zero:
             ``tool "<name>": timeout must be a positive finite number of seconds (got 0)``,
-            the one rule every definition follows; or the spec has an unknown ``type``
-            (``unreachable variant in validateArgs: "weird"``), is cyclic, or is nested too
-            deeply.
-        TypeError: ``parameters`` is neither a spec nor a supported class, the spec is
-            malformed in shape or cannot be read, the class has a field type the DSL cannot
-            express,
-            ``abandon_on_cancel`` is not a ``bool``, or ``capacity_class`` is not a non-empty ``str``;
-            ``name`` is not a non-empty ``str``, ``description`` is not a ``str``, ``execute``
-            is not callable, or ``is_concurrency_safe``/``present_call``/``present_result``/``present_progress`` is
-            neither ``None`` nor callable.
+            the one rule every definition follows; ``max_output_chars`` is not a positive
+            ``int``; or the spec has an unknown ``type`` (``unreachable variant in
+            validateArgs: "weird"``), is cyclic, or is nested too deeply. The tool's own fields
+            and options are checked before its parameters.
+        TypeError: an option that is not one of :class:`~dsh_tools.ToolOptions`, or one of
+            the wrong type (a timeout that is not a number, ``bool`` included, says so in the
+            same words); ``name`` is not a non-empty ``str``, ``description`` is not a ``str``,
+            ``execute`` is not callable; ``parameters`` is neither a spec nor a supported
+            class, the spec is malformed in shape or cannot be read, or the class has a field
+            type the DSL cannot express.
     """
-    return build_definition(
-        name=name,
-        description=description,
-        parameters=parameters,
-        execute=execute,
-        timeout=timeout,
-        abandon_on_cancel=abandon_on_cancel,
-        is_concurrency_safe=is_concurrency_safe,
-        capacity_class=capacity_class,
-        idempotent=idempotent,
-        idle_timeout=idle_timeout,
-        max_output_chars=max_output_chars,
-        transient_errors=transient_errors,
-        present_call=present_call,
-        present_result=present_result,
-        present_progress=present_progress,
-    )
+    check_option_names("define_tool", options)
+    return build_definition(name, description, parameters, execute, options)
 
 
 def build_definition(
-    *,
     name: str,
     description: str,
     parameters: SchemaSpec | type,
     execute: Callable[[typing.Any, ToolRunContext], object],
-    timeout: float | None = None,
-    abandon_on_cancel: bool = False,
-    is_concurrency_safe: Callable[[typing.Any], bool] | None = None,
-    capacity_class: str | None = None,
-    idempotent: bool = False,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
-    present_call: Callable[[typing.Any], ToolCallView | None] | None = None,
-    present_result: Callable[[typing.Any, ToolResult], ToolResultView | None] | None = None,
-    present_progress: Callable[[typing.Any, typing.Any], ToolResultView | None] | None = None,
+    options: ToolOptions[typing.Any],
+    *,
     awaited: bool | None = None,
 ) -> ToolDefinition:
     """:func:`define_tool`, for the package: ``awaited`` says whether ``execute``'s result is
     awaited (``None``: whether ``execute`` is an async body). ``@tool`` passes a plain function
     that returns the author's coroutine, so the author's body is awaited with no frame between.
     """
-    check_definition_fields(
-        name,
-        description,
-        execute,
-        {
-            "is_concurrency_safe": is_concurrency_safe,
-            "present_call": present_call,
-            "present_result": present_result,
-            "present_progress": present_progress,
-        },
+    # the definition as given: the one set of rules checks every field and option, before the
+    # parameters are compiled
+    given = ToolDefinition(
+        name=name,
+        description=description,
+        parameters={},
+        execute=typing.cast("ToolBody", execute),  # a draft: only checked, never run
+        **options,
     )
-    check_timeout(name, timeout)
-
     model = _pydantic_model(parameters)
     if model is not None:
         json_schema, validate, convert, validated_execute = _model_parts(model, execute, awaited)
@@ -247,26 +174,11 @@ def build_definition(
         json_schema, validate, convert, validated_execute = _spec_parts(
             name, parameters, execute, awaited
         )
-    return ToolDefinition(
-        name=name,
-        description=description,
+    return attrs.evolve(
+        given,
         parameters=json_schema,
         execute=validated_execute,
-        timeout=timeout,
-        idle_timeout=idle_timeout,
-        max_output_chars=max_output_chars,
-        transient_errors=transient_errors,
-        abandon_on_cancel=abandon_on_cancel,
-        is_concurrency_safe=None
-        if is_concurrency_safe is None
-        else _soft_classifier(validate, convert, is_concurrency_safe),
-        capacity_class=capacity_class,
-        idempotent=idempotent,
-        present_call=None if present_call is None else _soft(validate, convert, present_call),
-        present_result=None if present_result is None else _soft(validate, convert, present_result),
-        present_progress=None
-        if present_progress is None
-        else _soft(validate, convert, present_progress),
+        **_soft_readers(given, validate, convert),
     )
 
 
@@ -460,6 +372,25 @@ def _model_parts(
 def _freeze(args: object) -> object:
     # The registry hands bodies snapshotted arguments already; a direct caller may not.
     return snapshot_json(args)  # a frozen object the library built passes at once
+
+
+def _soft_readers(
+    given: ToolDefinition, validate: _Validate, convert: _Convert
+) -> dict[str, Callable[..., object]]:
+    """The options of ``given`` that read a call's arguments (``READS_ARGUMENTS``), each made
+    to see only arguments ``validate`` accepts, converted.
+    """
+    readers: dict[str, Callable[..., object]] = {}
+    for field in attrs.fields(ToolDefinition):
+        kind = field.metadata.get(READS_ARGUMENTS)
+        author = getattr(given, field.name)
+        if kind is None or author is None:
+            continue
+        if kind == "classifier":
+            readers[field.name] = _soft_classifier(validate, convert, author)
+        else:
+            readers[field.name] = _soft(validate, convert, author)
+    return readers
 
 
 def _soft_classifier(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Any, Final, final, overload
+from typing import Any, Final, Unpack, final, overload
 
 import attrs
 import trio
@@ -22,8 +22,8 @@ from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._checks import check_int, check_seconds
 from dsh_tools._values._definition import (
     ToolDefinition,
+    ToolOptions,
     ToolSchema,
-    check_timeout,
     runs_in_parallel,
 )
 from dsh_tools._values._disposer import Disposer, DisposerGroup
@@ -34,15 +34,13 @@ from dsh_tools._values._execution import (
     ToolExecutionMode,
     ToolExecutionResult,
     ToolGuard,
-    ToolResult,
 )
 from dsh_tools._values._json import thaw_json
-from dsh_tools._values._presentation import ToolCallView, ToolResultView
 
 from ._call import HasExecution, PipelineHost, prepare
 from ._hooks import HookLists, ToolHooks
 from ._progress import TimeoutSettings
-from ._tool import ToolDecorator, ToolFunction, function_tool
+from ._tool import ToolDecorator, ToolFunction, tool_decorator
 
 __all__ = ["ToolRegistry", "ToolRegistryStatistics", "ToolScope", "pipeline_host"]
 
@@ -196,8 +194,8 @@ class _Registrations:
     def register(self, layer: _Layer, definition: ToolDefinition, *, scoped: bool) -> Disposer:
         if not isinstance(definition, ToolDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
-        # the definition validated itself; this catches one changed behind attrs' back
-        check_timeout(definition.name, definition.timeout)
+        # the definition validated itself; this catches a field changed behind attrs' back
+        attrs.validate(definition)
         name = definition.name
         if name in layer.tools:
             if not scoped:
@@ -407,17 +405,7 @@ class ToolRegistry(_HostHolder):
         *,
         name: str | None = None,
         description: str | None = None,
-        timeout: float | None = None,
-        abandon_on_cancel: bool = False,
-        is_concurrency_safe: Callable[[Any], bool] | None = None,
-        capacity_class: str | None = None,
-        idempotent: bool = False,
-        idle_timeout: float | None = None,
-        max_output_chars: int | None = None,
-        transient_errors: Iterable[str] = (),
-        present_call: Callable[[Any], ToolCallView | None] | None = None,
-        present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-        present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
+        **options: Unpack[ToolOptions[Any]],
     ) -> ToolDecorator: ...
 
     def tool(
@@ -427,17 +415,7 @@ class ToolRegistry(_HostHolder):
         *,
         name: str | None = None,
         description: str | None = None,
-        timeout: float | None = None,
-        abandon_on_cancel: bool = False,
-        is_concurrency_safe: Callable[[Any], bool] | None = None,
-        capacity_class: str | None = None,
-        idempotent: bool = False,
-        idle_timeout: float | None = None,
-        max_output_chars: int | None = None,
-        transient_errors: Iterable[str] = (),
-        present_call: Callable[[Any], ToolCallView | None] | None = None,
-        present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-        present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
+        **options: Unpack[ToolOptions[Any]],
     ) -> ToolDefinition | ToolDecorator:
         """``@registry.tool`` / ``@registry.tool(...)``: :func:`~dsh_tools.tool`, and register
         the definition as a global tool (as :meth:`register`). The decorated name is bound to
@@ -448,30 +426,14 @@ class ToolRegistry(_HostHolder):
             TypeError: as :func:`~dsh_tools.tool` raises.
             ValueError: as :func:`~dsh_tools.tool` and :meth:`register` raise.
         """
+        make = tool_decorator("ToolRegistry.tool", name, description, options)
 
         def decorate(function: ToolFunction) -> ToolDefinition:
-            definition = function_tool(
-                function,
-                name=name,
-                description=description,
-                timeout=timeout,
-                abandon_on_cancel=abandon_on_cancel,
-                is_concurrency_safe=is_concurrency_safe,
-                capacity_class=capacity_class,
-                idempotent=idempotent,
-                present_call=present_call,
-                present_result=present_result,
-                present_progress=present_progress,
-                idle_timeout=idle_timeout,
-                max_output_chars=max_output_chars,
-                transient_errors=transient_errors,
-            )
+            definition = make(function)
             self.register(definition)
             return definition
 
-        if fn is None:
-            return decorate
-        return decorate(fn)
+        return decorate if fn is None else decorate(fn)
 
     # --- scopes --------------------------------------------------------------------------
 

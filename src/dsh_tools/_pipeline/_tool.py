@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, overload
+from collections.abc import Awaitable, Callable
+from typing import Any, Unpack, overload
 
 import attrs
 
-from dsh_tools._values._definition import ToolDefinition, ToolReturn, is_async_body
-from dsh_tools._values._execution import ToolResult, ToolRunContext
-from dsh_tools._values._presentation import ToolCallView, ToolResultView
+from dsh_tools._values._definition import (
+    ToolDefinition,
+    ToolOptions,
+    ToolReturn,
+    check_option_names,
+    is_async_body,
+)
+from dsh_tools._values._execution import ToolRunContext
 
 from ._define import build_definition
 
-__all__ = ["ToolDecorator", "ToolFunction", "function_tool", "tool"]
+__all__ = ["ToolDecorator", "ToolFunction", "tool", "tool_decorator"]
 
 ToolFunction: typing.TypeAlias = Callable[..., Awaitable[object] | object]
 """A function that ``@tool`` turns into a definition: ``def`` or ``async def``, every parameter
@@ -41,17 +46,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float | None = None,
-    abandon_on_cancel: bool = False,
-    is_concurrency_safe: Callable[[Any], bool] | None = None,
-    capacity_class: str | None = None,
-    idempotent: bool = False,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
-    present_call: Callable[[Any], ToolCallView | None] | None = None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-    present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
+    **options: Unpack[ToolOptions[Any]],
 ) -> ToolDecorator: ...
 
 
@@ -61,17 +56,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float | None = None,
-    abandon_on_cancel: bool = False,
-    is_concurrency_safe: Callable[[Any], bool] | None = None,
-    capacity_class: str | None = None,
-    idempotent: bool = False,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
-    present_call: Callable[[Any], ToolCallView | None] | None = None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-    present_progress: Callable[[Any, Any], ToolResultView | None] | None = None,
+    **options: Unpack[ToolOptions[Any]],
 ) -> ToolDefinition | ToolDecorator:
     """Make a :class:`~dsh_tools.ToolDefinition` from a function: ``@tool`` or ``@tool(...)``.
 
@@ -94,69 +79,41 @@ def tool(
         fn: the function, when used as ``@tool`` without parentheses.
         name: the tool's name; the function's ``__name__`` by default.
         description: the tool's description; the docstring's by default.
-        timeout: as for :func:`~dsh_tools.define_tool`.
-        abandon_on_cancel: as for :func:`~dsh_tools.define_tool`.
-        is_concurrency_safe: as for :func:`~dsh_tools.define_tool`; it receives an object
-            whose attributes are the validated parameters.
-        capacity_class: as for :func:`~dsh_tools.define_tool`.
-        idempotent: as for :func:`~dsh_tools.define_tool`.
-        idle_timeout: as for :func:`~dsh_tools.define_tool`.
-        max_output_chars: as for :func:`~dsh_tools.define_tool`.
-        transient_errors: as for :func:`~dsh_tools.define_tool`.
-        present_call: as for :func:`~dsh_tools.define_tool`, with that object.
-        present_result: as for :func:`~dsh_tools.define_tool`, with that object.
-        present_progress: as for :func:`~dsh_tools.define_tool`, with that object.
+        **options: the tool's :class:`~dsh_tools.ToolOptions`, as for
+            :func:`~dsh_tools.define_tool`; the classifier and the presenters receive an
+            object whose attributes are the validated parameters.
 
     Returns:
         The definition (``@tool``), or a decorator that makes it (``@tool(...)``).
 
     Raises:
-        TypeError: at decoration time: ``fn`` is not callable; a parameter has no annotation,
-            an annotation the schema cannot express, or is ``*args`` / ``**kwargs`` /
+        TypeError: an option that is not one of :class:`~dsh_tools.ToolOptions` (at once);
+            at decoration time: ``fn`` is not callable; a parameter has no annotation, an
+            annotation the schema cannot express, or is ``*args`` / ``**kwargs`` /
             positional-only (each message names the parameter); or as
             :func:`~dsh_tools.define_tool` raises for the options.
-        ValueError: as :func:`~dsh_tools.define_tool` raises for ``timeout``.
+        ValueError: as :func:`~dsh_tools.define_tool` raises for the options.
     """
-
-    def decorate(function: ToolFunction) -> ToolDefinition:
-        return function_tool(
-            function,
-            name=name,
-            description=description,
-            timeout=timeout,
-            abandon_on_cancel=abandon_on_cancel,
-            is_concurrency_safe=is_concurrency_safe,
-            capacity_class=capacity_class,
-            idempotent=idempotent,
-            present_call=present_call,
-            present_result=present_result,
-            present_progress=present_progress,
-            idle_timeout=idle_timeout,
-            max_output_chars=max_output_chars,
-            transient_errors=transient_errors,
-        )
-
-    if fn is None:
-        return decorate
-    return decorate(fn)
+    decorate = tool_decorator("tool", name, description, options)
+    return decorate if fn is None else decorate(fn)
 
 
-def function_tool(
-    fn: ToolFunction,
-    *,
-    name: str | None,
-    description: str | None,
-    timeout: float | None,
-    abandon_on_cancel: bool,
-    is_concurrency_safe: Callable[[Any], bool] | None,
-    capacity_class: str | None,
-    idempotent: bool,
-    present_call: Callable[[Any], ToolCallView | None] | None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None,
-    present_progress: Callable[[Any, Any], ToolResultView | None] | None,
-    idle_timeout: float | None = None,
-    max_output_chars: int | None = None,
-    transient_errors: Iterable[str] = (),
+def tool_decorator(
+    function: str, name: str | None, description: str | None, options: ToolOptions[Any]
+) -> ToolDecorator:
+    """What ``@tool(...)`` returns (``function`` names the decorator, for the error of an
+    unknown option, raised here): a decorator that makes the definition of a function.
+    """
+    check_option_names(function, options)
+
+    def decorate(fn: ToolFunction) -> ToolDefinition:
+        return _function_tool(fn, name, description, options)
+
+    return decorate
+
+
+def _function_tool(
+    fn: ToolFunction, name: str | None, description: str | None, options: ToolOptions[Any]
 ) -> ToolDefinition:
     """The definition ``@tool`` makes of ``fn`` (see :func:`tool`)."""
     if not callable(fn):
@@ -221,21 +178,11 @@ def function_tool(
     )
     try:
         definition = build_definition(
-            name=getattr(fn, "__name__", "") if name is None else name,
-            description=doc.description if description is None else description,
-            parameters=arguments_class,
-            execute=_body(fn, passed),
-            timeout=timeout,
-            abandon_on_cancel=abandon_on_cancel,
-            is_concurrency_safe=is_concurrency_safe,
-            capacity_class=capacity_class,
-            idempotent=idempotent,
-            present_call=present_call,
-            present_result=present_result,
-            idle_timeout=idle_timeout,
-            max_output_chars=max_output_chars,
-            transient_errors=transient_errors,
-            present_progress=present_progress,
+            getattr(fn, "__name__", "") if name is None else name,
+            doc.description if description is None else description,
+            arguments_class,
+            _body(fn, passed),
+            options,
             awaited=is_async_body(fn),
         )
     except TypeError as exc:

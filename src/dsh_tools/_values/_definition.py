@@ -11,7 +11,7 @@ import inspect
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import FunctionType
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, Generic, TypeAlias, TypedDict, TypeVar, cast
 
 import attrs
 
@@ -22,21 +22,24 @@ from ._json import FrozenJsonObject, JsonValue, snapshot_json
 from ._presentation import ToolCallView, ToolResultView
 
 __all__ = [
+    "READS_ARGUMENTS",
     "BodyPlan",
     "JsonSchema",
     "ToolBody",
     "ToolDefinition",
+    "ToolOptions",
     "ToolOutput",
     "ToolReturn",
     "ToolSchema",
     "argument_validator",
     "check_char_budget",
-    "check_definition_fields",
-    "check_timeout",
+    "check_option_names",
     "is_async_body",
     "register_checked_body",
     "runs_in_parallel",
 ]
+
+A = TypeVar("A")
 
 JsonSchema: TypeAlias = dict[str, Any]
 """A JSON Schema document as plain, mutable JSON data (what provider APIs expect)."""
@@ -111,15 +114,6 @@ def _freeze_parameters(value: Mapping[str, object]) -> FrozenJsonObject:
     return frozen
 
 
-def check_timeout(name: str, value: object) -> None:
-    """The one timeout rule of a definition: ``None``, or what
-    :func:`~dsh_tools._values._checks.check_seconds` accepts, refused in a message that names
-    the tool (``tool "<name>": timeout must be a positive finite number of seconds (got 0)``).
-    """
-    if value is not None:
-        check_seconds(f'tool "{name}": timeout', value)
-
-
 def _check_seconds(
     instance: ToolDefinition, attribute: attrs.Attribute[float | None], value: object
 ) -> None:
@@ -160,70 +154,38 @@ def _transient_errors(value: object) -> frozenset[str]:
     return cast("frozenset[str]", names)
 
 
-def check_definition_fields(
-    name: object,
-    description: object,
-    execute: object,
-    callables: Mapping[str, object],
-) -> None:
-    """The type rules of a definition's own fields (not of its arguments).
-
-    Raises:
-        TypeError: ``name`` is not a non-empty ``str``, ``description`` is not a ``str``,
-            ``execute`` is not callable, or a value of ``callables`` is neither ``None`` nor
-            callable.
-    """
-    _check_name(None, None, name)
-    _check_description(name, description)
-    _check_execute(name, execute)
-    for field, value in callables.items():
-        _check_optional_callable(name, field, value)
-
-
 def _check_name(_instance: object, _attribute: object, value: object) -> None:
     if not isinstance(value, str) or not value:
         raise TypeError(f"tool name must be a non-empty str, not {value!r}")
 
 
-def _check_description(name: object, value: object) -> None:
+def _check_description(instance: ToolDefinition, _attribute: object, value: object) -> None:
     if not isinstance(value, str):
-        raise TypeError(f'tool "{name}": description must be a str, not {type(value).__name__}')
-
-
-def _check_execute(name: object, value: object) -> None:
-    if not callable(value):
-        raise TypeError(f'tool "{name}": execute must be callable, not {type(value).__name__}')
-
-
-def _check_optional_callable(name: object, field: str, value: object) -> None:
-    if value is not None and not callable(value):
         raise TypeError(
-            f'tool "{name}": {field} must be callable or None, not {type(value).__name__}'
+            f'tool "{instance.name}": description must be a str, not {type(value).__name__}'
         )
 
 
-def _description_field(instance: ToolDefinition, _attribute: object, value: object) -> None:
-    _check_description(instance.name, value)
+def _check_execute(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    if not callable(value):
+        raise TypeError(
+            f'tool "{instance.name}": execute must be callable, not {type(value).__name__}'
+        )
 
 
-def _execute_field(instance: ToolDefinition, _attribute: object, value: object) -> None:
-    _check_execute(instance.name, value)
-
-
-def _callable_field(
+def _check_callable(
     instance: ToolDefinition, attribute: attrs.Attribute[Any], value: object
 ) -> None:
-    _check_optional_callable(instance.name, attribute.name, value)
+    if value is not None and not callable(value):
+        raise TypeError(
+            f'tool "{instance.name}": {attribute.name} must be callable or None, '
+            f"not {type(value).__name__}"
+        )
 
 
-def _check_abandon(_instance: object, _attribute: object, value: object) -> None:
+def _check_bool(_instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
     if type(value) is not bool:
-        raise TypeError(f"abandon_on_cancel must be a bool, not {type(value).__name__}")
-
-
-def _check_idempotent(_instance: object, _attribute: object, value: object) -> None:
-    if type(value) is not bool:
-        raise TypeError(f"idempotent must be a bool, not {type(value).__name__}")
+        raise TypeError(f"{attribute.name} must be a bool, not {type(value).__name__}")
 
 
 def _check_capacity_class(instance: ToolDefinition, _attribute: object, value: object) -> None:
@@ -231,6 +193,78 @@ def _check_capacity_class(instance: ToolDefinition, _attribute: object, value: o
         raise TypeError(
             f'tool "{instance.name}": capacity_class must be a non-empty str or None, not {value!r}'
         )
+
+
+class ToolOptions(TypedDict, Generic[A], total=False):
+    """The options of a tool: the keywords :func:`~dsh_tools.define_tool`, ``@tool`` and
+    ``@registry.tool`` take besides the tool's name, description, parameters and body, each
+    also an attribute of the :class:`ToolDefinition` they build (an option not given has the
+    default that :class:`ToolDefinition`'s signature shows). ``A`` is what the tool's
+    classifier and presenters receive: the argument class's instance, the frozen argument
+    mapping, or (``@tool``) an object whose attributes are the function's parameters.
+
+    ``is_concurrency_safe`` and the presenters are called with valid arguments only:
+    ``define_tool`` answers ``False`` and ``None`` for arguments its tool would reject, without
+    calling them.
+    """
+
+    timeout: float | None
+    """Cooperative budget in seconds, enforced by the registry (its timeout policy); never
+    shown to the model. ``None``: the registry's ``default_timeout``."""
+    idle_timeout: float | None
+    """Cooperative budget in seconds between two progress reports of the body
+    (``context.report_progress``; the first runs from the body's start): when it passes, the
+    call's result is ``TOOL_TIMEOUT`` (``Error: tool call made no progress for <ms>ms``).
+    ``None``: no idle budget."""
+    max_output_chars: int | None
+    """This tool's output budget, used by ``install_output_budget`` instead of the policy's
+    ``max_chars``. ``None``: the policy's."""
+    transient_errors: Iterable[str]
+    """Error names (``result.error.name``, e.g. ``"ConnectionError"``) that
+    ``install_retry_policy`` retries by default for this tool (an idempotent one only)."""
+    abandon_on_cancel: bool
+    """For a plain ``def`` body only: when the call is cancelled, report it at once (``Error:
+    tool call aborted (its worker thread was abandoned and may still be running)``) instead of
+    waiting for the thread to return."""
+    is_concurrency_safe: Callable[[A], bool] | None
+    """``(arguments) -> bool``; only ``True`` lets a call join a parallel pool. Never shown to
+    the model."""
+    capacity_class: str | None
+    """The capacity class of the tool's calls (e.g. ``"network"``): inside a parallel pool a
+    call also needs a free slot of its class, whose size ``run_tool_calls(...,
+    capacity_limits=...)`` sets. ``None``: no class."""
+    idempotent: bool
+    """Running the body twice with the same arguments is harmless. When a batch is resumed
+    after its process stopped while this tool's call ran, ``resume_tool_calls`` runs the call
+    again (the body's ``context.idempotency_key`` is the same on every attempt; otherwise the
+    call gets ``TOOL_INTERRUPTED``), and ``install_retry_policy`` may retry it. Never shown to
+    the model."""
+    present_call: Callable[[A], ToolCallView | None] | None
+    """``(arguments) -> ToolCallView | None``: a pure render intent of the call for UIs."""
+    present_result: Callable[[A, ToolResult], ToolResultView | None] | None
+    """``(arguments, ToolResult) -> ToolResultView | None``: a pure render intent of the
+    result for UIs."""
+    present_progress: Callable[[A, Any], ToolResultView | None] | None
+    """``(arguments, ToolProgressEvent) -> ToolResultView | None``: the render intent of a
+    running call's progress (``None``: the generic progress line)."""
+
+
+def check_option_names(function: str, options: Mapping[str, object]) -> None:
+    """Refuse a keyword that is none of the :class:`ToolOptions`, in the words Python refuses
+    a keyword a signature lacks (``function`` names the signature).
+
+    Raises:
+        TypeError: ``<function>() got an unexpected keyword argument '<keyword>'``.
+    """
+    for keyword in options:
+        if keyword not in ToolOptions.__optional_keys__:
+            raise TypeError(f"{function}() got an unexpected keyword argument '{keyword}'")
+
+
+READS_ARGUMENTS: Final = "dsh_tools.reads_arguments"
+"""The metadata key of a :class:`ToolDefinition` option that is called with a call's arguments:
+``"classifier"`` (it answers ``False`` for arguments its tool rejects) or ``"presenter"`` (it
+answers ``None``). ``define_tool`` wraps each so that it only sees arguments its tool accepts."""
 
 
 @attrs.frozen(kw_only=True)
@@ -245,60 +279,49 @@ class ToolDefinition:
             ``context.signal`` and return only once its own work has stopped. A plain function
             ``(arguments, context) -> ToolReturn`` runs in a worker thread (one
             ``trio.CapacityLimiter`` per registry); it should poll ``context.signal.cancelled``.
-        timeout: cooperative budget in seconds, enforced by the registry (its timeout policy);
-            never shown to the model. Validated by :func:`check_timeout` (``ValueError``, or
-            ``TypeError`` for a value that is not a number).
-        idle_timeout: cooperative budget in seconds between two progress reports of the body
-            (``context.report_progress``; the first runs from the body's start): when it
-            passes, the call's result is ``TOOL_TIMEOUT`` (``Error: tool call made no progress
-            for <ms>ms``). ``None``: no idle budget.
-        max_output_chars: this tool's output budget, used by ``install_output_budget``
-            instead of the policy's ``max_chars``. ``None``: the policy's.
-        transient_errors: error names (``result.error.name``, e.g. ``"ConnectionError"``)
-            that ``install_retry_policy`` retries by default for this tool (an idempotent
-            one only).
-        abandon_on_cancel: for a sync body only: when the call is cancelled, report it at once
-            (``Error: tool call aborted (its worker thread was abandoned and may still be
-            running)``) instead of waiting for the thread to return.
-        is_concurrency_safe: ``(arguments) -> bool``; only ``True`` lets a call join a parallel
-            pool. Never shown to the model.
-        capacity_class: the capacity class of the tool's calls (e.g. ``"network"``): inside a parallel
-            pool a call also needs a free slot of its class, whose size
-            ``run_tool_calls(..., capacity_limits=...)`` sets. ``None``: no class.
-        idempotent: running the body twice with the same arguments is harmless. When a batch
-            is resumed after its process stopped while this tool's call ran,
-            ``resume_tool_calls`` runs the call again (the body's
-            ``context.idempotency_key`` is the same on every attempt); otherwise the call gets
-            ``TOOL_INTERRUPTED``. Never shown to the model.
-        present_call / present_result: pure render-intent presenters for UIs.
-        present_progress: ``(arguments, ToolProgressEvent) -> ToolResultView | None``, the
-            render intent of a running call's progress (``None``: the generic progress line).
+
+    Every other attribute is one of the tool's :class:`ToolOptions`, documented there. Each
+    field is checked as the definition is built: a timeout by the one duration rule
+    (``ValueError`` or ``TypeError``: ``tool "<name>": timeout must be a positive finite number
+    of seconds (got 0)``), every other field by its type (``TypeError``).
     """
 
     name: str = attrs.field(validator=_check_name)
-    description: str = attrs.field(validator=_description_field)
+    description: str = attrs.field(validator=_check_description)
     parameters: FrozenJsonObject = attrs.field(converter=_freeze_parameters)
-    execute: ToolBody = attrs.field(repr=False, validator=_execute_field)
+    execute: ToolBody = attrs.field(repr=False, validator=_check_execute)
     timeout: float | None = attrs.field(default=None, validator=_check_seconds)
     idle_timeout: float | None = attrs.field(default=None, validator=_check_seconds)
     max_output_chars: int | None = attrs.field(default=None, validator=_check_max_output_chars)
     transient_errors: frozenset[str] = attrs.field(
         default=frozenset[str](), converter=_transient_errors
     )
-    abandon_on_cancel: bool = attrs.field(default=False, validator=_check_abandon)
+    abandon_on_cancel: bool = attrs.field(default=False, validator=_check_bool)
     is_concurrency_safe: Callable[[Any], bool] | None = attrs.field(
-        default=None, repr=False, validator=_callable_field
+        default=None,
+        repr=False,
+        validator=_check_callable,
+        metadata={READS_ARGUMENTS: "classifier"},
     )
     capacity_class: str | None = attrs.field(default=None, validator=_check_capacity_class)
-    idempotent: bool = attrs.field(default=False, validator=_check_idempotent)
+    idempotent: bool = attrs.field(default=False, validator=_check_bool)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
-        default=None, repr=False, validator=_callable_field
+        default=None,
+        repr=False,
+        validator=_check_callable,
+        metadata={READS_ARGUMENTS: "presenter"},
     )
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = attrs.field(
-        default=None, repr=False, validator=_callable_field
+        default=None,
+        repr=False,
+        validator=_check_callable,
+        metadata={READS_ARGUMENTS: "presenter"},
     )
     present_progress: Callable[[Any, Any], ToolResultView | None] | None = attrs.field(
-        default=None, repr=False, validator=_callable_field
+        default=None,
+        repr=False,
+        validator=_check_callable,
+        metadata={READS_ARGUMENTS: "presenter"},
     )
     # how the pipeline runs ``execute`` (internal): decided once per definition, not per call
     _plan: BodyPlan = attrs.field(init=False, eq=False, repr=False)
