@@ -45,6 +45,8 @@ INTERNAL: Final = frozenset(
         ("_values._definition", "check_option_names"),
         # what @tool(...) and @registry.tool(...) return
         ("_pipeline._tool", "tool_decorator"),
+        # what a ToolScope and an ApprovalScope share
+        ("_values._disposer", "AgentScope"),
         ("_values._execution", "ProgressReceiver"),
         ("_values._execution", "check_progress_amount"),
         ("_pipeline._progress", "ProgressSink"),

@@ -10,8 +10,8 @@ from __future__ import annotations
 import decimal
 import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, cast
 
 import attrs
 
@@ -175,28 +175,27 @@ def format_js_json(value: object) -> str:
 # --- the pipeline's texts (values in them arrive already described) --------------------------
 
 
-def approval_rejected(tool: str) -> str:
-    return f'the user rejected tool "{tool}"'
+def _about_tool(template: str) -> Callable[[str], str]:
+    """A text about one tool: ``template`` with the tool's name for ``{tool}``."""
+
+    def text(tool: str) -> str:
+        return template.format(tool=tool)
+
+    return text
 
 
-def approval_cancelled(tool: str) -> str:
-    return f'approval for tool "{tool}" was cancelled'
-
-
-def approval_unavailable(tool: str) -> str:
-    return f'tool "{tool}" requires approval, but no approval channel is available'
-
-
-def approval_not_supported(tool: str) -> str:
-    return f'tool "{tool}" requires approval (not yet supported)'
-
-
-def approval_pending(tool: str) -> str:
-    return f'approval for tool "{tool}" is pending: the batch is suspended until it is decided'
-
-
-def approval_needs_agent(tool: str) -> str:
-    return f'tool "{tool}" requires approval, but the call has no agent to route it through'
+approval_rejected: Final = _about_tool('the user rejected tool "{tool}"')
+approval_cancelled: Final = _about_tool('approval for tool "{tool}" was cancelled')
+approval_unavailable: Final = _about_tool(
+    'tool "{tool}" requires approval, but no approval channel is available'
+)
+approval_not_supported: Final = _about_tool('tool "{tool}" requires approval (not yet supported)')
+approval_pending: Final = _about_tool(
+    'approval for tool "{tool}" is pending: the batch is suspended until it is decided'
+)
+approval_needs_agent: Final = _about_tool(
+    'tool "{tool}" requires approval, but the call has no agent to route it through'
+)
 
 
 def pre_execute_returned(described: str) -> str:

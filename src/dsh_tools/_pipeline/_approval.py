@@ -54,7 +54,7 @@ from dsh_tools._sessions._session import (
     check_approval_policy,
 )
 from dsh_tools._texts import error_message
-from dsh_tools._values._disposer import DisposerGroup
+from dsh_tools._values._disposer import AgentScope
 from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
 from dsh_tools._values._signal import linked_cancel_scope
 
@@ -83,14 +83,14 @@ class UserApprovalStatistics:
     """Requests asked and not yet decided (each waits for an answerer)."""
 
 
-class ApprovalScope:
+class ApprovalScope(AgentScope):
     """The answerers of one agent: heard only for requests whose ``agent`` is that agent.
 
     Obtain it with ``approval.scope(agent)``; ``close()`` (or leaving the ``with`` block)
     removes every answerer added through it.
     """
 
-    __slots__ = ("_owned", "_scopes", "agent", "answerers")
+    __slots__ = ("_scopes", "answerers")
 
     agent: object
     """The agent (compared by identity)."""
@@ -106,34 +106,14 @@ class ApprovalScope:
     ) -> None:
         # the owning UserApproval's answerer list and its scope table (forgets this scope
         # on close)
+        super().__init__(agent, "this approval scope")
         self._scopes = scopes
-        self.agent = agent
-        self._owned = owned = DisposerGroup("this approval scope")
-        self.answerers = HookPoint(answerer_list, agent, owned.own)
+        self.answerers = HookPoint(answerer_list, agent, self._owned.own)
 
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._owned.closed
-
-    def close(self) -> None:
-        """Remove every answerer added through this scope, last first. Idempotent."""
-        try:
-            self._owned.close()
-        finally:
-            scopes = self._scopes
-            if scopes.get(id(self.agent)) is self:
-                del scopes[id(self.agent)]
-
-    def __enter__(self) -> ApprovalScope:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._owned.closed else "open"
-        return f"<ApprovalScope {state} agent={self.agent!r}>"
+    def _forget(self) -> None:
+        scopes = self._scopes
+        if scopes.get(id(self.agent)) is self:
+            del scopes[id(self.agent)]
 
 
 class UserApproval:

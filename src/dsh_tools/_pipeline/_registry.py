@@ -26,7 +26,7 @@ from dsh_tools._values._definition import (
     ToolSchema,
     runs_in_parallel,
 )
-from dsh_tools._values._disposer import Disposer, DisposerGroup
+from dsh_tools._values._disposer import AgentScope, Disposer
 from dsh_tools._values._execution import (
     ApprovalService,
     ToolExecution,
@@ -51,20 +51,22 @@ logger: Final = logging.getLogger("dsh_tools")
 class ToolRegistryStatistics:
     """What :meth:`ToolRegistry.statistics` reports: a frozen snapshot for tests and
     debugging (trio's ``statistics()`` convention), not a live view.
+
+    Attributes:
+        tools: global tools registered.
+        scopes: agent scopes open (each may hold tools, guards and hooks of its own).
+        guards: guards registered, global and scoped.
+        listeners: hook listeners registered, over every hook point, global and scoped.
+        worker_threads: sync tool bodies running in worker threads right now.
+        thread_limit: the most sync bodies that run in worker threads at once.
     """
 
     tools: int
-    """Global tools registered."""
     scopes: int
-    """Agent scopes open (each may hold tools, guards and hooks of its own)."""
     guards: int
-    """Guards registered, global and scoped."""
     listeners: int
-    """Hook listeners registered, over every hook point, global and scoped."""
     worker_threads: int
-    """Sync tool bodies running in worker threads right now."""
     thread_limit: int
-    """The most sync bodies that run in worker threads at once."""
 
 
 class _GuardEntry:
@@ -562,7 +564,7 @@ class ToolRegistry(_HostHolder):
 
 
 @final
-class ToolScope:
+class ToolScope(AgentScope):
     """The registrations of one agent: tools, guards, hooks and restrictions that only that
     agent's calls see. Obtain it with ``registry.scope(agent)``.
 
@@ -571,7 +573,7 @@ class ToolScope:
     fresh one.
     """
 
-    __slots__ = ("_layer", "_owned", "_state", "agent", "hooks")
+    __slots__ = ("_layer", "_state", "hooks")
 
     agent: object
     """The agent this scope belongs to (compared by identity)."""
@@ -582,17 +584,11 @@ class ToolScope:
 
     def __init__(self, state: _Registrations, agent: object) -> None:
         # the registry's shared state; the scope enters its table here
+        super().__init__(agent, "this tool scope")
         self._state = state
-        self.agent = agent
         self._layer = layer = _Layer()
-        self._owned = owned = DisposerGroup("this tool scope")
-        self.hooks = ToolHooks(state.hook_lists, agent, owned.own)
+        self.hooks = ToolHooks(state.hook_lists, agent, self._owned.own)
         state.scopes[id(agent)] = (self, layer)
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._owned.closed
 
     def register(self, definition: ToolDefinition) -> Disposer:
         """Register a tool for this agent only; it shadows a global tool of the same name.
@@ -659,29 +655,11 @@ class ToolScope:
         self._state.commit(lift)
         return self._owned.own(Disposer(lift))
 
-    def close(self) -> None:
-        """Unwind every registration made through this scope, last first. Idempotent.
-
-        Every registration is undone even if one undo raises (a ``change`` listener); the first
-        error is raised afterwards.
-        """
-        try:
-            self._owned.close()
-        finally:
-            scopes = self._state.scopes
-            entry = scopes.get(id(self.agent))
-            if entry is not None and entry[0] is self:
-                del scopes[id(self.agent)]
-
-    def __enter__(self) -> ToolScope:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._owned.closed else "open"
-        return f"<ToolScope {state} agent={self.agent!r}>"
+    def _forget(self) -> None:
+        scopes = self._state.scopes
+        entry = scopes.get(id(self.agent))
+        if entry is not None and entry[0] is self:
+            del scopes[id(self.agent)]
 
 
 def pipeline_host(registry: ToolRegistry) -> PipelineHost:

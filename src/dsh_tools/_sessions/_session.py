@@ -28,7 +28,7 @@ import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, runtime_checkable
+from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, get_args, runtime_checkable
 
 import attrs
 import cattrs
@@ -37,18 +37,7 @@ from dsh_tools._errors import SessionLogCorruptError, SessionLogLockedError
 from dsh_tools._texts import ToolErrorInfo
 from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._checks import check_int
-from dsh_tools._values._content import (
-    ContentBlock,
-    HookContext,
-    MessageSource,
-    PluginSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    UserSource,
-    content_blocks,
-)
+from dsh_tools._values._content import ContentBlock, HookContext, MessageSource, content_blocks
 from dsh_tools._values._converter import (
     content_block_classes,
     converter,
@@ -258,14 +247,14 @@ def _error_info(_instance: object, _attribute: object, value: object) -> None:
 
 
 def _source(_instance: object, _attribute: object, value: object) -> None:
-    if not isinstance(value, (UserSource, PluginSource)):
+    if not isinstance(value, MessageSource):
         raise TypeError(
             f"source must be a MessageSource (UserSource or PluginSource), "
             f"not {type(value).__name__}"
         )
 
 
-_LIBRARY_BLOCKS: Final = frozenset((TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock))
+_LIBRARY_BLOCKS: Final = frozenset(get_args(ContentBlock))
 
 
 def _blocks(_instance: object, _attribute: object, value: tuple[object, ...]) -> None:

@@ -29,6 +29,7 @@ from typing import (
     Any,
     Final,
     NotRequired,
+    TypeAlias,
     TypedDict,
     TypeVar,
     Union,
@@ -497,58 +498,63 @@ def content_block_classes() -> Collection[type]:
 
 # --- the library's own wire types ----------------------------------------------------------
 
-for _cls, _tag in (
-    (TextBlock, "text"),
-    (ReasoningBlock, "reasoning"),
-    (ToolCallBlock, "tool-call"),
-    (ToolResultBlock, "tool-result"),
-):
-    register_content_block(_cls, _tag)
+# The library's tagged unions: (the union, its name in errors, its tag key, each member with its
+# tag on the wire).
+_TaggedUnions: TypeAlias = tuple[tuple[object, str, str, tuple[tuple[type, str], ...]], ...]
 
-for _cls, _tag in ((UserSource, "user"), (PluginSource, "plugin")):
-    register_wire_class(
-        _cls, tag_key="kind", tag=_tag, union=MessageSource, union_name="MessageSource"
-    )
+_BLOCKS_AND_SOURCES: Final[_TaggedUnions] = (
+    (
+        ContentBlock,
+        "ContentBlock",
+        "type",
+        (
+            (TextBlock, "text"),
+            (ReasoningBlock, "reasoning"),
+            (ToolCallBlock, "tool-call"),
+            (ToolResultBlock, "tool-result"),
+        ),
+    ),
+    (MessageSource, "MessageSource", "kind", ((UserSource, "user"), (PluginSource, "plugin"))),
+)
+
+_DECISIONS_AND_VIEWS: Final[_TaggedUnions] = (
+    (PreToolDecision, "PreToolDecision", "kind", ((Allow, "allow"), (Deny, "deny"), (Ask, "ask"))),
+    (PostToolDecision, "PostToolDecision", "kind", ((Accept, "accept"), (Block, "block"))),
+    (
+        ToolCallView,
+        "ToolCallView",
+        "card",
+        ((GenericCallView, "generic"), (TerminalCallView, "terminal"), (DiffCallView, "diff")),
+    ),
+    (
+        ToolResultView,
+        "ToolResultView",
+        "card",
+        (
+            (GenericResultView, "generic"),
+            (TerminalResultView, "terminal"),
+            (DiffResultView, "diff"),
+        ),
+    ),
+)
+
+
+def _register_unions(unions: _TaggedUnions) -> None:
+    for union, name, tag_key, members in unions:
+        for cls, tag in members:
+            # the original's diff result always carries its (possibly empty) ``diffs``
+            keep = ("diffs",) if cls is DiffResultView else ()
+            register_wire_class(
+                cls, tag_key=tag_key, tag=tag, union=union, union_name=name, keep=keep
+            )
+
 
 # a class's hooks capture the hooks of its field types when they are generated: dependencies first
+_register_unions(_BLOCKS_AND_SOURCES)
 for _cls in (HookContext, ToolErrorInfo, FileLocation, FileDiff, ToolExecutionMode):
     register_wire_class(_cls)
-
 for _cls in (ToolExecutionResult, ToolResult, ToolSchema):
     register_wire_class(_cls)
+_register_unions(_DECISIONS_AND_VIEWS)
 
-for _cls, _tag in ((Allow, "allow"), (Deny, "deny"), (Ask, "ask")):
-    register_wire_class(
-        _cls, tag_key="kind", tag=_tag, union=PreToolDecision, union_name="PreToolDecision"
-    )
-
-for _cls, _tag in ((Accept, "accept"), (Block, "block")):
-    register_wire_class(
-        _cls, tag_key="kind", tag=_tag, union=PostToolDecision, union_name="PostToolDecision"
-    )
-
-for _cls, _tag in (
-    (GenericCallView, "generic"),
-    (TerminalCallView, "terminal"),
-    (DiffCallView, "diff"),
-):
-    register_wire_class(
-        _cls, tag_key="card", tag=_tag, union=ToolCallView, union_name="ToolCallView"
-    )
-
-for _cls, _tag in (
-    (GenericResultView, "generic"),
-    (TerminalResultView, "terminal"),
-    (DiffResultView, "diff"),
-):
-    # the original's diff result always carries its (possibly empty) ``diffs``
-    register_wire_class(
-        _cls,
-        tag_key="card",
-        tag=_tag,
-        union=ToolResultView,
-        union_name="ToolResultView",
-        keep=("diffs",),
-    )
-
-del _cls, _tag, _enum_base
+del _cls, _enum_base

@@ -1,16 +1,17 @@
-"""`Disposer`, the undo handle every registration returns, and `DisposerGroup`, what a scope
-uses to own the registrations made through it.
+"""`Disposer`, the undo handle every registration returns, `DisposerGroup`, what a scope
+uses to own the registrations made through it, and `AgentScope`, what the per-agent scopes
+share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import final
+from typing import Self, final
 
 import attrs
 
-__all__ = ["Disposer", "DisposerGroup"]
+__all__ = ["AgentScope", "Disposer", "DisposerGroup"]
 
 
 def _nothing() -> None:
@@ -131,3 +132,48 @@ class DisposerGroup:
         if error is not None:
             raise error
         return True
+
+
+class AgentScope:
+    """What the registrations of one agent (a :class:`~dsh_tools.ToolScope`, an approval
+    scope) share: the agent, the registrations made through the scope, released by
+    :meth:`close` or by leaving the ``with`` block, and how the scope shows itself.
+
+    A subclass names its owner's table in ``_forget``, which :meth:`close` runs last (the
+    owner then hands out a fresh scope for the agent).
+    """
+
+    __slots__ = ("_owned", "agent")
+
+    def __init__(self, agent: object, what: str) -> None:
+        self.agent = agent
+        self._owned = DisposerGroup(what)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._owned.closed
+
+    def close(self) -> None:
+        """Undo every registration made through this scope, last first. Idempotent.
+
+        Every registration is undone even if one undo raises (a ``change`` listener); the
+        first error is raised afterwards.
+        """
+        try:
+            self._owned.close()
+        finally:
+            self._forget()
+
+    def _forget(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._owned.closed else "open"
+        return f"<{type(self).__name__} {state} agent={self.agent!r}>"
