@@ -378,10 +378,11 @@ class ToolRegistry(_HostHolder):
         """Register a global tool.
 
         Raises:
-            TypeError: ``definition`` is not a :class:`~dsh_tools.ToolDefinition`.
-            ValueError: a global tool of that name is already registered, or the definition's
-                ``timeout`` is not a positive finite number of seconds (the one rule of
-                ``check_timeout``).
+            TypeError: ``definition`` is not a :class:`~dsh_tools.ToolDefinition`, or one of
+                its fields was changed behind its back to a value of the wrong type.
+            ValueError: a global tool of that name is already registered, or a field was
+                changed behind the definition's back to a value out of range (a ``timeout``
+                that is not a positive finite number of seconds, say).
             Exception: whatever a ``change`` listener raised (the registration is rolled back).
         """
         return self._state.register(self._global, definition, scoped=False)
