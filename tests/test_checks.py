@@ -20,23 +20,23 @@ def test_a_positive_finite_duration_is_kept_as_a_float(value: float, expected: f
 
 
 @pytest.mark.parametrize(
-    ("value", "shown"),
-    [(0, "0"), (-1, "-1"), (-0.5, "-0.5"), (math.inf, "Infinity"), (math.nan, "NaN")],
+    ("value", "error", "shown"),
+    [
+        (0, ValueError, "0"),
+        (-1, ValueError, "-1"),
+        (-0.5, ValueError, "-0.5"),
+        (math.inf, ValueError, "Infinity"),
+        (math.nan, ValueError, "NaN"),
+        (True, TypeError, "True"),
+        ("5", TypeError, "'5'"),
+        (None, TypeError, "None"),
+    ],
 )
-def test_a_duration_that_is_not_above_zero_or_not_finite_is_a_value_error(
-    value: float, shown: str
+def test_a_duration_that_breaks_the_rule_is_refused_in_the_words_of_the_rule(
+    value: object, error: type[Exception], shown: str
 ) -> None:
-    with pytest.raises(ValueError) as caught:
-        check_seconds("timeout", value)
-
-    assert f"timeout must be a positive finite number of seconds (got {shown})" == str(caught.value)
-
-
-@pytest.mark.parametrize(("value", "shown"), [(True, "True"), ("5", "'5'"), (None, "None")])
-def test_a_duration_that_is_not_a_number_is_a_type_error_in_the_same_words(
-    value: object, shown: str
-) -> None:
-    with pytest.raises(TypeError) as caught:
+    # a number out of range is a ValueError, anything that is not a number a TypeError
+    with pytest.raises(error) as caught:
         check_seconds("timeout", value)
 
     assert f"timeout must be a positive finite number of seconds (got {shown})" == str(caught.value)

@@ -55,6 +55,9 @@ def class_form_infers_the_instance_type() -> ToolDefinition:
         present_result=lambda args, result: GenericResultView(
             title=f"{assert_type(args, ReadArgs).path}: {assert_type(result, ToolResult).is_error}"
         ),
+        present_progress=lambda args, event: GenericResultView(
+            title=assert_type(args, ReadArgs).path
+        ),
     )
 
 
@@ -124,18 +127,6 @@ def spec_form_accepts_a_sync_lambda_and_infers_the_frozen_mapping() -> ToolDefin
         description="Echo.",
         parameters={"text": {"type": "string", "required": True}},
         execute=lambda args, context: str(assert_type(args, FrozenJsonObject).get("text")),
-    )
-
-
-def class_form_types_present_progress_by_the_instance() -> ToolDefinition:
-    return define_tool(
-        name="read",
-        description="Read a file.",
-        parameters=ReadArgs,
-        execute=read,
-        present_progress=lambda args, event: GenericResultView(
-            title=assert_type(args, ReadArgs).path
-        ),
     )
 
 
