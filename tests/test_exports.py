@@ -17,6 +17,9 @@ from typing import Final
 
 import dsh_tools
 
+# the one internal module the integration subpackages import besides dsh_tools itself
+SEAM: Final = "_for_integrations"
+
 # (module, name) pairs that private modules share among themselves but never publish.
 INTERNAL: Final = frozenset(
     {
@@ -244,9 +247,31 @@ def test_every_private_module_declares_all() -> None:
 def test_every_name_a_private_module_exports_is_public_or_deliberately_internal() -> None:
     public = set(dsh_tools.__all__)
 
-    undeclared = {(module, name) for module, name in _module_exports() if name not in public}
+    undeclared = {
+        (module, name)
+        for module, name in _module_exports()
+        if name not in public and module != SEAM
+    }
 
     assert set() == undeclared - INTERNAL
+
+
+def test_the_integrations_seam_only_passes_on_names_of_other_private_modules() -> None:
+    # the seam holds no code of its own: each name is the very object a core module exports
+    modules = _private_modules()
+    seam = modules[SEAM]
+    owners = {
+        name: getattr(module, name)
+        for module_name, module in modules.items()
+        if module_name != SEAM
+        for name in getattr(module, "__all__", ())
+    }
+
+    assert [] == [
+        name
+        for name in seam.__all__
+        if name not in owners or owners[name] is not getattr(seam, name)
+    ]
 
 
 def test_every_public_name_comes_from_exactly_one_private_module() -> None:

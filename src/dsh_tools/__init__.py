@@ -13,6 +13,8 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   integrations mcp otel providers testing temporal (subpackages, most behind optional
 #                extras; never imported from the core)
 #   session logs postgres (the PostgreSQL session log temporal's workers write)
+#   seam         _for_integrations (the internal names integrations may import; nothing else
+#                private is theirs to import)
 #   _policies    what a loop installs on a registry: _call_budget, then _timeout _retry
 #                _output_budget _timeline (execute wrappers) _presenter (views for events)
 #                _console_answerer (the terminal prompt of an approval)

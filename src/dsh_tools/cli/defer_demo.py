@@ -34,8 +34,7 @@ from dsh_tools import (
     run_tool_calls,
     session_turn,
 )
-from dsh_tools._sessions._grants import pending_requests
-from dsh_tools._values._printable import printable
+from dsh_tools._for_integrations import pending_requests, printable
 
 from .demo import BATCH_3, DemoAgent, open_file_log
 from .demo_tools import build_registry, sample_workspace

@@ -40,7 +40,7 @@ from dsh_tools import (
     parse_call_arguments,
     progress_text,
 )
-from dsh_tools._values._printable import printable
+from dsh_tools._for_integrations import printable
 
 from .demo import (
     BATCH_1,

@@ -23,7 +23,7 @@ from dsh_tools import (
     ToolCallView,
     ToolResultView,
 )
-from dsh_tools._values._printable import printable
+from dsh_tools._for_integrations import printable
 
 from .demo import (
     MAX_PARALLEL,

@@ -61,8 +61,7 @@ from dsh_tools import (
     read_session_log,
     thaw_json,
 )
-from dsh_tools._values._presentation import unified_diff_lines
-from dsh_tools._values._printable import printable
+from dsh_tools._for_integrations import printable, unified_diff_lines
 from dsh_tools.cli._loading import load_registry
 
 __all__ = ["main_replay", "render_event"]

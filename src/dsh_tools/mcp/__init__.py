@@ -3,7 +3,7 @@ into a registry or a scope; ``open_stdio_client`` connects to a stdio server who
 to the ``dsh_tools.mcp`` logger (extra ``[mcp]``; the core never imports this package).
 """
 
-from dsh_tools._extras import raise_missing_extra
+from dsh_tools._for_integrations import raise_missing_extra
 
 try:
     from . import _mount, _stdio

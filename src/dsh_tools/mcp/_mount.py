@@ -50,7 +50,7 @@ from dsh_tools import (
     snapshot_json,
     thaw_json,
 )
-from dsh_tools._values._checks import check_seconds
+from dsh_tools._for_integrations import check_seconds
 
 __all__ = [
     "MCP_TOOL_ERROR",

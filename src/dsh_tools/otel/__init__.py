@@ -2,7 +2,7 @@
 imports this package).
 """
 
-from dsh_tools._extras import raise_missing_extra
+from dsh_tools._for_integrations import raise_missing_extra
 
 try:
     from ._tracing import BATCH_SPAN as BATCH_SPAN

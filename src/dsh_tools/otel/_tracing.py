@@ -33,7 +33,7 @@ from dsh_tools import (
     ToolRegistry,
     ToolScope,
 )
-from dsh_tools._pipeline._progress import add_progress_observer
+from dsh_tools._for_integrations import add_progress_observer
 
 __all__ = ["BATCH_SPAN", "OTHER_ERROR", "install_tracing"]
 

@@ -3,7 +3,7 @@
 dsh_tools.postgres create-schema DSN`` creates the tables.
 """
 
-from dsh_tools._extras import raise_missing_extra
+from dsh_tools._for_integrations import raise_missing_extra
 
 try:
     from ._log import PostgresSessionLog as PostgresSessionLog

@@ -33,8 +33,8 @@ from dsh_tools import (
     SessionEvent,
     SessionLogLockedError,
 )
-from dsh_tools._sessions._session import check_event, encode_event_line, events_from_rows
-from dsh_tools._sessions._session import check_session_id as check_session_text
+from dsh_tools._for_integrations import check_event, encode_event_line, events_from_rows
+from dsh_tools._for_integrations import check_session_id as check_session_text
 
 __all__ = ["PostgresSessionLog", "check_session_id", "create_schema", "describe_conninfo"]
 

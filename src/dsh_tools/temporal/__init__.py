@@ -10,7 +10,7 @@ code: ``TemporalBatchRunner(client, task_queue, conninfo=...).run(...)`` is awai
 and ``dsh-tools worker`` (or :func:`serve_worker`) serves the batches.
 """
 
-from dsh_tools._extras import raise_missing_extra
+from dsh_tools._for_integrations import raise_missing_extra
 
 try:
     from ._client import TemporalClient as TemporalClient

@@ -22,9 +22,12 @@ from dsh_tools import (
     ToolCallRequest,
     ToolResultEvent,
 )
-from dsh_tools._scheduling._resume import logged_result
-from dsh_tools._scheduling._scheduler import check_capacity_limits
-from dsh_tools._values._checks import check_int, check_seconds
+from dsh_tools._for_integrations import (
+    check_capacity_limits,
+    check_int,
+    check_seconds,
+    logged_result,
+)
 from dsh_tools.postgres import PostgresSessionLog
 from dsh_tools.postgres._log import check_session_id
 

@@ -24,7 +24,7 @@ from dsh_tools import (
     resume_tool_calls,
     run_tool_calls,
 )
-from dsh_tools._values._checks import check_int, check_seconds
+from dsh_tools._for_integrations import check_int, check_seconds
 from dsh_tools.postgres import PostgresSessionLog
 
 from ._client import TemporalClient

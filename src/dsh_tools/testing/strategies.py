@@ -43,7 +43,7 @@ from dsh_tools import (
     ToolExecutionResult,
     ToolRegistry,
 )
-from dsh_tools._values._json import MAX_SAFE_INTEGER
+from dsh_tools._for_integrations import MAX_SAFE_INTEGER
 
 from ._scripted import (
     FailStep,

@@ -1,0 +1,46 @@
+"""The one internal seam the integration subpackages use besides the public namespace.
+
+``acp``, ``cli``, ``mcp``, ``otel``, ``postgres``, ``providers``, ``temporal`` and ``testing``
+import public names from ``dsh_tools`` and everything else from here (an import-linter contract
+in ``pyproject.toml`` checks it). These names are not public API: they may change with the core,
+and the integrations change with them in the same commit. Add a name here, with the reason an
+integration needs it, rather than importing a private module from an integration.
+"""
+
+from __future__ import annotations
+
+from ._extras import raise_missing_extra
+from ._pipeline._progress import add_progress_observer
+from ._scheduling._resume import logged_result
+from ._scheduling._scheduler import check_capacity_limits
+from ._sessions._grants import pending_requests
+from ._sessions._session import check_event, check_session_id, encode_event_line, events_from_rows
+from ._values._checks import check_int, check_seconds
+from ._values._json import MAX_SAFE_INTEGER
+from ._values._presentation import unified_diff_lines
+from ._values._printable import printable
+
+__all__ = [
+    # every integration's __init__: the error that names the missing extra
+    "raise_missing_extra",
+    # the durations and counts an integration's own settings take (mcp, temporal)
+    "check_int",
+    "check_seconds",
+    # the largest integer JSON carries exactly (testing's strategies stay inside it)
+    "MAX_SAFE_INTEGER",
+    # terminal-safe text and argument diffs for the command line's views
+    "printable",
+    "unified_diff_lines",
+    # the PostgreSQL log: the event check, the wire line, the rows read back, the id check
+    "check_event",
+    "check_session_id",
+    "encode_event_line",
+    "events_from_rows",
+    # reading a log back (the Temporal runner, the deferred-approval demo)
+    "logged_result",
+    "pending_requests",
+    # the Temporal runner's capacity limits, checked as run_tool_calls checks them
+    "check_capacity_limits",
+    # OpenTelemetry's progress events
+    "add_progress_observer",
+]
