@@ -57,7 +57,7 @@ INTERNAL: Final = frozenset(
         ("_pipeline._progress", "TimeoutSettings"),
         # the OpenTelemetry instrumentation hears emitted progress through it
         ("_pipeline._progress", "add_progress_observer"),
-        ("_scheduling._scheduler", "current_turn"),
+        ("_scheduling._active", "current_turn"),
         ("_pipeline._results", "idle_timeout_result"),
         ("_texts", "output_omitted"),
         ("_texts", "output_spilled"),
@@ -185,13 +185,28 @@ INTERNAL: Final = frozenset(
         ("_pipeline._results", "valid_str"),
         # one signal for several: the pipeline (wrapper signals) and the timeout policy use it
         ("_values._signal", "fuse"),
-        # the lane of a batch finished from its log, and the argument checks it shares with
-        # run_tool_calls
+        # the scheduling package's parts: the lane, its bracket, its checks (shared by
+        # run_tool_calls, resume_tool_calls and the Temporal runner), capacity, bodies, the
+        # active batch, and the lane of a batch finished from its log
         ("_scheduling._scheduler", "DEFAULT_MAX_PARALLEL_TOOL_CALLS"),
-        ("_scheduling._scheduler", "ResumedBatch"),
-        ("_scheduling._scheduler", "capacity_of"),
-        ("_scheduling._scheduler", "check_entry"),
-        ("_scheduling._scheduler", "check_capacity_limits"),
+        ("_scheduling._resumed", "ResumedBatch"),
+        ("_scheduling._lane", "Batch"),
+        ("_scheduling._bracket", "run_batch"),
+        ("_scheduling._capacity", "Capacity"),
+        ("_scheduling._capacity", "capacity_of"),
+        ("_scheduling._capacity", "check_capacity_limits"),
+        ("_scheduling._entry", "check_approvals"),
+        ("_scheduling._entry", "check_calls"),
+        ("_scheduling._entry", "check_limits"),
+        ("_scheduling._entry", "check_runner"),
+        ("_scheduling._entry", "check_session"),
+        ("_scheduling._entry", "check_signal"),
+        ("_scheduling._bodies", "BODY_TASK"),
+        ("_scheduling._bodies", "dispatch_reporting"),
+        ("_scheduling._bodies", "linked_bodies"),
+        ("_scheduling._bodies", "lone_as_itself"),
+        ("_scheduling._active", "ACTIVE_BATCH"),
+        ("_scheduling._active", "ActiveBatch"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_pipeline._registry", "pipeline_host"),
         # shared between the core's modules: the content and meta readers, the converter's

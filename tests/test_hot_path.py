@@ -48,7 +48,7 @@ from dsh_tools import (
     snapshot_json,
     validate_args,
 )
-from dsh_tools._scheduling._scheduler import _STEPS_PER_CHECKPOINT  # pyright: ignore[reportPrivateUsage]
+from dsh_tools._scheduling._lane import _STEPS_PER_CHECKPOINT  # pyright: ignore[reportPrivateUsage]
 from dsh_tools._values._content import text_block
 from dsh_tools._values._execution import (
     ContextFields,

@@ -18,8 +18,9 @@ The public namespace only re-exports names from private modules; see the docs fo
 #   _policies    what a loop installs on a registry: _call_budget, then _timeout _retry
 #                _output_budget _timeline (execute wrappers) _presenter (views for events)
 #                _console_answerer (the terminal prompt of an approval)
-#   _scheduling  _resume (resume_tool_calls, recover_session), then _scheduler (the lane,
-#                pools, barriers)
+#   _scheduling  _resume (resume_tool_calls, recover_session), then _scheduler (run_tool_calls)
+#                _resumed, then _bracket (the log bracket) _entry (argument checks), then _lane
+#                (which call starts now) _active (inject_context), then _bodies _capacity
 #   _pipeline    one call: _registry _approval_setup (the batch's approval check), then _tool
 #                (@tool) _approval (UserApproval) _ask_before, then _call (the stages; gets a
 #                PipelineHost, never the registry) _define (define_tool) _answerers (the
@@ -80,10 +81,10 @@ from ._policies._retry import install_retry_policy as install_retry_policy
 from ._policies._timeline import TimelineRecorder as TimelineRecorder
 from ._policies._timeline import TimelineSpan as TimelineSpan
 from ._policies._timeout import install_timeout_policy as install_timeout_policy
+from ._scheduling._active import batch_statistics as batch_statistics
+from ._scheduling._active import inject_context as inject_context
 from ._scheduling._resume import recover_session as recover_session
 from ._scheduling._resume import resume_tool_calls as resume_tool_calls
-from ._scheduling._scheduler import batch_statistics as batch_statistics
-from ._scheduling._scheduler import inject_context as inject_context
 from ._scheduling._scheduler import run_tool_calls as run_tool_calls
 from ._sessions._session import ApprovalAskedEvent as ApprovalAskedEvent
 from ._sessions._session import ApprovalDecidedEvent as ApprovalDecidedEvent

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ._extras import raise_missing_extra
 from ._pipeline._progress import add_progress_observer
+from ._scheduling._entry import check_calls, check_limits, check_signal
 from ._scheduling._resume import logged_result
-from ._scheduling._scheduler import check_capacity_limits
 from ._sessions._grants import pending_requests
 from ._sessions._session import check_event, check_session_id, encode_event_line, events_from_rows
 from ._values._checks import check_int, check_seconds
@@ -39,8 +39,10 @@ __all__ = [
     # reading a log back (the Temporal runner, the deferred-approval demo)
     "logged_result",
     "pending_requests",
-    # the Temporal runner's capacity limits, checked as run_tool_calls checks them
-    "check_capacity_limits",
+    # the Temporal runner's arguments, checked as run_tool_calls checks them
+    "check_calls",
+    "check_limits",
+    "check_signal",
     # OpenTelemetry's progress events
     "add_progress_observer",
 ]

@@ -15,7 +15,7 @@ from typing import Final
 
 from dsh_tools._pipeline._hooks import PreExecuteNext
 from dsh_tools._pipeline._registry import ToolRegistry
-from dsh_tools._scheduling._scheduler import current_turn
+from dsh_tools._scheduling._active import current_turn
 from dsh_tools._texts import call_budget_per_tool, call_budget_per_turn, call_budget_repeated
 from dsh_tools._values._checks import check_int
 from dsh_tools._values._disposer import Disposer

@@ -8,14 +8,14 @@ model order, so the log of a batch whose process stopped reads, after its ``batc
     unstarted   nothing                      calls [started, n): never ran
 
 :func:`resume_tool_calls` finishes such a batch in the same log with the scheduler's own lane
-(:class:`~dsh_tools._scheduling._scheduler.ResumedBatch`); :func:`recover_session` closes it without running
+(:class:`~dsh_tools._scheduling._resumed.ResumedBatch`); :func:`recover_session` closes it without running
 anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal, cast
+from typing import Final, Literal
 
 import attrs
 import trio
@@ -36,17 +36,14 @@ from dsh_tools._sessions._session import (
     ToolResultEvent,
 )
 from dsh_tools._values._batch import ToolBatch
-from dsh_tools._values._checks import check_int
-from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult, read_approval_outcome
+from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
 from dsh_tools._values._signal import CancelSignal
 
-from ._scheduler import (
-    DEFAULT_MAX_PARALLEL_TOOL_CALLS,
-    ResumedBatch,
-    capacity_of,
-    check_capacity_limits,
-    check_entry,
-)
+from ._bracket import run_batch
+from ._capacity import capacity_of
+from ._entry import check_approvals, check_limits, check_runner, check_session, check_signal
+from ._resumed import ResumedBatch
+from ._scheduler import DEFAULT_MAX_PARALLEL_TOOL_CALLS
 
 __all__ = ["logged_result", "recover_session", "resume_tool_calls"]
 
@@ -225,30 +222,6 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
 
 _RESUME: Final = "resume"
 _ALLOWING: Final = (ApprovalOutcome.ALLOWED_ONCE, ApprovalOutcome.ALLOWED_SESSION)
-_DECISIONS: Final = (
-    ApprovalOutcome.ALLOWED_ONCE,
-    ApprovalOutcome.ALLOWED_SESSION,
-    ApprovalOutcome.REJECTED,
-)
-
-
-def _check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:
-    if approvals is None:
-        return {}
-    if not isinstance(approvals, Mapping):
-        raise TypeError(f"approvals must map call ids to outcomes, not {type(approvals).__name__}")
-    checked: dict[str, ApprovalOutcome] = {}
-    for call_id, answer in cast("Mapping[object, object]", approvals).items():
-        if not isinstance(call_id, str):
-            raise TypeError(f"approvals: {call_id!r} is not a call id (str)")
-        outcome = read_approval_outcome(answer)
-        if outcome is None or outcome not in _DECISIONS:
-            raise ValueError(
-                f'approvals[{call_id!r}] must be one of "allowed-once", "rejected" or '
-                f'"allowed-session", not {answer!r}'
-            )
-        checked[call_id] = outcome
-    return checked
 
 
 def logged_result(event: ToolResultEvent) -> ToolExecutionResult:
@@ -260,16 +233,6 @@ def logged_result(event: ToolResultEvent) -> ToolExecutionResult:
         meta=event.meta,
         additional_contexts=event.contexts,
     )
-
-
-def _check_session(session: object) -> SessionLog:
-    if session is None or not (
-        callable(getattr(session, "append", None)) and callable(getattr(session, "events", None))
-    ):
-        raise TypeError(
-            f"session must be a SessionLog (with append and events), not {type(session).__name__}"
-        )
-    return session  # pyright: ignore[reportReturnType]
 
 
 def _primed_log(session: SessionLog, batch: _OpenBatch, attempts: dict[int, int]) -> BatchLog:
@@ -359,13 +322,11 @@ async def resume_tool_calls(
 
     This is a checkpoint on every path.
     """
-    cap = check_int("max_parallel_tool_calls", max_parallel_tool_calls)
-    limits = check_capacity_limits(capacity_limits)
-    if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
-    session = _check_session(session)
-    check_entry(registry, session, 0, 0)
-    decisions = _check_approvals(approvals)
+    cap, limits = check_limits(max_parallel_tool_calls, capacity_limits)
+    check_signal(signal)
+    session = check_session(session)
+    check_runner(registry, session, 0, 0)
+    decisions = check_approvals(approvals)
     # a resumed batch may need no answerer: its deferred calls are decided by ``approvals``
     check_approval_setup(pipeline_host(registry), agent, answerers=False)
     if on_interrupted not in _ON_INTERRUPTED:
@@ -433,7 +394,7 @@ async def resume_tool_calls(
         deferred=deferred,
     )
     resumed.prime([logged_result(event) for event in prefix])
-    return await resumed.run()
+    return await run_batch(resumed)
 
 
 def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
@@ -455,7 +416,7 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
         ValueError: the open batch's events disagree with its ``batch/start`` (nothing is
             appended).
     """
-    session = _check_session(session)
+    session = check_session(session)
     batch = _open_batch(session.events())
     if batch is None:
         return ()

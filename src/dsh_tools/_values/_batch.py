@@ -2,7 +2,7 @@
 ``batch`` hook listener is told about the batch it wraps.
 
 They sit below :mod:`dsh_tools._pipeline._hooks` (whose ``batch`` hook is typed with them) and are
-re-exported from :mod:`dsh_tools._scheduling._scheduler`, which runs batches.
+used by :mod:`dsh_tools._scheduling`, which runs batches.
 """
 
 from __future__ import annotations

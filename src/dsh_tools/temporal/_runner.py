@@ -23,9 +23,11 @@ from dsh_tools import (
     ToolResultEvent,
 )
 from dsh_tools._for_integrations import (
-    check_capacity_limits,
+    check_calls,
     check_int,
+    check_limits,
     check_seconds,
+    check_signal,
     logged_result,
 )
 from dsh_tools.postgres import PostgresSessionLog
@@ -129,17 +131,13 @@ class TemporalBatchRunner:
                 Temporal made (or its ``batch_timeout`` passed).
         """
         check_session_id(session_id)  # here, before a workflow starts for it
-        if not isinstance(signal, CancelSignal):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
-        requests = tuple(calls)
-        for index, call in enumerate(requests):
-            if not isinstance(call, ToolCallRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(
-                    f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}"
-                )
-        check_int("max_parallel_tool_calls", max_parallel_tool_calls)
+        # checked here, as run_tool_calls checks them: a batch its worker refuses would be
+        # retried until batch_timeout
+        _, limits = check_limits(max_parallel_tool_calls, capacity_limits)
+        check_signal(signal)
         check_int("turn", turn, least=0)
         check_int("step", step, least=0)
+        requests = check_calls(calls)
         if not requests:
             await trio.lowlevel.checkpoint()
             return ToolBatch(results=(), contexts=())
@@ -151,8 +149,7 @@ class TemporalBatchRunner:
             turn=turn,
             step=step,
             max_parallel_tool_calls=max_parallel_tool_calls,
-            # checked here: a batch its worker refuses would be retried until batch_timeout
-            capacity_limits=check_capacity_limits(capacity_limits) or None,
+            capacity_limits=limits or None,
             heartbeat_timeout=self._heartbeat_timeout,
             batch_timeout=self._batch_timeout,
         )

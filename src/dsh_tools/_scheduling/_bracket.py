@@ -1,0 +1,99 @@
+"""The log bracket around a batch: ``batch/start`` before its first call, then, however the
+lane ends, every started call balanced with a ``tool/result`` and one ``batch/end``: the
+batch's contexts and ``completed`` / ``aborted`` / ``suspended`` when the lane returns, and
+``aborted`` (the caller's scope was cancelled) or ``failed`` (the scheduler itself raised)
+when it raises.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from dsh_tools._sessions._grants import pending_requests
+from dsh_tools._values._batch import SuspendedCall, ToolBatch
+from dsh_tools._values._presentation import call_view_of
+
+from ._active import ACTIVE_BATCH
+from ._lane import Batch
+
+__all__ = ["run_batch"]
+
+
+async def run_batch(batch: Batch) -> ToolBatch:
+    """Run ``batch`` inside its log bracket, as the current task's active batch."""
+    token = ACTIVE_BATCH.set(batch)
+    try:
+        # a checkpoint on every path, also when no call runs (empty or pre-cancelled batch)
+        await trio.lowlevel.checkpoint()
+        log = batch.log
+        if log is not None and not log.started:
+            log.start()
+        await batch.run_lane()
+        return _close(batch)
+    except BaseException as exc:
+        # caller-scope cancellation, or the scheduler itself failed: every tool/call we
+        # appended still gets its tool/result (synchronously: no checkpoint needed), then
+        # the batch its batch/end
+        batch.active = False
+        log = batch.log
+        if log is not None:
+            batch.committed += log.balance(batch.uncommitted())
+            log.end_after_failure("aborted" if isinstance(exc, trio.Cancelled) else "failed")
+        raise
+    finally:
+        batch.active = False
+        ACTIVE_BATCH.reset(token)
+
+
+def _close(batch: Batch) -> ToolBatch:
+    """Give every call that never started its result, then append the batch's contexts and
+    its ``batch/end``; the batch.
+    """
+    n = len(batch.calls)
+    batch.skip_unstarted()
+    batch.active = False
+    log = batch.log
+    suspended = _suspended_calls(batch)
+    if log is not None:
+        if suspended:
+            # the contexts wait for the batch's real end: resumed, they follow every result
+            log.end("suspended")
+        else:
+            log.contexts(batch.contexts)
+            log.end("aborted" if batch.signal.cancelled else "completed")
+    results = tuple(batch.results)
+    assert batch.committed == n  # every call has its result
+    return ToolBatch(
+        results=results,  # pyright: ignore[reportArgumentType]
+        contexts=tuple(batch.contexts),
+        suspended=suspended,
+    )
+
+
+def _suspended_calls(batch: Batch) -> tuple[SuspendedCall, ...]:
+    """What a person needs to decide each suspended call (its pending request's id is
+    read back from the session log).
+    """
+    if not batch.suspended:
+        return ()
+    log = batch.log
+    requests: dict[str, str] = {}
+    if log is not None:
+        for request in pending_requests(log.events()).values():
+            if request.call_id is not None:
+                requests[request.call_id] = request.id
+    suspended: list[SuspendedCall] = []
+    for index, arguments in sorted(batch.suspended, key=lambda item: item[0]):
+        call = batch.calls[index]
+        tool = batch.host.lookup(call.name, batch.agent)
+        view, _ = call_view_of(None if tool is None else tool.present_call, call.name, arguments)
+        suspended.append(
+            SuspendedCall(
+                call_id=call.call_id,
+                tool_name=call.name,
+                arguments=arguments,
+                view=view,
+                request_id=requests.get(call.call_id),
+            )
+        )
+    return tuple(suspended)

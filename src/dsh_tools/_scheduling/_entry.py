@@ -1,0 +1,105 @@
+"""The checks at a batch's entry, one home for each: ``run_tool_calls``, ``resume_tool_calls``
+and the Temporal runner take the same arguments and refuse them with the same errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final, cast
+
+from dsh_tools._pipeline._registry import ToolRegistry
+from dsh_tools._sessions._session import SessionLog
+from dsh_tools._values._batch import ToolCallRequest
+from dsh_tools._values._checks import check_int
+from dsh_tools._values._execution import ApprovalOutcome, read_approval_outcome
+from dsh_tools._values._signal import CancelSignal
+
+from ._capacity import check_capacity_limits
+
+__all__ = [
+    "check_approvals",
+    "check_calls",
+    "check_limits",
+    "check_runner",
+    "check_session",
+    "check_signal",
+]
+
+_DECISIONS: Final = (
+    ApprovalOutcome.ALLOWED_ONCE,
+    ApprovalOutcome.ALLOWED_SESSION,
+    ApprovalOutcome.REJECTED,
+)
+
+
+def check_limits(
+    max_parallel_tool_calls: object, capacity_limits: object
+) -> tuple[int, dict[str, int]]:
+    r"""The most bodies in flight (a positive ``int``) and the capacity classes (a mapping of
+    class names to positive ``int``\ s, or ``None``).
+    """
+    cap = check_int("max_parallel_tool_calls", max_parallel_tool_calls)
+    return cap, check_capacity_limits(capacity_limits)
+
+
+def check_signal(signal: object) -> CancelSignal:
+    if not isinstance(signal, CancelSignal):
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    return signal
+
+
+def check_calls(calls: Iterable[object]) -> tuple[ToolCallRequest, ...]:
+    """The calls as a tuple, each a :class:`ToolCallRequest`."""
+    requests = tuple(calls)
+    for index, call in enumerate(requests):
+        if not isinstance(call, ToolCallRequest):
+            raise TypeError(f"calls[{index}] must be a ToolCallRequest, not {type(call).__name__}")
+    return cast("tuple[ToolCallRequest, ...]", requests)
+
+
+def check_runner(registry: object, session: object, turn: object, step: object) -> None:
+    """``registry`` a registry, ``session`` a session log or ``None``, ``turn`` and ``step``
+    ints >= 0.
+    """
+    if not isinstance(registry, ToolRegistry):
+        raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+    if session is not None and not _is_session_log(session):
+        raise TypeError(
+            f"session must be a SessionLog (with append and events) or None, "
+            f"not {type(session).__name__}"
+        )
+    check_int("turn", turn, least=0)
+    check_int("step", step, least=0)
+
+
+def check_session(session: object) -> SessionLog:
+    """A session log, which the call needs (not ``None``)."""
+    if not _is_session_log(session):
+        raise TypeError(
+            f"session must be a SessionLog (with append and events), not {type(session).__name__}"
+        )
+    return session  # pyright: ignore[reportReturnType]
+
+
+def _is_session_log(value: object) -> bool:
+    return callable(getattr(value, "append", None)) and callable(getattr(value, "events", None))
+
+
+def check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:
+    """``resume_tool_calls``' decisions: call ids mapped to one of the three decisions."""
+    if approvals is None:
+        return {}
+    if not isinstance(approvals, Mapping):
+        raise TypeError(f"approvals must map call ids to outcomes, not {type(approvals).__name__}")
+    checked: dict[str, ApprovalOutcome] = {}
+    for call_id, answer in cast("Mapping[object, object]", approvals).items():
+        if not isinstance(call_id, str):
+            raise TypeError(f"approvals: {call_id!r} is not a call id (str)")
+        outcome = read_approval_outcome(answer)
+        if outcome is None or outcome not in _DECISIONS:
+            raise ValueError(
+                f'approvals[{call_id!r}] must be one of "allowed-once", "rejected" or '
+                f'"allowed-session", not {answer!r}'
+            )
+        checked[call_id] = outcome
+    return checked
