@@ -55,8 +55,6 @@ INTERNAL: Final = frozenset(
         ("_pipeline._progress", "ProgressSink"),
         ("_pipeline._progress", "ProgressState"),
         ("_pipeline._progress", "TimeoutSettings"),
-        # the OpenTelemetry instrumentation hears emitted progress through it
-        ("_pipeline._progress", "add_progress_observer"),
         ("_scheduling._active", "current_turn"),
         ("_pipeline._results", "idle_timeout_result"),
         ("_texts", "output_omitted"),
@@ -74,7 +72,7 @@ INTERNAL: Final = frozenset(
         ("_sessions._grants", "grants_in"),
         ("_sessions._grants", "pending_requests"),
         # a suspended call of a resumed batch, settled on its deferred decision
-        ("_pipeline._call", "resume_suspended"),
+        ("_pipeline._open", "resume_suspended"),
         # the result a logged tool/result records (the Temporal runner reads batches back)
         ("_scheduling._resume", "logged_result"),
         # the one check of a session log's session id (SQLite, PostgreSQL, the Temporal runner)
@@ -158,8 +156,28 @@ INTERNAL: Final = frozenset(
         ("_pipeline._call", "CallRequest"),
         ("_pipeline._call", "PipelineHost"),
         ("_pipeline._call", "PreparedCall"),
-        ("_pipeline._call", "prepare"),
-        ("_pipeline._call", "open_call"),
+        ("_pipeline._call", "BODY_ABANDONED"),
+        ("_pipeline._call", "BODY_NOT_RUN"),
+        ("_pipeline._call", "BODY_RAN"),
+        ("_pipeline._call", "DISPATCHED"),
+        ("_pipeline._call", "FINAL"),
+        ("_pipeline._call", "InvalidArguments"),
+        ("_pipeline._call", "MISSING"),
+        ("_pipeline._call", "OPENED"),
+        ("_pipeline._call", "log_invalid"),
+        ("_pipeline._call", "log_raised"),
+        ("_pipeline._call", "violations"),
+        # the stage modules: 0-6 (the opening), 7 (dispatch), the timeout rule, 8-10
+        ("_pipeline._open", "apply_policies"),
+        ("_pipeline._open", "open_call"),
+        ("_pipeline._open", "prepare"),
+        ("_pipeline._execute", "dispatch"),
+        ("_pipeline._execute", "invoke"),
+        ("_pipeline._timeouts", "Invoke"),
+        ("_pipeline._timeouts", "run_timed"),
+        ("_pipeline._timeouts", "timeouts_for"),
+        ("_pipeline._complete", "complete"),
+        ("_pipeline._complete", "complete_now"),
         # the canonical results and the final check (stage 9), shared by the pipeline, the
         # scheduler and the timeout policy
         ("_pipeline._results", "ABANDONED"),

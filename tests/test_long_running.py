@@ -248,6 +248,36 @@ async def test_progress_reports_are_logged_between_the_call_and_its_result(
     assert expected == (kinds, _progress_events(log))
 
 
+async def test_progress_observers_belong_to_their_registry_and_scope(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def body(args: Any, context: ToolRunContext) -> ToolReturn:
+        context.report_progress(message="half", progress=1, total=2)
+        await trio.sleep(0.5)
+        return "done"
+
+    heard: list[tuple[str, str, str | None]] = []
+    observed, other = registry_with(tool("t", body)), registry_with(tool("t", body))
+
+    def observer(name: str) -> Any:
+        def hear(call_id: str, message: str | None, *_rest: object) -> None:
+            heard.append((name, call_id, message))
+
+        return hear
+
+    observed.hooks.progress.add(observer("registry"))
+    observed.scope("alice").hooks.progress.add(observer("alice's scope"))
+    await run_calls(observed, request("c1", "t"), agent="alice")
+    await run_calls(observed, request("c2", "t"), agent="bob")
+    await run_calls(other, request("c3", "t"))
+
+    assert [
+        ("registry", "c1", "half"),
+        ("alice's scope", "c1", "half"),
+        ("registry", "c2", "half"),
+    ] == heard
+
+
 async def test_reports_within_the_interval_are_coalesced_and_the_last_is_kept(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

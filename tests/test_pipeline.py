@@ -36,7 +36,9 @@ from dsh_tools import (
     ToolReturn,
     ToolRunContext,
 )
-from dsh_tools._pipeline._call import prepare
+from dsh_tools._pipeline._complete import complete
+from dsh_tools._pipeline._execute import dispatch
+from dsh_tools._pipeline._open import prepare
 from dsh_tools._pipeline._registry import pipeline_host
 from dsh_tools._pipeline._results import (
     ABORTED_BEFORE_DISPATCH as CANONICAL_ABORTED_BEFORE_DISPATCH,
@@ -1104,8 +1106,8 @@ async def test_the_stages_compose_to_execute() -> None:
 
     prepared = await prepare(pipeline_host(registry), _input())
     needed = prepared.needs_dispatch
-    await prepared.dispatch()
-    result = await prepared.complete()
+    await dispatch(prepared)
+    result = await complete(prepared)
 
     assert (True, ToolExecutionResult(content=_text("hi"), is_error=False)) == (needed, result)
 
@@ -1118,7 +1120,7 @@ async def test_a_denied_call_needs_no_dispatch() -> None:
 
     assert (False, error_result("Error: no")) == (
         prepared.needs_dispatch,
-        await prepared.complete(),
+        await complete(prepared),
     )
 
 
@@ -1128,16 +1130,16 @@ async def test_completing_an_allowed_call_without_dispatch_is_aborted_before_dis
     prepared = await prepare(pipeline_host(registry), _input())
 
     expected: tuple[ToolExecutionResult, list[Any]] = (ABORTED_BEFORE_DISPATCH, [])
-    assert expected == (await prepared.complete(), calls)
+    assert expected == (await complete(prepared), calls)
 
 
 async def test_dispatch_refuses_to_run_twice() -> None:
     registry, _ = _registry()
     prepared = await prepare(pipeline_host(registry), _input())
-    await prepared.dispatch()
+    await dispatch(prepared)
 
     with pytest.raises(RuntimeError):
-        await prepared.dispatch()
+        await dispatch(prepared)
 
 
 def test_the_canonical_aborted_before_dispatch_result() -> None:

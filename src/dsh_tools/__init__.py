@@ -22,9 +22,10 @@ The public namespace only re-exports names from private modules; see the docs fo
 #                _resumed, then _bracket (the log bracket) _entry (argument checks), then _lane
 #                (which call starts now) _active (inject_context), then _bodies _capacity
 #   _pipeline    one call: _registry _approval_setup (the batch's approval check), then _tool
-#                (@tool) _approval (UserApproval) _ask_before, then _call (the stages; gets a
-#                PipelineHost, never the registry) _define (define_tool) _answerers (the
-#                answerer chain), then _results _hooks _progress
+#                (@tool) _approval (UserApproval) _ask_before, then the stages _open (0-6)
+#                _execute (7) _complete (8-10) and _define (define_tool) _answerers (the
+#                answerer chain), then _timeouts, then _call (PreparedCall, a call's state;
+#                gets a PipelineHost, never the registry), then _results _hooks _progress
 #   _sessions    the events and their logs: _batch_log _sqlite, then _grants, then _session
 #   _values      frozen values: _batch, _converter, _definition, _execution ..., _json
 #   _errors      every exception, in one tree
@@ -61,6 +62,7 @@ from ._pipeline._hooks import PostExecuteHook as PostExecuteHook
 from ._pipeline._hooks import PostExecuteNext as PostExecuteNext
 from ._pipeline._hooks import PreExecuteHook as PreExecuteHook
 from ._pipeline._hooks import PreExecuteNext as PreExecuteNext
+from ._pipeline._hooks import ProgressObserver as ProgressObserver
 from ._pipeline._hooks import ResultObserver as ResultObserver
 from ._pipeline._hooks import ToolHooks as ToolHooks
 from ._pipeline._registry import ToolRegistry as ToolRegistry
@@ -251,6 +253,7 @@ __all__ = [
     "PreExecuteHook",
     "PreExecuteNext",
     "PreToolDecision",
+    "ProgressObserver",
     "ReasoningBlock",
     "ResultObserver",
     "SchemaProp",

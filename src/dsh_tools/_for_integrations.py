@@ -10,7 +10,6 @@ integration needs it, rather than importing a private module from an integration
 from __future__ import annotations
 
 from ._extras import raise_missing_extra
-from ._pipeline._progress import add_progress_observer
 from ._scheduling._entry import check_calls, check_limits, check_signal
 from ._scheduling._resume import logged_result
 from ._sessions._grants import pending_requests
@@ -43,6 +42,4 @@ __all__ = [
     "check_calls",
     "check_limits",
     "check_signal",
-    # OpenTelemetry's progress events
-    "add_progress_observer",
 ]

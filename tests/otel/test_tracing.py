@@ -489,16 +489,13 @@ async def test_disposing_the_tracing_stops_the_progress_events(
         context.report_progress(message="working")
         return "ok"
 
-    from dsh_tools._pipeline import _progress
-
-    before = list(_progress._OBSERVERS)  # pyright: ignore[reportPrivateUsage]
     registry = ToolRegistry()
     registry.register(spec_tool("work", body))
     dispose = install_tracing(registry, tracer_provider=provider)
-    assert _progress._OBSERVERS  # pyright: ignore[reportPrivateUsage]
+    heard = len(registry.hooks.progress._list.for_agent(None))  # pyright: ignore[reportPrivateUsage]
     dispose()
     await run_calls(registry, request("call-1", "work"))
 
-    # disposing leaves the process-wide observers as they were before (none added for good)
-    assert before == _progress._OBSERVERS  # pyright: ignore[reportPrivateUsage]
+    # the observer was the registry's own, and disposing removed it with the wrappers
+    assert (1, ()) == (heard, registry.hooks.progress._list.for_agent(None))  # pyright: ignore[reportPrivateUsage]
     assert () == tool_spans(exporter)

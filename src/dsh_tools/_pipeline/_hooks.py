@@ -39,6 +39,7 @@ __all__ = [
     "HookList",
     "HookLists",
     "HookPoint",
+    "ProgressObserver",
     "PostExecuteHook",
     "PostExecuteNext",
     "PreExecuteHook",
@@ -76,6 +77,14 @@ PostExecuteHook: TypeAlias = Callable[
 ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], object]
 """``(execution, result) -> None``, synchronous; sees the frozen final result. Its exceptions are
 logged and contained."""
+
+ProgressObserver: TypeAlias = Callable[
+    [str, str | None, float | None, float | None, str | None], object
+]
+"""``(call_id, message, progress, total, output) -> None``, synchronous, in the reporting body's
+task: one emitted progress report of a running body (after coalescing, as the session log and
+the UI get it; ``output`` the chunks since the last one). Its exceptions are logged and
+contained."""
 
 BatchNext: TypeAlias = Callable[[], Awaitable[ToolBatch]]
 """Runs the rest of the ``batch`` chain and, at its end, the batch itself. Call it at most
@@ -202,6 +211,8 @@ class ToolHooks:
         post_execute: ``async (execution, result, next) -> Accept | Block`` waterfall (default
             accept unchanged).
         result: ``(execution, result) -> None`` observers of every final result.
+        progress: ``(call_id, message, progress, total, output) -> None`` observers of every
+            emitted progress report of a running body.
         change: ``() -> None`` listeners told when the visible tools may have changed (never
             scope-filtered).
         batch: ``async (info, next) -> ToolBatch`` wrappers around a whole
@@ -212,6 +223,7 @@ class ToolHooks:
     execute: HookPoint[ExecuteHook]
     post_execute: HookPoint[PostExecuteHook]
     result: HookPoint[ResultObserver]
+    progress: HookPoint[ProgressObserver]
     change: HookPoint[ChangeListener]
     batch: HookPoint[BatchHook]
 
@@ -226,6 +238,7 @@ class ToolHooks:
         self.execute = HookPoint(lists.execute, scope, owner)
         self.post_execute = HookPoint(lists.post_execute, scope, owner)
         self.result = HookPoint(lists.result, scope, owner)
+        self.progress = HookPoint(lists.progress, scope, owner)
         self.change = HookPoint(lists.change, scope, owner)
         self.batch = HookPoint(lists.batch, scope, owner)
 
@@ -236,6 +249,7 @@ class HookLists:
     execute: HookList[ExecuteHook] = attrs.field(factory=HookList[ExecuteHook])
     post_execute: HookList[PostExecuteHook] = attrs.field(factory=HookList[PostExecuteHook])
     result: HookList[ResultObserver] = attrs.field(factory=HookList[ResultObserver])
+    progress: HookList[ProgressObserver] = attrs.field(factory=HookList[ProgressObserver])
     change: HookList[ChangeListener] = attrs.field(factory=HookList[ChangeListener])
     batch: HookList[BatchHook] = attrs.field(factory=HookList[BatchHook])
 

@@ -24,33 +24,18 @@ import trio
 from dsh_tools._values._execution import RunBatch
 from dsh_tools._values._signal import CancelController
 
+from ._hooks import ProgressObserver
+
 __all__ = [
     "ProgressSink",
     "ProgressState",
     "TimeoutSettings",
-    "add_progress_observer",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
 
 ProgressSink: TypeAlias = Callable[[str, str | None, float | None, float | None, str | None], None]
 """``(call_id, message, progress, total, output)``: where a batch records a progress event."""
-
-_OBSERVERS: Final[list[ProgressSink]] = []
-
-
-def add_progress_observer(observer: ProgressSink) -> Callable[[], None]:
-    """Hear every emitted progress report of this process, in the reporting body's task
-    (internal: the OpenTelemetry instrumentation adds span events with it, as it records
-    exceptions through a logging handler). Returns the function that removes it.
-    """
-    _OBSERVERS.append(observer)
-
-    def remove() -> None:
-        if observer in _OBSERVERS:
-            _OBSERVERS.remove(observer)
-
-    return remove
 
 
 class TimeoutSettings:
@@ -90,6 +75,7 @@ class ProgressState:
         "_message",
         "_next_at",
         "_now",
+        "_observers",
         "_pending",
         "_progress",
         "_sink",
@@ -102,8 +88,16 @@ class ProgressState:
         "runs",
     )
 
-    def __init__(self, call_id: str, batch: RunBatch | None, interval: float) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        batch: RunBatch | None,
+        interval: float,
+        observers: tuple[ProgressObserver, ...] = (),
+    ) -> None:
         self._call_id = call_id
+        # the registry's progress observers that hear this call (read when the state is made)
+        self._observers = observers
         self.batch = batch
         """The batch the call belongs to (``None``: run by ``registry.execute``)."""
         self._sink: ProgressSink | None = None if batch is None else batch.progress
@@ -199,7 +193,7 @@ class ProgressState:
         sink = self._sink
         if sink is not None:
             sink(self._call_id, message, progress, total, output)
-        for observer in _OBSERVERS:
+        for observer in self._observers:
             try:
                 observer(self._call_id, message, progress, total, output)
             except Exception:

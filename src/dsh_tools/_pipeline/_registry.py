@@ -37,8 +37,11 @@ from dsh_tools._values._execution import (
 )
 from dsh_tools._values._json import thaw_json
 
-from ._call import HasExecution, PipelineHost, prepare
+from ._call import HasExecution, PipelineHost
+from ._complete import complete
+from ._execute import dispatch
 from ._hooks import HookLists, ToolHooks
+from ._open import prepare
 from ._progress import TimeoutSettings
 from ._tool import ToolDecorator, ToolFunction, tool_decorator
 
@@ -557,8 +560,8 @@ class ToolRegistry(_HostHolder):
         """
         prepared = await prepare(self.host, input)
         if prepared.needs_dispatch:
-            await prepared.dispatch()
-        result = await prepared.complete()
+            await dispatch(prepared)
+        result = await complete(prepared)
         # the outcome is decided: a schedule point that cannot be cancelled
         await trio.lowlevel.cancel_shielded_checkpoint()
         return result

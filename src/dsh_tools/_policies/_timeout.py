@@ -2,7 +2,7 @@
 ``ToolDefinition.idle_timeout`` and ``ToolRegistry(default_timeout=...)``.
 
 A :class:`~dsh_tools.ToolRegistry` starts with it installed; the pipeline applies it around
-the body (see ``PreparedCall._run_timed``): the deadline is data on a
+the body (see ``_pipeline._timeouts.run_timed``): the deadline is data on a
 :class:`~dsh_tools.CancelSignal`, so the body's linked cancel scope carries it as a trio
 deadline, with no timer task per call and no wrapper in the ``execute`` chain. A call to a
 tool without a timeout, on a registry without a default, pays one attribute read. Cooperative

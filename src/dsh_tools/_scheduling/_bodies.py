@@ -11,6 +11,7 @@ from typing import Final, cast
 import trio
 
 from dsh_tools._pipeline._call import PreparedCall
+from dsh_tools._pipeline._execute import dispatch
 from dsh_tools._values._signal import CancelSignal, linked_cancel_scope
 
 __all__ = ["BODY_TASK", "dispatch_reporting", "linked_bodies", "lone_as_itself"]
@@ -65,7 +66,7 @@ async def dispatch_reporting(
     """A body task for a call whose ``execute`` wrappers may replace its signal (the call then
     has a cancel scope of its own): dispatch it, then report its index to the lane.
     """
-    await prepared.dispatch()
+    await dispatch(prepared)
     report(index)
 
 

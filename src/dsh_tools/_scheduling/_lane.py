@@ -27,8 +27,10 @@ from dsh_tools._pipeline._call import (
     CallEnv,
     PipelineHost,
     PreparedCall,
-    open_call,
 )
+from dsh_tools._pipeline._complete import complete, complete_now
+from dsh_tools._pipeline._execute import dispatch
+from dsh_tools._pipeline._open import apply_policies, open_call
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH
 from dsh_tools._sessions._batch_log import BatchLog
@@ -180,9 +182,9 @@ class Batch:
             index = self.committed
             prepared = self.prepared[index]
             assert prepared is not None
-            result = prepared.complete_now()
+            result = complete_now(prepared)
             if result is None:
-                result = await prepared.complete()
+                result = await complete(prepared)
             self.results[index] = result
             # a suspended call's placeholder is not logged, nor is a result replayed from the
             # log of a resumed batch
@@ -206,9 +208,9 @@ class Batch:
         index = self.started
         prepared = self._start(index)
         if prepared.stage == PENDING:
-            await prepared.apply_policies()
+            await apply_policies(prepared)
         if prepared.stage == ALLOWED:
-            await prepared.dispatch()
+            await dispatch(prepared)
         self.ready[index] = _READY
         await self._commit_ready()
 
@@ -302,7 +304,7 @@ class Batch:
                     break
             prepared = self._start(index)
             if prepared.stage == PENDING:
-                await prepared.apply_policies()
+                await apply_policies(prepared)
             if prepared.stage == ALLOWED:
                 self.in_flight += 1
                 if capacity is not None and capacity_class is not None:
@@ -311,7 +313,7 @@ class Batch:
                     # inside the pool's scope linked to the batch signal (none for a signal that
                     # never fires): the body needs no scope of its own
                     (nursery if bodies is None else bodies).start_soon(
-                        prepared.dispatch, self.reporter, index, name=BODY_TASK
+                        dispatch, prepared, self.reporter, index, name=BODY_TASK
                     )
                 else:
                     # a wrapper may replace the call's signal: the body gets a scope of its own

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 import attrs
 
-from dsh_tools._pipeline._call import PreparedCall, resume_suspended
+from dsh_tools._pipeline._call import PreparedCall
+from dsh_tools._pipeline._complete import complete_now
+from dsh_tools._pipeline._open import resume_suspended
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
 from dsh_tools._values._arguments import parse_call_arguments
 from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
@@ -103,7 +105,7 @@ class ResumedBatch(Batch):
                 prepared = resume_suspended(
                     self.env, call, parse_call_arguments(call.arguments), None
                 )
-                self.results[index] = prepared.complete_now()
+                self.results[index] = complete_now(prepared)
                 self.suspended.append((index, prepared.arguments))
             else:
                 if self.log is not None:

@@ -14,7 +14,6 @@ span of the caller's task, around the whole batch. One ``execute`` wrapper, adde
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Final, cast
 
@@ -33,7 +32,6 @@ from dsh_tools import (
     ToolRegistry,
     ToolScope,
 )
-from dsh_tools._for_integrations import add_progress_observer
 
 __all__ = ["BATCH_SPAN", "OTHER_ERROR", "install_tracing"]
 
@@ -84,19 +82,10 @@ _BRIDGE: Final = _ExceptionBridge()
 _bridge_users = 0
 
 
-def _nothing() -> None:
-    return None
-
-
-_remove_observer: Callable[[], None] = _nothing
-
-
 def _attach_bridge() -> None:
-    global _bridge_users, _remove_observer
+    global _bridge_users
     if _bridge_users == 0:
         logging.getLogger("dsh_tools").addHandler(_BRIDGE)
-        # one observer for every install: the span it writes to is the current call's
-        _remove_observer = add_progress_observer(_progress_event)
     _bridge_users += 1
 
 
@@ -105,7 +94,6 @@ def _detach_bridge() -> None:
     _bridge_users -= 1
     if _bridge_users == 0:
         logging.getLogger("dsh_tools").removeHandler(_BRIDGE)
-        _remove_observer()
 
 
 def _progress_event(
@@ -191,7 +179,7 @@ def install_tracing(
         tracer_provider: where spans go; the global provider when ``None``.
 
     Returns:
-        A :class:`~dsh_tools.Disposer` that removes both wrappers.
+        A :class:`~dsh_tools.Disposer` that removes both wrappers and the progress observer.
 
     Raises:
         TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry` (or a
@@ -283,9 +271,11 @@ def install_tracing(
 
     remove_wrapper = registry.hooks.execute.add(trace_call, prepend=True)
     remove_batch_wrapper = registry.hooks.batch.add(trace_batch, prepend=True)
+    remove_progress = registry.hooks.progress.add(_progress_event)
     _attach_bridge()
 
     def dispose() -> None:
+        remove_progress()
         remove_batch_wrapper()
         remove_wrapper()
         _detach_bridge()
