@@ -76,9 +76,9 @@ INTERNAL: Final = frozenset(
         # the result a logged tool/result records (the Temporal runner reads batches back)
         ("_scheduling._resume", "logged_result"),
         # the one check of a session log's session id (SQLite, PostgreSQL, the Temporal runner)
-        ("_sessions._session", "check_session_id"),
+        ("_sessions._log", "check_session_id"),
         # a database log's rows read back as events (SQLite, PostgreSQL)
-        ("_sessions._session", "events_from_rows"),
+        ("_sessions._wire", "events_from_rows"),
         # a FileDiff as unified-diff lines (the console answerer and replay show it)
         ("_values._presentation", "unified_diff_lines"),
         # a call's card with its fallback, for the presenter and approval requests
@@ -133,8 +133,8 @@ INTERNAL: Final = frozenset(
         # what a scope uses to own the registrations made through it
         ("_values._disposer", "DisposerGroup"),
         # the one check of an approval policy, and of a turn, step or seq number
-        ("_sessions._session", "BatchEndReason"),
-        ("_sessions._session", "check_approval_policy"),
+        ("_sessions._events", "BatchEndReason"),
+        ("_sessions._events", "check_approval_policy"),
         # the one reading of an approval answer, shared by the approval service and the pipeline
         ("_values._execution", "read_approval_outcome"),
         ("_values._execution", "run_context"),
@@ -166,6 +166,7 @@ INTERNAL: Final = frozenset(
         ("_pipeline._call", "OPENED"),
         ("_pipeline._call", "log_invalid"),
         ("_pipeline._call", "log_raised"),
+        ("_pipeline._call", "logger"),
         ("_pipeline._call", "violations"),
         # the stage modules: 0-6 (the opening), 7 (dispatch), the timeout rule, 8-10
         ("_pipeline._open", "apply_policies"),
@@ -237,9 +238,21 @@ INTERNAL: Final = frozenset(
         ("_pipeline._results", "error_info"),
         ("_values._json", "json_kind"),
         ("_values._schema", "compile_spec"),
-        ("_sessions._session", "check_event"),
-        ("_sessions._session", "encode_event_line"),
-        ("_sessions._session", "json_problem"),
+        ("_sessions._events", "check_event"),
+        ("_sessions._wire", "encode_event_line"),
+        ("_sessions._wire", "json_problem"),
+        # the sessions package's parts: the one place stored text becomes events, the lifecycle
+        # every stored log shares, the one check of a log
+        ("_sessions._wire", "event_at"),
+        ("_sessions._wire", "event_to_wire"),
+        ("_sessions._wire", "parse_lines"),
+        ("_sessions._log", "SessionLogBase"),
+        ("_sessions._log", "SessionRowsLog"),
+        ("_sessions._wire", "row_text"),
+        ("_sessions._log", "check_session_log"),
+        # the one reader of a log, and what it says of one batch
+        ("_sessions._reader", "BatchRecord"),
+        ("_sessions._reader", "SessionReader"),
     }
 )
 

@@ -138,7 +138,7 @@ def test_a_surrogate_escape_is_written_as_its_json_escape(tmp_path: Path) -> Non
 def test_a_high_then_low_surrogate_reads_back_as_the_character_json_spells() -> None:
     # the one limit JSON itself imposes (documented on JsonlSessionLog)
     event = ToolCallEvent(turn=0, step=0, call_id="\ud83d\ude00", name="n", arguments="")
-    from dsh_tools._sessions._session import encode_event_line
+    from dsh_tools._sessions._wire import encode_event_line
 
     assert "😀" == json.loads(encode_event_line(event))["callId"]
 

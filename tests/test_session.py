@@ -33,7 +33,7 @@ from dsh_tools import (
     read_session_log,
     session_event_from_json,
 )
-from dsh_tools._sessions._session import event_to_wire
+from dsh_tools._sessions._wire import event_to_wire
 from dsh_tools.postgres import PostgresSessionLog
 from strategies import session_events
 from support import DURABLE_LOGS, FILE_LOGS, OPEN_LOG, FileLogKind

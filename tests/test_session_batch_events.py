@@ -31,7 +31,7 @@ from dsh_tools import (
     read_session_log,
     session_event_from_json,
 )
-from dsh_tools._sessions._session import encode_event_line
+from dsh_tools._sessions._wire import encode_event_line
 from dsh_tools.cli.replay import main_replay
 from dsh_tools.testing import check_batch
 

@@ -25,7 +25,7 @@ from dsh_tools import (
     ToolCallRequest,
     ToolResultEvent,
 )
-from dsh_tools._sessions._session import encode_event_line
+from dsh_tools._sessions._wire import encode_event_line
 
 CALL = ToolCallEvent(turn=0, step=0, call_id="c1", name="echo", arguments='{"a":"\\ud800"}')
 RESULT = ToolResultEvent(

@@ -26,7 +26,9 @@ The public namespace only re-exports names from private modules; see the docs fo
 #                _execute (7) _complete (8-10) and _define (define_tool) _answerers (the
 #                answerer chain), then _timeouts, then _call (PreparedCall, a call's state;
 #                gets a PipelineHost, never the registry), then _results _hooks _progress
-#   _sessions    the events and their logs: _batch_log _sqlite, then _grants, then _session
+#   _sessions    the events and their logs: the stores _jsonl _sqlite _memory, _batch_log,
+#                _turn (session_turn) and _reader (the one reader of a log), then _log (the protocol, the base) _grants,
+#                then _wire, then _events
 #   _values      frozen values: _batch, _converter, _definition, _execution ..., _json
 #   _errors      every exception, in one tree
 #   _texts       result codes, error_message, JavaScript's number and JSON text; _extras (the
@@ -49,7 +51,6 @@ from ._pipeline._answerers import ApprovalNext as ApprovalNext
 from ._pipeline._approval import ApprovalScope as ApprovalScope
 from ._pipeline._approval import UserApproval as UserApproval
 from ._pipeline._approval import UserApprovalStatistics as UserApprovalStatistics
-from ._pipeline._approval import session_turn as session_turn
 from ._pipeline._ask_before import ask_before as ask_before
 from ._pipeline._define import define_tool as define_tool
 from ._pipeline._hooks import BatchHook as BatchHook
@@ -88,26 +89,27 @@ from ._scheduling._active import inject_context as inject_context
 from ._scheduling._resume import recover_session as recover_session
 from ._scheduling._resume import resume_tool_calls as resume_tool_calls
 from ._scheduling._scheduler import run_tool_calls as run_tool_calls
-from ._sessions._session import ApprovalAskedEvent as ApprovalAskedEvent
-from ._sessions._session import ApprovalDecidedEvent as ApprovalDecidedEvent
-from ._sessions._session import ApprovalPolicy as ApprovalPolicy
-from ._sessions._session import ApprovalPolicyEvent as ApprovalPolicyEvent
-from ._sessions._session import ApprovalRevokedEvent as ApprovalRevokedEvent
-from ._sessions._session import BatchEndEvent as BatchEndEvent
-from ._sessions._session import BatchStartEvent as BatchStartEvent
-from ._sessions._session import ContextMessageEvent as ContextMessageEvent
-from ._sessions._session import JsonlSessionLog as JsonlSessionLog
-from ._sessions._session import MemorySessionLog as MemorySessionLog
-from ._sessions._session import SessionEvent as SessionEvent
-from ._sessions._session import SessionLog as SessionLog
-from ._sessions._session import ToolCallEvent as ToolCallEvent
-from ._sessions._session import ToolProgressEvent as ToolProgressEvent
-from ._sessions._session import ToolResultEvent as ToolResultEvent
-from ._sessions._session import TurnEndEvent as TurnEndEvent
-from ._sessions._session import TurnStartEvent as TurnStartEvent
-from ._sessions._session import read_session_log as read_session_log
-from ._sessions._session import session_event_from_json as session_event_from_json
+from ._sessions._events import ApprovalAskedEvent as ApprovalAskedEvent
+from ._sessions._events import ApprovalDecidedEvent as ApprovalDecidedEvent
+from ._sessions._events import ApprovalPolicy as ApprovalPolicy
+from ._sessions._events import ApprovalPolicyEvent as ApprovalPolicyEvent
+from ._sessions._events import ApprovalRevokedEvent as ApprovalRevokedEvent
+from ._sessions._events import BatchEndEvent as BatchEndEvent
+from ._sessions._events import BatchStartEvent as BatchStartEvent
+from ._sessions._events import ContextMessageEvent as ContextMessageEvent
+from ._sessions._events import SessionEvent as SessionEvent
+from ._sessions._events import ToolCallEvent as ToolCallEvent
+from ._sessions._events import ToolProgressEvent as ToolProgressEvent
+from ._sessions._events import ToolResultEvent as ToolResultEvent
+from ._sessions._events import TurnEndEvent as TurnEndEvent
+from ._sessions._events import TurnStartEvent as TurnStartEvent
+from ._sessions._jsonl import JsonlSessionLog as JsonlSessionLog
+from ._sessions._jsonl import read_session_log as read_session_log
+from ._sessions._log import SessionLog as SessionLog
+from ._sessions._memory import MemorySessionLog as MemorySessionLog
 from ._sessions._sqlite import SqliteSessionLog as SqliteSessionLog
+from ._sessions._turn import session_turn as session_turn
+from ._sessions._wire import session_event_from_json as session_event_from_json
 from ._texts import APPROVAL_PENDING as APPROVAL_PENDING
 from ._texts import TOOL_ABORTED as TOOL_ABORTED
 from ._texts import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH

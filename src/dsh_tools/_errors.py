@@ -150,30 +150,40 @@ class SessionLogCorruptError(ValueError):
 
 
 class SessionLogLockedError(OSError):
-    """Another writer (in this process or another) holds the log: a :class:`JsonlSessionLog`
-    the file's lock, or a :class:`SqliteSessionLog` the lock of the same session of the file.
+    """Another writer (in this process or another) holds the log: the lock of its file, or of
+    the same session of its database.
 
-    ``path`` names the file (for a ``dsh_tools.postgres.PostgresSessionLog``: the database,
-    without its password); ``session_id`` the session of an SQLite or PostgreSQL log (``None``
-    for a JSON Lines log; ``log_class`` names the session log class in the message). Read a
-    log someone else is writing with :func:`read_session_log` or :meth:`SqliteSessionLog.read`.
+    ``path`` names the file or the database (a database without its password);
+    ``session_id`` the session of a log that keeps several (``None`` for a log of one file);
+    ``log_class`` names the session log class in the message, and ``read_with`` how to read a
+    log someone else is writing (by default the class's ``read()``); each store passes both.
     """
 
     path: str
     session_id: str | None
 
     def __init__(
-        self, path: str, session_id: str | None = None, *, log_class: str = "SqliteSessionLog"
+        self,
+        path: str,
+        session_id: str | None = None,
+        *,
+        log_class: str | None = None,
+        read_with: str | None = None,
     ) -> None:
+        writer = "session log" if log_class is None else log_class
+        if read_with is not None:
+            reader = read_with
+        else:
+            reader = "the log's reader" if log_class is None else f"{log_class}.read()"
         if session_id is None:
             message = (
-                f"{path}: another JsonlSessionLog is writing to this file (it holds the lock); "
-                "read it with read_session_log()"
+                f"{path}: another {writer} is writing to this file (it holds the lock); "
+                f"read it with {reader}"
             )
         else:
             message = (
-                f"{path}: another {log_class} is writing session {session_id!r} (it holds "
-                f"the session's lock); read it with {log_class}.read()"
+                f"{path}: another {writer} is writing session {session_id!r} (it holds "
+                f"the session's lock); read it with {reader}"
             )
         super().__init__(message)
         self.path = path

@@ -12,8 +12,9 @@ from __future__ import annotations
 from ._extras import raise_missing_extra
 from ._scheduling._entry import check_calls, check_limits, check_signal
 from ._scheduling._resume import logged_result
-from ._sessions._grants import pending_requests
-from ._sessions._session import check_event, check_session_id, encode_event_line, events_from_rows
+from ._sessions._log import SessionRowsLog, check_session_id
+from ._sessions._reader import SessionReader
+from ._sessions._wire import events_from_rows
 from ._values._checks import check_int, check_seconds
 from ._values._json import MAX_SAFE_INTEGER
 from ._values._presentation import unified_diff_lines
@@ -30,14 +31,15 @@ __all__ = [
     # terminal-safe text and argument diffs for the command line's views
     "printable",
     "unified_diff_lines",
-    # the PostgreSQL log: the event check, the wire line, the rows read back, the id check
-    "check_event",
+    # the PostgreSQL log: the lifecycle of a log that keeps sessions in database rows, the
+    # rows read back, the id check
+    "SessionRowsLog",
     "check_session_id",
-    "encode_event_line",
     "events_from_rows",
-    # reading a log back (the Temporal runner, the deferred-approval demo)
+    # reading a log back (the Temporal runner and worker, the deferred-approval demo): the
+    # one reader of a log, and the result a logged tool/result records
+    "SessionReader",
     "logged_result",
-    "pending_requests",
     # the Temporal runner's arguments, checked as run_tool_calls checks them
     "check_calls",
     "check_limits",

@@ -21,7 +21,7 @@ from dsh_tools import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from dsh_tools._sessions._session import encode_event_line
+from dsh_tools._sessions._wire import encode_event_line
 from dsh_tools.postgres import PostgresSessionLog, create_schema
 from dsh_tools.postgres._log import describe_conninfo
 

@@ -251,6 +251,30 @@ def test_a_resumed_batch_is_read_with_the_result_of_its_last_attempt() -> None:
     assert ["one", "two"] == [first_text(result) for result in batch.results]
 
 
+def test_a_batch_is_read_by_the_one_bracket_rule_even_past_a_later_batch_start() -> None:
+    # another batch started on the log before this one ended: its start does not end this
+    # batch (every reader of a log follows the same rule, resume's too)
+    other = BatchStartEvent(
+        turn=0,
+        step=1,
+        batch_id="b2",
+        calls=(ToolCallRequest(call_id="y1", name="echo", arguments="{}"),),
+    )
+    events = [
+        START,
+        _call("c1"),
+        _result("c1", "one"),
+        _call("c2"),
+        other,
+        _call("y1"),
+        _result("c2", "two"),
+        BatchEndEvent(turn=0, step=0, batch_id="b1", reason="completed"),
+        _result("y1", "other"),
+    ]
+    batch = batch_from_log(events, "b1")
+    assert ["one", "two"] == [first_text(result) for result in batch.results]
+
+
 def test_a_batch_without_its_end_is_not_finished() -> None:
     with pytest.raises(LookupError, match="not finished"):
         batch_from_log([START, _call("c1"), _result("c1", "one")], "b1")

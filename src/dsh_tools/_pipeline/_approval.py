@@ -32,27 +32,24 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from types import TracebackType
 from typing import Final
 
 import attrs
 import trio
 
-from dsh_tools._sessions._grants import agent_name, grants_in
-from dsh_tools._sessions._session import (
+from dsh_tools._sessions._events import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     ApprovalPolicy,
     ApprovalPolicyEvent,
     ApprovalRevokedEvent,
-    SessionEvent,
-    SessionLog,
     TurnEndEvent,
     TurnStartEvent,
     check_approval_policy,
 )
+from dsh_tools._sessions._grants import agent_name
+from dsh_tools._sessions._log import SessionLog
+from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._texts import error_message
 from dsh_tools._values._disposer import AgentScope
 from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
@@ -65,7 +62,6 @@ __all__ = [
     "ApprovalScope",
     "UserApproval",
     "UserApprovalStatistics",
-    "session_turn",
 ]
 
 logger: Final = logging.getLogger("dsh_tools")
@@ -195,7 +191,7 @@ class UserApproval:
 
         Reads the session's events (a file read for a :class:`~dsh_tools.JsonlSessionLog`).
         """
-        return _policy_in(self._session.events(), self._default_policy)
+        return SessionReader(self._session.events()).policy(self._default_policy)
 
     def set_policy(self, policy: ApprovalPolicy) -> None:
         """Validate ``policy`` and log it as ``approval/policy``; it applies from the next request.
@@ -223,9 +219,9 @@ class UserApproval:
         await trio.lowlevel.checkpoint()
         if not isinstance(request, ApprovalRequest):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"request() takes an ApprovalRequest, not {type(request).__name__}")
-        events = self._session.events()
-        _check_open_turn(events)
-        policy = _policy_in(events, self._default_policy)
+        reader = SessionReader(self._session.events())
+        _check_open_turn(reader)
+        policy = reader.policy(self._default_policy)
         request_id = str(uuid.uuid4())
         name = agent_name(request.agent)
         self._session.append(
@@ -240,7 +236,7 @@ class UserApproval:
         if (
             policy != "never"
             and not request.signal.cancelled
-            and (name, request.tool_name) in grants_in(events)
+            and (name, request.tool_name) in reader.grants()
         ):
             self._session.append(
                 ApprovalDecidedEvent(
@@ -287,7 +283,7 @@ class UserApproval:
         """The session grants standing now, as (agent name, tool name) pairs, folded from the
         session log (a file read for a file log).
         """
-        return grants_in(self._session.events())
+        return SessionReader(self._session.events()).grants()
 
     async def _decide(self, request: ApprovalRequest, policy: ApprovalPolicy) -> ApprovalOutcome:
         signal = request.signal
@@ -323,69 +319,15 @@ class UserApproval:
         return f"<UserApproval session={self._session!r}>"
 
 
-def _policy_in(events: Sequence[SessionEvent], default: ApprovalPolicy) -> ApprovalPolicy:
-    for event in reversed(events):
-        if isinstance(event, ApprovalPolicyEvent):
-            return event.policy
-    return default
-
-
-def _check_open_turn(events: Sequence[SessionEvent]) -> None:
-    for event in reversed(events):
-        if isinstance(event, TurnStartEvent):
-            return
-        if isinstance(event, TurnEndEvent):
-            raise RuntimeError(  # noqa: TRY004 - a state error, not a type error
-                f"approval.request() outside an open turn: turn {event.turn} has ended"
-            )
+def _check_open_turn(reader: SessionReader) -> None:
+    turn = reader.open_turn()
+    if isinstance(turn, TurnStartEvent):
+        return
+    if isinstance(turn, TurnEndEvent):
+        raise RuntimeError(  # noqa: TRY004 - a state error, not a type error
+            f"approval.request() outside an open turn: turn {turn.turn} has ended"
+        )
     raise RuntimeError(
         "approval.request() outside an open turn: the session has no turn/start "
         "(run the agent's turn inside session_turn())"
     )
-
-
-# --- turns --------------------------------------------------------------------------------
-
-
-class _SessionTurn:
-    __slots__ = ("_session", "_trigger", "_turn")
-
-    def __init__(self, session: SessionLog, turn: int, trigger: object) -> None:
-        self._session = session
-        self._turn = turn
-        self._trigger = trigger
-
-    async def __aenter__(self) -> None:
-        await trio.lowlevel.checkpoint()
-        self._session.append(TurnStartEvent(turn=self._turn, trigger=self._trigger))
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        kind = "completed" if exc_type is None else "aborted"
-        self._session.append(TurnEndEvent(turn=self._turn, kind=kind))
-        await trio.lowlevel.cancel_shielded_checkpoint()
-
-
-def session_turn(
-    session: SessionLog, turn: int, *, trigger: object = None
-) -> AbstractAsyncContextManager[None]:
-    """Bound one agent turn in ``session`` with ``turn/start`` and ``turn/end`` events.
-
-    Use it as ``async with session_turn(session, 1): ...``.
-
-    Appends ``turn/start`` on entry (after a checkpoint: a cancelled caller appends nothing)
-    and ``turn/end`` on exit, with ``kind="aborted"`` when the block raised (a cancellation
-    included), else ``"completed"``. Exiting is a schedule point that does not raise
-    ``trio.Cancelled``. :class:`UserApproval` answers only inside an open turn.
-
-    Args:
-        session: the agent's session log.
-        turn: the turn's number (a non-negative ``int``).
-        trigger: what started the turn, as JSON (optional; logged on ``turn/start``).
-    """
-    TurnStartEvent(turn=turn, trigger=trigger)  # validate before the block runs
-    return _SessionTurn(session, turn, trigger)

@@ -93,6 +93,7 @@ __all__ = [
     "PreparedCall",
     "log_invalid",
     "log_raised",
+    "logger",
     "violations",
 ]
 

@@ -6,7 +6,6 @@ when no ``post_execute`` listener hears it) or :func:`complete`.
 from __future__ import annotations
 
 import inspect
-import logging
 from typing import TYPE_CHECKING, Final, cast
 
 import attrs
@@ -23,7 +22,7 @@ from dsh_tools._values._execution import (
     ToolExecutionResult,
 )
 
-from ._call import FINAL, MISSING, PreparedCall, log_invalid, log_raised
+from ._call import FINAL, MISSING, PreparedCall, log_invalid, log_raised, logger
 from ._hooks import waterfall
 from ._results import (
     ABORTED_BEFORE_DISPATCH,
@@ -38,8 +37,6 @@ from ._results import (
 
 if TYPE_CHECKING:
     from ._hooks import ResultObserver
-
-logger: Final = logging.getLogger("dsh_tools")
 
 __all__ = ["complete", "complete_now"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
@@ -49,6 +48,7 @@ from ._call import (
     PreparedCall,
     log_invalid,
     log_raised,
+    logger,
 )
 from ._hooks import waterfall
 from ._results import (
@@ -68,8 +68,6 @@ if TYPE_CHECKING:
     from dsh_tools._values._definition import BodyPlan, ToolDefinition
 
     from ._hooks import ExecuteHook
-
-logger: Final = logging.getLogger("dsh_tools")
 
 __all__ = ["dispatch", "invoke"]
 

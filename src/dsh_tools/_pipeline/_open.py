@@ -10,7 +10,6 @@ approval a resumed batch decides: stage 0, validation, then 4-6 from the decisio
 
 from __future__ import annotations
 
-import logging
 import warnings
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -56,6 +55,7 @@ from ._call import (
     PipelineHost,
     PreparedCall,
     log_raised,
+    logger,
     violations,
 )
 from ._hooks import waterfall
@@ -73,8 +73,6 @@ if TYPE_CHECKING:
     pass
 
 __all__ = ["apply_policies", "open_call", "prepare", "resume_suspended"]
-
-logger: Final = logging.getLogger("dsh_tools")
 
 _ALLOW: Final = Allow()
 _NEVER: Final = CancelSignal.never()

@@ -34,7 +34,7 @@ import attrs
 
 from dsh_tools._errors import JsonSnapshotError
 from dsh_tools._pipeline._registry import ToolRegistry
-from dsh_tools._sessions._session import ToolCallEvent, ToolProgressEvent, ToolResultEvent
+from dsh_tools._sessions._events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
 from dsh_tools._texts import error_message, format_js_number
 from dsh_tools._values._arguments import parse_call_arguments
 from dsh_tools._values._content import TextBlock

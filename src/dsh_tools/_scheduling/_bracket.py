@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import trio
 
-from dsh_tools._sessions._grants import pending_requests
+from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._values._batch import SuspendedCall, ToolBatch
 from dsh_tools._values._presentation import call_view_of
 
@@ -79,7 +79,7 @@ def _suspended_calls(batch: Batch) -> tuple[SuspendedCall, ...]:
     log = batch.log
     requests: dict[str, str] = {}
     if log is not None:
-        for request in pending_requests(log.events()).values():
+        for request in SessionReader(log.events()).pending_requests().values():
             if request.call_id is not None:
                 requests[request.call_id] = request.id
     suspended: list[SuspendedCall] = []

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
 from dsh_tools._pipeline._registry import ToolRegistry
-from dsh_tools._sessions._session import SessionLog
+from dsh_tools._sessions._log import SessionLog, check_session_log
 from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._checks import check_int
 from dsh_tools._values._execution import ApprovalOutcome, read_approval_outcome
@@ -63,26 +63,16 @@ def check_runner(registry: object, session: object, turn: object, step: object) 
     """
     if not isinstance(registry, ToolRegistry):
         raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
-    if session is not None and not _is_session_log(session):
-        raise TypeError(
-            f"session must be a SessionLog (with append and events) or None, "
-            f"not {type(session).__name__}"
-        )
+    check_session_log(session, optional=True)
     check_int("turn", turn, least=0)
     check_int("step", step, least=0)
 
 
 def check_session(session: object) -> SessionLog:
     """A session log, which the call needs (not ``None``)."""
-    if not _is_session_log(session):
-        raise TypeError(
-            f"session must be a SessionLog (with append and events), not {type(session).__name__}"
-        )
-    return session  # pyright: ignore[reportReturnType]
-
-
-def _is_session_log(value: object) -> bool:
-    return callable(getattr(value, "append", None)) and callable(getattr(value, "events", None))
+    log = check_session_log(session)
+    assert log is not None
+    return log
 
 
 def check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:

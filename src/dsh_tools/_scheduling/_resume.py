@@ -24,17 +24,17 @@ from dsh_tools._pipeline._approval_setup import check_approval_setup
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
 from dsh_tools._sessions._batch_log import BatchLog
-from dsh_tools._sessions._session import (
+from dsh_tools._sessions._events import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
-    BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
     SessionEvent,
-    SessionLog,
     ToolCallEvent,
     ToolResultEvent,
 )
+from dsh_tools._sessions._log import SessionLog
+from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._values._batch import ToolBatch
 from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
 from dsh_tools._values._signal import CancelSignal
@@ -84,44 +84,21 @@ def _disagrees(start: BatchStartEvent, seq: int, what: str) -> ValueError:
     )
 
 
-def _last_open_start(events: Sequence[SessionEvent]) -> tuple[int | None, dict[str, int]]:
-    """Where the session's last open batch starts (its ``batch/end`` missing, or the last one
-    ``"suspended"``), or ``None``; and the index of each batch's last ``batch/end``.
-    """
-    last_end: dict[str, int] = {}
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if isinstance(event, BatchEndEvent):
-            last_end.setdefault(event.batch_id, index)  # scanning back: the last one
-        elif isinstance(event, BatchStartEvent):
-            end = last_end.get(event.batch_id)
-            if end is None:
-                return index, last_end
-            closing = events[end]
-            assert isinstance(closing, BatchEndEvent)
-            if closing.reason == "suspended":
-                return index, last_end
-    return None, last_end
-
-
 def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     """The session's last open batch, read and checked; ``None`` if every batch has ended.
 
-    The batch's events are those after its ``batch/start`` that belong to no other batch: a
-    batch started later (by one of its tool bodies, or by another task on the same log) owns
-    the ``tool/call`` and ``tool/result`` events of its own calls, and the ``context/message``
-    events, up to its last ``batch/end``.
+    The batch's events are those the reader's bracket rule gives it
+    (:class:`~dsh_tools._sessions._reader.SessionReader`).
 
     Raises:
         ValueError: the batch's events disagree with its ``batch/start`` (a ``tool/call`` of
             a call it does not list, or with other arguments, out of model order, or a
             ``tool/result`` out of model order), or its calls repeat a call id.
     """
-    begin, last_end = _last_open_start(events)
-    if begin is None:
+    record = SessionReader(events).open_batch()
+    if record is None:
         return None
-    start = events[begin]
-    assert isinstance(start, BatchStartEvent)
+    start = record.start
     calls = start.calls
     n = len(calls)
     ids = [call.call_id for call in calls]
@@ -131,30 +108,14 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
             f"batch {start.batch_id}: its calls repeat a call id, so its events cannot be told "
             "apart and the batch cannot be finished from the log"
         )
-    # the other batches open at this point of the log: the index of their last batch/end and
-    # their call ids
-    others: dict[str, tuple[int, frozenset[str]]] = {}
     call_seqs: list[int] = []
     attempts: list[int] = []
     results: dict[int, ToolResultEvent] = {}
     asked: dict[str, ApprovalAskedEvent] = {}  # the last request per call id
     decided: dict[str, ApprovalDecidedEvent] = {}
     contexts_logged = 0
-    for seq in range(begin + 1, len(events)):
-        event = events[seq]
-        if others:
-            others = {key: value for key, value in others.items() if value[0] >= seq}
-        if isinstance(event, BatchStartEvent):
-            if event.batch_id != start.batch_id:
-                others[event.batch_id] = (
-                    last_end.get(event.batch_id, len(events)),
-                    frozenset(call.call_id for call in event.calls),
-                )
-            continue
-        if isinstance(event, ToolCallEvent | ToolResultEvent) and any(
-            event.call_id in other_ids for _, other_ids in others.values()
-        ):
-            continue  # another batch's call
+    # the batch's own events, by the reader's bracket rule (another batch's are not among them)
+    for seq, event in record.events:
         if isinstance(event, ToolCallEvent):
             index = index_of.get(event.call_id)
             if index is None:
@@ -197,7 +158,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
                 asked[event.call_id] = event
         elif isinstance(event, ApprovalDecidedEvent):
             decided[event.id] = event
-        elif isinstance(event, ContextMessageEvent) and not others and len(results) == n:
+        elif isinstance(event, ContextMessageEvent) and len(results) == n:
             contexts_logged += 1  # the batch's contexts follow its last result
     deferred: dict[int, tuple[str, ApprovalOutcome | None]] = {}
     for index in range(len(call_seqs)):

@@ -35,7 +35,7 @@ from dsh_tools._pipeline._approval_setup import check_approval_setup
 from dsh_tools._pipeline._hooks import BatchHook, BatchNext
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._sessions._batch_log import BatchLog
-from dsh_tools._sessions._session import SessionLog
+from dsh_tools._sessions._log import SessionLog
 from dsh_tools._values._batch import ToolBatch, ToolBatchInfo, ToolCallRequest
 from dsh_tools._values._execution import ToolExecutionResult
 from dsh_tools._values._signal import CancelSignal

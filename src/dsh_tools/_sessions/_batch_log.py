@@ -17,18 +17,18 @@ from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._content import HookContext
 from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
 
-from ._session import (
+from ._events import (
     ApprovalDecidedEvent,
     BatchEndEvent,
     BatchEndReason,
     BatchStartEvent,
     ContextMessageEvent,
     SessionEvent,
-    SessionLog,
     ToolCallEvent,
     ToolProgressEvent,
     ToolResultEvent,
 )
+from ._log import SessionLog
 
 __all__ = ["BatchLog"]
 

@@ -17,12 +17,7 @@ from collections.abc import Iterable
 
 from dsh_tools._values._execution import ApprovalOutcome
 
-from ._session import (
-    ApprovalAskedEvent,
-    ApprovalDecidedEvent,
-    ApprovalRevokedEvent,
-    SessionEvent,
-)
+from ._events import ApprovalAskedEvent, ApprovalDecidedEvent, ApprovalRevokedEvent, SessionEvent
 
 __all__ = ["agent_name", "grants_in", "pending_requests"]
 

@@ -22,19 +22,14 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import warnings
 from pathlib import Path
-from typing import Final, Literal, Self
+from typing import Final, Literal
 
 from dsh_tools._errors import SessionLogLockedError
 
-from ._session import (
-    SessionEvent,
-    check_event,
-    check_session_id,
-    encode_event_line,
-    events_from_rows,
-)
+from ._events import SessionEvent
+from ._log import SessionRowsLog, check_session_id
+from ._wire import events_from_rows
 
 try:
     import fcntl
@@ -64,7 +59,7 @@ _SCHEMA: Final = (
 _SYNCHRONOUS: Final = ("normal", "full")
 
 
-class SqliteSessionLog:
+class SqliteSessionLog(SessionRowsLog):
     """A :class:`~dsh_tools.SessionLog` in an SQLite database: many sessions in one file, the
     same events and wire JSON as :class:`~dsh_tools.JsonlSessionLog`.
 
@@ -103,15 +98,11 @@ class SqliteSessionLog:
     ``sqlite3.OperationalError``.
     """
 
-    __slots__ = ("_closed", "_connection", "_key", "_lock", "_next_seq", "_path", "_session_id")
+    __slots__ = ("_lock", "_path")
 
     _path: Path
-    _session_id: str
-    _key: int
-    _next_seq: int
     _connection: sqlite3.Connection | None
     _lock: int | None
-    _closed: bool
 
     def __init__(
         self,
@@ -152,61 +143,22 @@ class SqliteSessionLog:
                 os.close(self._lock)
                 self._lock = None
             raise
-        self._key = key
-        self._next_seq = next_seq
-        self._connection = connection
-        self._closed = False
+        self._opened_session(connection, key, next_seq)
 
     @property
     def path(self) -> Path:
         """The database file."""
         return self._path
 
-    @property
-    def session_id(self) -> str:
-        """The session this log appends to."""
-        return self._session_id
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called (no more appends; the session's lock is released)."""
-        return self._closed
-
-    def append(self, event: SessionEvent, /) -> int:
-        """Store ``event`` (one ``INSERT``, committed before this returns) and return its
-        sequence number in the session.
-
-        Raises:
-            TypeError: ``event`` is not a session event.
-            ValueError: the log is closed.
-            sqlite3.Error: the insert failed (a full disk, an I/O error, another writer's
-                commit outlasting the busy timeout); nothing was stored and the log stays
-                usable.
-        """
-        check_event(event)
-        connection = self._connection
-        if connection is None:
-            raise ValueError(f"append to a closed SqliteSessionLog ({self._describe()})")
-        seq = self._next_seq
-        text = encode_event_line(event)[:-1].decode("utf-8")
+    def _insert(self, connection: sqlite3.Connection, seq: int, text: str) -> None:
         connection.execute(
             "INSERT INTO dsh_events (session, seq, event) VALUES (?, ?, ?)",
             (self._key, seq, text),
         )
-        self._next_seq = seq + 1
-        return seq
 
-    def events(self) -> list[SessionEvent]:
-        """Every event of the session, in append order (a fresh list).
-
-        Raises:
-            SessionLogCorruptError: a stored event is not an event (its ``line`` is the
-                event's 1-based position in the session).
-            ValueError: the log is closed (use :meth:`read`).
-        """
+    def _read(self) -> list[SessionEvent]:
         connection = self._connection
-        if connection is None:
-            raise ValueError(f"events() of a closed SqliteSessionLog ({self._describe()})")
+        assert connection is not None
         return _read_events(connection, self._key, self._describe())
 
     @staticmethod
@@ -238,35 +190,14 @@ class SqliteSessionLog:
         finally:
             connection.close()
 
-    def close(self) -> None:
-        """Close the database, which releases the session's lock. Closing twice does nothing."""
-        connection, lock = self._connection, self._lock
-        self._connection = None
+    def _release(self) -> None:
+        lock = self._lock
         self._lock = None
-        self._closed = True
         try:
-            if connection is not None:
-                connection.close()
+            super()._release()
         finally:
             if lock is not None:
                 os.close(lock)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not self._closed:
-            warnings.warn(
-                f"unclosed SqliteSessionLog {self._describe()}", ResourceWarning, stacklevel=2
-            )
-            self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else f"next_seq={self._next_seq}"
-        return f"<SqliteSessionLog {self._describe()} {state}>"
 
     def _describe(self) -> str:
         return f"{str(self._path)!r} session {self._session_id!r}"
@@ -284,7 +215,7 @@ def _lock_session(path: Path, session_id: str) -> int:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(handle)
-        raise SessionLogLockedError(str(path), session_id) from None
+        raise SessionLogLockedError(str(path), session_id, log_class="SqliteSessionLog") from None
     except BaseException:
         os.close(handle)
         raise

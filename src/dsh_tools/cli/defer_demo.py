@@ -34,7 +34,7 @@ from dsh_tools import (
     run_tool_calls,
     session_turn,
 )
-from dsh_tools._for_integrations import pending_requests, printable
+from dsh_tools._for_integrations import SessionReader, printable
 
 from .demo import BATCH_3, DemoAgent, open_file_log
 from .demo_tools import build_registry, sample_workspace
@@ -162,7 +162,7 @@ def main_defer_demo(
         # checked before the resuming turn opens: a command that decides nothing writes nothing
         waiting = {
             request.call_id
-            for request in pending_requests(session.events()).values()
+            for request in SessionReader(session.events()).pending_requests().values()
             if request.call_id is not None
         }
         if not waiting:

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import warnings
-from typing import Final, Self
+from typing import Final
 
 import psycopg
 from psycopg import sql
@@ -33,7 +32,7 @@ from dsh_tools import (
     SessionEvent,
     SessionLogLockedError,
 )
-from dsh_tools._for_integrations import check_event, encode_event_line, events_from_rows
+from dsh_tools._for_integrations import SessionRowsLog, events_from_rows
 from dsh_tools._for_integrations import check_session_id as check_session_text
 
 __all__ = ["PostgresSessionLog", "check_session_id", "create_schema", "describe_conninfo"]
@@ -98,7 +97,7 @@ def create_schema(conninfo: str, *, schema: str = DEFAULT_SCHEMA) -> None:
         _check_database(connection, schema, describe_conninfo(conninfo))
 
 
-class PostgresSessionLog:
+class PostgresSessionLog(SessionRowsLog):
     """A :class:`~dsh_tools.SessionLog` in a PostgreSQL database: many sessions (and many
     machines) per database, the same events and wire JSON as
     :class:`~dsh_tools.JsonlSessionLog` and :class:`~dsh_tools.SqliteSessionLog`.
@@ -138,23 +137,11 @@ class PostgresSessionLog:
     one: the lock went with the connection, so open a new log (which continues the session).
     """
 
-    __slots__ = (
-        "_closed",
-        "_connection",
-        "_key",
-        "_next_seq",
-        "_place",
-        "_schema",
-        "_session_id",
-    )
+    __slots__ = ("_place", "_schema")
 
     _place: str
-    _session_id: str
     _schema: str
-    _key: int
-    _next_seq: int
     _connection: psycopg.Connection[tuple[object, ...]] | None
-    _closed: bool
 
     def __init__(
         self,
@@ -205,44 +192,16 @@ class PostgresSessionLog:
         key, next_seq = row
         assert isinstance(key, int)
         assert isinstance(next_seq, int)
-        self._key = key
-        self._next_seq = next_seq
-        self._connection = connection
-        self._closed = False
-
-    @property
-    def session_id(self) -> str:
-        """The session this log appends to."""
-        return self._session_id
+        self._opened_session(connection, key, next_seq)
 
     @property
     def schema(self) -> str:
         """The PostgreSQL schema holding the log."""
         return self._schema
 
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called (no more appends; the session's lock is released)."""
-        return self._closed
-
-    def append(self, event: SessionEvent, /) -> int:
-        """Store ``event`` (one ``INSERT``, committed before this returns) and return its
-        sequence number in the session.
-
-        Raises:
-            TypeError: ``event`` is not a session event.
-            ValueError: the log is closed.
-            SessionLogLockedError: another writer stored this sequence number (this log had
-                lost its lock); the log is closed.
-            psycopg.Error: the insert failed (the connection was lost, the server refused
-                it); nothing was stored.
-        """
-        check_event(event)
-        connection = self._connection
-        if connection is None:
-            raise ValueError(f"append to a closed PostgresSessionLog ({self._describe()})")
-        seq = self._next_seq
-        text = encode_event_line(event)[:-1].decode("utf-8")
+    def _insert(
+        self, connection: psycopg.Connection[tuple[object, ...]], seq: int, text: str
+    ) -> None:
         try:
             connection.execute(
                 sql.SQL("INSERT INTO {}.events (session, seq, event) VALUES (%s, %s, %s)").format(
@@ -255,20 +214,10 @@ class PostgresSessionLog:
             raise SessionLogLockedError(
                 self._place, self._session_id, log_class="PostgresSessionLog"
             ) from None
-        self._next_seq = seq + 1
-        return seq
 
-    def events(self) -> list[SessionEvent]:
-        """Every event of the session, in append order (a fresh list).
-
-        Raises:
-            SessionLogCorruptError: a stored event is not an event (its ``line`` is the
-                event's 1-based position in the session).
-            ValueError: the log is closed (use :meth:`read`).
-        """
+    def _read(self) -> list[SessionEvent]:
         connection = self._connection
-        if connection is None:
-            raise ValueError(f"events() of a closed PostgresSessionLog ({self._describe()})")
+        assert connection is not None
         return _read_events(connection, self._schema, self._key, self._describe())
 
     @staticmethod
@@ -299,33 +248,6 @@ class PostgresSessionLog:
             key = row[0]
             assert isinstance(key, int)
             return _read_events(connection, schema, key, f"{place} (session {session_id!r})")
-
-    def close(self) -> None:
-        """Close the connection, which releases the session's lock. Closing twice does
-        nothing.
-        """
-        connection = self._connection
-        self._connection = None
-        self._closed = True
-        if connection is not None:
-            connection.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not self._closed:
-            warnings.warn(
-                f"unclosed PostgresSessionLog {self._describe()}", ResourceWarning, stacklevel=2
-            )
-            self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else f"next_seq={self._next_seq}"
-        return f"<PostgresSessionLog {self._describe()} {state}>"
 
     def _describe(self) -> str:
         return f"{self._place} schema {self._schema!r} session {self._session_id!r}"

@@ -12,8 +12,6 @@ from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 
 from dsh_tools import (
-    BatchEndEvent,
-    BatchStartEvent,
     CancelSignal,
     ContextMessageEvent,
     HookContext,
@@ -23,6 +21,7 @@ from dsh_tools import (
     ToolResultEvent,
 )
 from dsh_tools._for_integrations import (
+    SessionReader,
     check_calls,
     check_int,
     check_limits,
@@ -208,32 +207,21 @@ def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
     Raises:
         LookupError: the log holds no finished batch ``batch_id`` (or not a result per call).
     """
-    start_index = next(
-        (
-            i
-            for i, event in enumerate(events)
-            if isinstance(event, BatchStartEvent) and event.batch_id == batch_id
-        ),
-        None,
-    )
-    if start_index is None:
+    record = SessionReader(events).batch(batch_id)
+    if record is None:
         raise LookupError(f"the session log holds no batch {batch_id}")
-    start = events[start_index]
-    assert isinstance(start, BatchStartEvent)
+    start = record.start
     results: dict[str, ToolResultEvent] = {}
     contexts: list[HookContext] = []
-    reason: str | None = None
-    for event in events[start_index + 1 :]:
-        if isinstance(event, BatchStartEvent):
-            break
+    # the batch's own events, by the one bracket rule every reader of a log follows
+    for _, event in record.events:
         if isinstance(event, ToolResultEvent):
             results[event.call_id] = event
         elif isinstance(event, ContextMessageEvent):
             contexts.append(
                 HookContext(content=event.content, source=event.source, meta=event.meta)
             )
-        elif isinstance(event, BatchEndEvent) and event.batch_id == batch_id:
-            reason = event.reason
+    reason = None if record.end is None else record.end.reason
     if reason == "suspended":
         raise LookupError(
             f"batch {batch_id} is suspended: a deferred approval waits for its decision "

@@ -24,7 +24,7 @@ from dsh_tools import (
     resume_tool_calls,
     run_tool_calls,
 )
-from dsh_tools._for_integrations import check_int, check_seconds
+from dsh_tools._for_integrations import SessionReader, check_int, check_seconds
 from dsh_tools.postgres import PostgresSessionLog
 
 from ._client import TemporalClient
@@ -47,21 +47,13 @@ def last_batch(
     A worker finishes each session's batches one at a time, so a batch that an earlier attempt
     of the same activity started is the session's last one.
     """
-    start_index = next(
-        (i for i in range(len(events) - 1, -1, -1) if isinstance(events[i], BatchStartEvent)),
-        None,
-    )
-    if start_index is None:
+    record = SessionReader(events).last_batch()
+    if record is None:
         return None
-    start = events[start_index]
-    assert isinstance(start, BatchStartEvent)
+    start = record.start
     if (start.turn, start.step, start.calls) != (turn, step, tuple(calls)):
         return None
-    end: BatchEndEvent | None = None
-    for event in events[start_index + 1 :]:
-        if isinstance(event, BatchEndEvent) and event.batch_id == start.batch_id:
-            end = event
-    return start, end
+    return start, record.end
 
 
 class _BatchActivity:

@@ -1,0 +1,221 @@
+"""A session log: the protocol every log meets, the checks of a log and of a session id, and
+:class:`SessionLogBase`, the lifecycle every stored log shares.
+
+Appends are synchronous on purpose: the scheduler appends on its one lane, in model order,
+and a synchronous ``append`` cannot interleave with another lane step or be cancelled halfway
+(a half-appended event would be worse than a late one). A store therefore blocks the trio
+thread for one small write per event, as a logging handler would.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Protocol, Self, cast, runtime_checkable
+
+from ._events import SessionEvent, check_event
+from ._wire import row_text
+
+__all__ = [
+    "SessionLog",
+    "SessionLogBase",
+    "SessionRowsLog",
+    "check_session_id",
+    "check_session_log",
+]
+
+
+@runtime_checkable
+class SessionLog(Protocol):
+    """Where the scheduler records a batch. Both methods are synchronous (see the module
+    docs for why).
+    """
+
+    def append(self, event: SessionEvent, /) -> int:
+        """Store ``event`` durably and return its sequence number (0-based, append order)."""
+        ...
+
+    def events(self) -> list[SessionEvent]:
+        """Every stored event, in append order (a fresh list)."""
+        ...
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it names a session in a log that keys rows by it: a non-empty ``str``
+    of Unicode text (no lone surrogate).
+
+    Raises:
+        TypeError: not a ``str``.
+        ValueError: empty, or it holds a lone surrogate.
+    """
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
+    if not session_id:
+        raise ValueError("session_id must be a non-empty str, not ''")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
+        ) from None
+    return session_id
+
+
+def check_session_log(session: object, *, optional: bool = False) -> SessionLog | None:
+    """``session`` if it is a session log (it has ``append`` and ``events``): the one check of
+    a log every entry point makes. ``optional``: ``None`` is accepted too.
+
+    Raises:
+        TypeError: it is not (``session must be a SessionLog (with append and events)[ or
+            None], not <type>``).
+    """
+    if session is None and optional:
+        return None
+    if not (
+        callable(getattr(session, "append", None)) and callable(getattr(session, "events", None))
+    ):
+        either = " or None" if optional else ""
+        raise TypeError(
+            f"session must be a SessionLog (with append and events){either}, "
+            f"not {type(session).__name__}"
+        )
+    return cast(SessionLog, session)
+
+
+class SessionLogBase:
+    """The lifecycle every stored session log shares: the closed state, the context manager,
+    the ``ResourceWarning`` of a log garbage-collected while open, the ``repr``, and the
+    append template (check the event, refuse a closed log, store it under the next sequence
+    number, count it).
+
+    A store implements four methods and nothing else of the lifecycle: :meth:`_store` (write
+    one event under a sequence number; raise, with nothing stored, when it cannot),
+    :meth:`_read` (every event, in order), :meth:`_release` (free the file, connection and
+    lock; called once, by :meth:`close`) and :meth:`_describe` (where the log is, for
+    messages). Its ``__init__`` sets ``_closed = True`` first (so that a constructor that
+    fails leaves nothing for ``__del__``), opens and locks, then calls :meth:`_opened`.
+    """
+
+    __slots__ = ("_closed", "_next_seq")
+
+    _closed: bool
+    _next_seq: int
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (no more appends; the lock is released)."""
+        return self._closed
+
+    def _opened(self, next_seq: int) -> None:
+        """Mark the log open, its next event numbered ``next_seq`` (the end of a store's
+        ``__init__``, once it holds its file or connection and its lock).
+        """
+        self._next_seq = next_seq
+        self._closed = False
+
+    def append(self, event: SessionEvent, /) -> int:
+        """Store ``event`` durably and return its sequence number (0-based, append order).
+        Blocks the calling thread for the write.
+
+        Raises:
+            TypeError: ``event`` is not a session event.
+            ValueError: the log is closed (or, for a store that says so, refuses appends).
+            OSError, or the store's database error: the event was not stored.
+        """
+        check_event(event)
+        if self._closed:
+            raise ValueError(f"append to a closed {type(self).__name__} ({self._where()})")
+        seq = self._next_seq
+        self._store(seq, event)
+        self._next_seq = seq + 1
+        return seq
+
+    def events(self) -> list[SessionEvent]:
+        """Every stored event, in append order (a fresh list).
+
+        Raises:
+            SessionLogCorruptError: a stored line or row is not an event.
+            ValueError: the log is closed (read it with the store's own reader).
+        """
+        if self._closed:
+            raise ValueError(f"events() of a closed {type(self).__name__} ({self._where()})")
+        return self._read()
+
+    def close(self) -> None:
+        """Release the log (its file or connection, and its lock). Closing twice does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            warnings.warn(
+                f"unclosed {type(self).__name__} {self._describe()}", ResourceWarning, stacklevel=2
+            )
+            self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"next_seq={self._next_seq}"
+        return f"<{type(self).__name__} {self._describe()} {state}>"
+
+    # --- what a store implements ---------------------------------------------------------
+
+    def _store(self, seq: int, event: SessionEvent) -> None:
+        raise NotImplementedError
+
+    def _read(self) -> list[SessionEvent]:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        raise NotImplementedError
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    def _where(self) -> str:
+        """Where the log is, in the message of a refused append or read."""
+        return self._describe()
+
+
+class SessionRowsLog(SessionLogBase):
+    """A store that keeps the events of several sessions in one database, a row per event under
+    its session's key: the connection, the key, the session id, an append as one row
+    (:meth:`_insert`, given the event's :func:`~._wire.row_text`), and the release of the
+    connection (which frees the session's lock).
+    """
+
+    __slots__ = ("_connection", "_key", "_session_id")
+
+    _connection: Any
+    _key: int
+    _session_id: str
+
+    @property
+    def session_id(self) -> str:
+        """The session this log appends to."""
+        return self._session_id
+
+    def _opened_session(self, connection: Any, key: int, next_seq: int) -> None:
+        """Mark the log open on ``connection``, its session's rows keyed ``key``."""
+        self._key = key
+        self._connection = connection
+        self._opened(next_seq)
+
+    def _store(self, seq: int, event: SessionEvent) -> None:
+        self._insert(self._connection, seq, row_text(event))
+
+    def _insert(self, connection: Any, seq: int, text: str) -> None:
+        """Store one event's row (``connection``: the open one); raise with nothing stored."""
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        connection = self._connection
+        self._connection = None
+        if connection is not None:
+            connection.close()

@@ -1,0 +1,260 @@
+"""The wire format of session events, and the one place where stored text becomes events.
+
+The wire shape is the original's: camelCase keys, a ``type`` tag (``tool/call``,
+``tool/result``, ``context/message``, ``batch/start``, ``batch/end``, ...), absent optionals
+omitted; a log stores each event as one line of it (:func:`encode_event_line`). Reading back,
+a line or row that is not text, not JSON or not an event is a :class:`SessionLogCorruptError`
+naming where it is (:func:`event_at`, :func:`events_from_rows`, :func:`parse_lines`), here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterable
+from typing import Any, Final, cast
+
+import cattrs
+
+from dsh_tools._errors import SessionLogCorruptError
+from dsh_tools._values._batch import ToolCallRequest
+from dsh_tools._values._converter import (
+    converter,
+    register_wire_class,
+    wire_error_messages,
+)
+
+from ._events import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    ApprovalPolicyEvent,
+    ApprovalRevokedEvent,
+    BatchEndEvent,
+    BatchEndReason,
+    BatchStartEvent,
+    ContextMessageEvent,
+    SessionEvent,
+    ToolCallEvent,
+    ToolProgressEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+__all__ = [
+    "encode_event_line",
+    "event_at",
+    "event_to_wire",
+    "events_from_rows",
+    "json_problem",
+    "parse_lines",
+    "row_text",
+    "session_event_from_json",
+]
+
+
+def _structure_batch_end_reason(value: object, _tp: object) -> str:
+    # BatchEndEvent's validator names the allowed reasons; cattrs' Literal hook would not
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook_func(
+    lambda tp: tp == BatchEndReason,
+    _structure_batch_end_reason,
+)
+
+
+# a batch's calls on the wire: {"callId", "name", "arguments"}, registered before the event
+# that holds them (a class's hooks capture its fields' hooks)
+register_wire_class(ToolCallRequest)
+
+register_wire_class(
+    ToolCallEvent,
+    tag_key="type",
+    tag="tool/call",
+    union=SessionEvent,
+    union_name="SessionEvent",
+    omit=("attempt",),
+)
+for _cls, _tag in (
+    (ToolProgressEvent, "tool/progress"),
+    (ToolResultEvent, "tool/result"),
+    (ContextMessageEvent, "context/message"),
+    (BatchStartEvent, "batch/start"),
+    (BatchEndEvent, "batch/end"),
+    (TurnStartEvent, "turn/start"),
+    (TurnEndEvent, "turn/end"),
+    (ApprovalAskedEvent, "approval/asked"),
+    (ApprovalDecidedEvent, "approval/decided"),
+    (ApprovalPolicyEvent, "approval/policy"),
+    (ApprovalRevokedEvent, "approval/revoked"),
+):
+    register_wire_class(
+        _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"
+    )
+del _cls, _tag
+
+
+def _unstructure_turn_end(event: TurnEndEvent) -> dict[str, Any]:
+    # the original nests the reason: {"type": "turn/end", "turn": 1, "reason": {"kind": ...}}
+    return {"type": "turn/end", "turn": event.turn, "reason": {"kind": event.kind}}
+
+
+def _structure_turn_end(value: object, _tp: object) -> TurnEndEvent:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object (TurnEndEvent), got {type(value).__name__}")
+    data = cast("dict[str, object]", value)
+    if data.get("type") != "turn/end":
+        raise ValueError(f'expected type "turn/end" for TurnEndEvent, got {data.get("type")!r}')
+    extra = sorted(set(data) - {"type", "turn", "reason"})
+    if extra:
+        raise ValueError(f"TurnEndEvent has unknown keys: {', '.join(extra)}")
+    reason = data.get("reason")
+    if not isinstance(reason, dict) or set(cast("dict[str, object]", reason)) != {"kind"}:
+        raise ValueError('TurnEndEvent "reason" must be an object with exactly a "kind"')
+    kind = cast("dict[str, object]", reason)["kind"]
+    turn = data.get("turn")
+    if type(turn) is not int or type(kind) is not str:
+        raise TypeError('TurnEndEvent needs an integer "turn" and a string reason "kind"')
+    return TurnEndEvent(turn=turn, kind=kind)
+
+
+converter.register_unstructure_hook(TurnEndEvent, _unstructure_turn_end)
+converter.register_structure_hook(TurnEndEvent, _structure_turn_end)
+
+
+def event_to_wire(event: SessionEvent) -> dict[str, Any]:
+    """The wire JSON of ``event`` (what :data:`~dsh_tools.converter` gives)."""
+    wire: dict[str, Any] = converter.unstructure(event)
+    return wire
+
+
+def session_event_from_json(data: object) -> SessionEvent:
+    """Read one session event from its wire JSON (a ``dict`` as ``json.loads`` gives it).
+
+    Strict, like :data:`~dsh_tools.converter`: an unknown ``type`` tag or key, a missing key or
+    a value of the wrong JSON type is an error, never guessed at.
+
+    Raises:
+        ValueError: ``data`` is not the wire shape of an event; the message lists every
+            problem with its path in wire names (``required field missing @ $.callId``).
+    """
+    try:
+        # cattrs cannot type a union alias as a target: the cast stays here, not at callers
+        event: object = converter.structure(data, SessionEvent)  # pyright: ignore[reportArgumentType, reportUnknownVariableType]
+    except (ValueError, TypeError) as exc:
+        raise ValueError(_describe_error(exc)) from exc
+    except cattrs.BaseValidationError as exc:
+        raise ValueError("; ".join(wire_error_messages(exc))) from exc
+    return cast("SessionEvent", event)
+
+
+def _describe_error(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def row_text(event: SessionEvent) -> str:
+    """One event as a database log stores it: its JSON Lines line, without the newline."""
+    return encode_event_line(event)[:-1].decode("utf-8")
+
+
+def encode_event_line(event: SessionEvent) -> bytes:
+    """One event's line as written to a JSON Lines log (UTF-8, newline-terminated)."""
+    line = json.dumps(
+        event_to_wire(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+    try:
+        data = line.encode("utf-8")
+    except UnicodeEncodeError:
+        # lone surrogates can only occur inside JSON strings: their \u escape is lossless
+        data = _SURROGATE.sub(_escape_surrogate, line).encode("utf-8")
+    return data + b"\n"
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def events_from_rows(rows: Iterable[tuple[object, ...]], name: str) -> list[SessionEvent]:
+    """The events of a database log's rows ``(seq, JSONL line)``, read in ``seq`` order
+    (internal: the SQLite and PostgreSQL logs).
+
+    Raises:
+        SessionLogCorruptError: a gap in the sequence numbers, or a row that is not text, not
+            JSON or not a session event (``name`` and the 1-based row number say where).
+    """
+    events: list[SessionEvent] = []
+    for number, (seq, text) in enumerate(rows, start=1):
+        if seq != number - 1:
+            raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
+        if not isinstance(text, str):
+            raise SessionLogCorruptError(name, number, "not text")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
+        events.append(event_at(data, name, number))
+    return events
+
+
+def event_at(data: object, name: str, number: int) -> SessionEvent:
+    """The event a log's line or row ``number`` holds (``data``: its JSON)."""
+    try:
+        return session_event_from_json(data)
+    except (ValueError, RecursionError) as exc:
+        raise SessionLogCorruptError(
+            name, number, f"not a session event ({json_problem(exc)})"
+        ) from exc
+
+
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` or :func:`session_event_from_json` refused a line, for an error."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if str(exc).startswith("Exceeds the limit"):
+        return f"a number longer than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
+
+
+def parse_lines(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
+    """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
+    last complete event lacks its newline).
+    """
+    events: list[SessionEvent] = []
+    start = 0
+    number = 0
+    size = len(raw)
+    while start < size:
+        number += 1
+        end = raw.find(b"\n", start)
+        last = end == -1
+        chunk = raw[start:] if last else raw[start:end]
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if last:  # a write torn inside a multi-byte character
+                return events, start, False
+            raise SessionLogCorruptError(name, number, "not UTF-8 text") from exc
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            # not JSON, or JSON no event can be: nested deeper than the recursion limit, or a
+            # number longer than int() converts (ValueError). Last, it reads as a torn write: no
+            # proper prefix of an event line is JSON, and no event holds either.
+            if last:
+                return events, start, False
+            raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
+        events.append(event_at(data, name, number))
+        if last:
+            return events, None, True
+        start = end + 1
+    return events, None, False

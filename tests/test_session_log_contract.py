@@ -1,0 +1,182 @@
+"""The session-log contract, once for every store: in memory, JSON Lines, SQLite and PostgreSQL.
+
+What every log promises (numbering, reading back, a closed log refused, the context manager,
+the ``repr``, the warning of a log dropped while open, reopening continues the numbering, a
+second writer refused) is checked here against each store the same way; what only one store
+does (a torn JSONL line, a SQLite format check, a PostgreSQL lost lock) stays in its own module.
+"""
+
+from __future__ import annotations
+
+import gc
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_tools import (
+    BatchEndEvent,
+    BatchStartEvent,
+    JsonlSessionLog,
+    MemorySessionLog,
+    SessionLog,
+    SessionLogLockedError,
+    SqliteSessionLog,
+    ToolCallEvent,
+    ToolCallRequest,
+    TurnStartEvent,
+)
+from support import postgres_dsn
+
+EVENTS = [
+    TurnStartEvent(turn=1),
+    BatchStartEvent(
+        turn=1,
+        step=0,
+        batch_id="b1",
+        calls=(ToolCallRequest(call_id="c1", name="t", arguments='{"n": 1}'),),
+    ),
+    ToolCallEvent(turn=1, step=0, call_id="c1", name="t", arguments='{"n": 1}'),
+    BatchEndEvent(turn=1, step=0, batch_id="b1", reason="completed"),
+]
+
+Opener = Callable[[], Any]
+
+
+def _jsonl(tmp_path: Path) -> Opener:
+    path = tmp_path / "log.jsonl"
+    return lambda: JsonlSessionLog(path)
+
+
+def _sqlite(tmp_path: Path) -> Opener:
+    path = tmp_path / "log.db"
+    return lambda: SqliteSessionLog(path, session_id="s")
+
+
+def _postgres(tmp_path: Path) -> Opener:
+    from dsh_tools.postgres import PostgresSessionLog
+
+    dsn = postgres_dsn()
+    session = f"contract-{uuid.uuid4()}"
+    return lambda: PostgresSessionLog(dsn, session)
+
+
+STORES: dict[str, Callable[[Path], Opener]] = {
+    "jsonl": _jsonl,
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def open_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens a log of one stored kind; every call reaches the same log (the same file, database
+    and session), so a test can reopen it. What it opened is closed after the test."""
+    factory = STORES[request.param](tmp_path)
+    opened: list[Any] = []
+
+    def reopen() -> Any:
+        log = factory()
+        opened.append(log)
+        return log
+
+    yield reopen
+    for log in opened:
+        log.close()
+
+
+@pytest.fixture(params=["memory", *sorted(STORES)])
+def fresh_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionLog]:
+    """A new, empty log of every kind, the in-memory one included."""
+    log: Any = (
+        MemorySessionLog() if request.param == "memory" else STORES[request.param](tmp_path)()
+    )
+    yield log
+    getattr(log, "close", lambda: None)()
+
+
+def test_appends_are_numbered_from_zero_and_read_back_equal_in_order(
+    fresh_log: SessionLog,
+) -> None:
+    seqs = [fresh_log.append(event) for event in EVENTS]
+
+    assert (list(range(len(EVENTS))), EVENTS) == (seqs, fresh_log.events())
+    assert fresh_log.events() is not fresh_log.events()  # a fresh list each time
+
+
+def test_a_value_that_is_not_an_event_is_refused_and_nothing_is_stored(
+    fresh_log: SessionLog,
+) -> None:
+    with pytest.raises(TypeError, match="event must be a session event, not dict"):
+        fresh_log.append({"type": "tool/call"})  # pyright: ignore[reportArgumentType]
+
+    assert (0, [EVENTS[0]]) == (fresh_log.append(EVENTS[0]), fresh_log.events())
+
+
+def test_reopening_continues_the_numbering(open_log: Opener) -> None:
+    with open_log() as log:
+        log.append(EVENTS[0])
+        log.append(EVENTS[1])
+
+    with open_log() as again:
+        seq = again.append(EVENTS[2])
+        events = again.events()
+
+    assert (2, EVENTS[:3]) == (seq, events)
+
+
+def test_a_closed_log_refuses_appends_and_reads_naming_its_class(open_log: Opener) -> None:
+    log = open_log()
+    name = type(log).__name__
+    log.close()
+    log.close()  # closing twice does nothing
+
+    with pytest.raises(ValueError, match=rf"^append to a closed {name} \("):
+        log.append(EVENTS[0])
+    with pytest.raises(ValueError, match=rf"^events\(\) of a closed {name} \("):
+        log.events()
+    assert log.closed
+
+
+def test_the_context_manager_closes_and_repr_tells_the_state(open_log: Opener) -> None:
+    with open_log() as log:
+        log.append(EVENTS[0])
+        open_repr = repr(log)
+    closed_repr = repr(log)
+
+    name = type(log).__name__
+    assert open_repr.startswith(f"<{name} ")
+    assert open_repr.endswith(" next_seq=1>")
+    assert closed_repr.endswith(" closed>")
+    assert log.closed
+
+
+def test_a_log_dropped_while_open_warns_and_closes(open_log: Opener) -> None:
+    log = open_log()
+    name = type(log).__name__
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log.__del__()
+    gc.collect()
+
+    assert [f"unclosed {name} "] == [
+        str(w.message)[: len(f"unclosed {name} ")]
+        for w in caught
+        if issubclass(w.category, ResourceWarning)
+    ]
+    assert log.closed
+
+
+def test_a_second_writer_of_the_same_log_is_refused_until_the_first_closes(
+    open_log: Opener,
+) -> None:
+    first = open_log()
+    with pytest.raises(SessionLogLockedError):
+        open_log()
+    first.close()
+
+    with open_log() as second:
+        assert 0 == second.append(EVENTS[0])
