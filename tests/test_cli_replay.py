@@ -16,6 +16,7 @@ from dsh_tools import (
     ApprovalRequest,
     GenericCallView,
     JsonlSessionLog,
+    ToolCallRequest,
     ToolCallView,
     ToolRegistry,
     ToolRunContext,
@@ -24,7 +25,7 @@ from dsh_tools import (
 from dsh_tools.__main__ import main
 from dsh_tools.cli.demo import run_demo
 from dsh_tools.cli.replay import main_replay
-from support import registry_with, tool
+from support import registry_with, run_calls, tool
 
 
 async def allow(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
@@ -115,6 +116,52 @@ def test_long_output_is_cut_with_a_count_of_the_rest(demo_log: Path) -> None:
     assert "logs/build.log:12: step 1 ok" in text
     assert "logs/build.log:13: step 1 ok" not in text
     assert "... 188 more lines" in text
+
+
+def test_a_huge_one_line_result_and_huge_arguments_are_cut_to_what_a_screen_shows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "huge.jsonl"
+    registry = registry_with(tool("t", lambda args, context: "x" * 16_000_000))
+    with JsonlSessionLog(path) as session:
+        trio.run(
+            functools.partial(
+                run_calls,
+                registry,
+                ToolCallRequest(call_id="c1", name="t", arguments=f'{{"a": "{"y" * 5_000_000}"}}'),
+                session=session,
+            )
+        )
+
+    code, text, errors = replay(path)
+
+    assert (0, []) == (code, errors)
+    assert "... 15999600 more characters" in text
+    assert len(text) < 20_000  # both cards hold a screenful, not megabytes
+
+
+def test_many_short_lines_are_cut_with_a_count_of_the_rest_and_crlf_reads_as_one_end(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lines.jsonl"
+    output = "\r\n".join(f"line {n}" for n in range(100)) + "\r\n"
+    registry = registry_with(tool("t", lambda args, context: output))
+    with JsonlSessionLog(path) as session:
+        trio.run(
+            functools.partial(
+                run_calls,
+                registry,
+                ToolCallRequest(call_id="c1", name="t", arguments="{}"),
+                session=session,
+            )
+        )
+
+    _code, text, _errors = replay(path)
+
+    assert "line 11" in text
+    assert "line 12" not in text
+    assert "... 88 more lines" in text
+    assert "\\r" not in text
 
 
 def test_a_torn_last_line_is_skipped_and_the_file_is_not_touched(

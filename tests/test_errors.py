@@ -249,6 +249,15 @@ def test_a_number_prints_as_javascript_prints_it(number: float, text: str) -> No
     assert text == format_js_number(number)
 
 
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [(10**5000, "1e+5000"), (-3 * 10**4400, "-3e+4400"), (2**20000, "3.98028e+6020")],
+    ids=["10**5000", "-3*10**4400", "2**20000"],
+)
+def test_an_int_too_long_for_str_prints_in_exponent_form(number: int, text: str) -> None:
+    assert text == format_js_number(number)
+
+
 def test_json_in_messages_prints_numbers_as_javascript_does() -> None:
     value = {"a": [1.0, 2.5, True, None, "é"], "b": {"c": 1e-7}}
 

@@ -421,6 +421,50 @@ async def test_the_budget_starts_again_in_the_next_turn() -> None:
     assert [False, False, True] == [batch.results[0].is_error for batch in (first, second, same)]
 
 
+async def test_concurrent_batches_behind_an_awaiting_listener_share_one_budget(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    registry = _registry(_tool("t", _ok))
+    install_call_budget(registry, per_tool=3)
+
+    async def slow_approval(execution: Any, next: Any) -> Any:
+        await trio.sleep(1)  # a listener after the budget that waits (a user deciding)
+        return await next()
+
+    registry.hooks.pre_execute.add(slow_approval)
+    from dsh_tools import CancelSignal, run_tool_calls
+
+    batches: list[Any] = []
+
+    async def one_batch(prefix: str) -> None:
+        calls = [request(f"{prefix}{n}", "t", f'{{"n": {n}}}') for n in range(5)]
+        batches.append(await run_tool_calls(registry, calls, signal=CancelSignal.never(), turn=1))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(one_batch, "a")
+        nursery.start_soon(one_batch, "b")
+
+    allowed = [r for batch in batches for r in batch.results if not r.is_error]
+    assert 3 == len(allowed)
+
+
+async def test_a_call_the_rest_of_the_waterfall_denies_gives_its_place_back() -> None:
+    registry = _registry(_tool("t", _ok))
+    install_call_budget(registry, per_tool=1)
+    from dsh_tools import Deny
+
+    async def deny_first(execution: Any, next: Any) -> Any:
+        if execution.call_id == "a":
+            return Deny("not this one")
+        return await next()
+
+    registry.hooks.pre_execute.add(deny_first)
+
+    batch = await run_calls(registry, request("a", "t", '{"n": 1}'), request("b", "t", '{"n": 2}'))
+
+    assert ["Error: not this one", "ok"] == [_text(result) for result in batch.results]
+
+
 @pytest.mark.parametrize(
     ("options", "error", "text"),
     [

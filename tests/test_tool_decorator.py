@@ -297,6 +297,64 @@ async def test_a_plain_def_runs_in_a_worker_thread_through_the_registry() -> Non
     assert ("42", [False]) == (first_text(result), threads)
 
 
+async def _through(registry: ToolRegistry, name: str, arguments: object) -> str:
+    result = await registry.execute(
+        ToolExecutionInput(
+            call_id="c1", name=name, arguments=snapshot_json(arguments), signal=CancelSignal.never()
+        )
+    )
+    assert not result.is_error, first_text(result)
+    return first_text(result)
+
+
+async def test_a_function_that_returns_nothing_succeeds_with_the_json_text_null() -> None:
+    registry = ToolRegistry()
+    done: list[str] = []
+
+    @registry.tool
+    async def deploy(target: str) -> None:
+        done.append(target)
+
+    @registry.tool
+    def archive(target: str):
+        done.append(target)
+
+    @registry.tool
+    async def maybe(target: str) -> str | None:
+        return None if target == "none" else target
+
+    texts = [
+        await _through(registry, "deploy", {"target": "prod"}),
+        await _through(registry, "archive", {"target": "old"}),
+        await _through(registry, "maybe", {"target": "none"}),
+        await _through(registry, "maybe", {"target": "x"}),
+    ]
+
+    assert (["null", "null", "null", "x"], ["prod", "old"]) == (texts, done)
+
+
+async def test_each_call_gets_its_own_copy_of_a_mutable_default() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def tag(name: str, tags: list[str] = ["seed"], seen: list[int] = []) -> str:  # noqa: B006
+        tags.append(name)
+        seen.append(len(seen))
+        return f"{tags} {seen}"
+
+    first = await _through(registry, "tag", {"name": "a"})
+    second = await _through(registry, "tag", {"name": "b"})
+    given = await _through(registry, "tag", {"name": "c", "tags": ["x"]})
+
+    assert ["['seed', 'a'] [0]", "['seed', 'b'] [0]", "['x', 'c'] [0]"] == [
+        first,
+        second,
+        given,
+    ]
+    # the schema still shows the default the model may rely on
+    assert ["seed"] == thaw_json(tag.parameters)["properties"]["tags"]["default"]
+
+
 # --- registry.tool -----------------------------------------------------------------------------
 
 

@@ -99,15 +99,28 @@ def _group_message(group: BaseExceptionGroup[BaseException]) -> str:
     )
 
 
+def _huge_int_text(integer: int) -> str:
+    """An int too long for ``str``, in exponent form (math.log10 takes any int, in little time)."""
+    magnitude = math.log10(abs(integer))
+    exponent = math.floor(magnitude)
+    mantissa = f"{10 ** (magnitude - exponent):.6g}"
+    return f"{'-' if integer < 0 else ''}{mantissa}e+{exponent}"
+
+
 def format_js_number(value: float) -> str:
     """``value`` as JavaScript's ``String(number)`` prints it, for model-facing text.
 
     An integral float prints without ``.0`` (``3.0`` -> ``3``), large and small magnitudes
     switch to exponent form where JavaScript does (``1e21``, ``1e-7``), and ``-0.0`` prints as
-    ``0``. Python ints print in full.
+    ``0``. Python ints print in full, up to the digits Python converts (4,300 by default); a
+    longer one prints in exponent form, its leading digits approximate (``1e+5000``).
     """
     if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-        return str(int(value))
+        integer = int(value)
+        try:
+            return str(integer)
+        except ValueError:  # beyond sys.get_int_max_str_digits()
+            return _huge_int_text(integer)
     number = float(value)
     if math.isnan(number):
         return "NaN"

@@ -10,6 +10,8 @@ Each tool is one attack on ``mount_mcp``:
 - ``huge_number``: valid text content with ``structuredContent`` that is not lossless JSON (an
   integer beyond 2**53);
 - ``backtrack``: an input schema whose ``pattern`` backtracks catastrophically (``^(a+)+$``);
+- ``lookaround``: a ``pattern`` with a lookahead, which a linear-time matcher cannot run (the
+  mount warns and leaves it to the server);
 - ``terminal``: text content full of terminal escape sequences and markup (data for the model:
   it passes through unchanged);
 - ``echo``: a well-behaved tool, to show the rest still mount and run.
@@ -52,6 +54,13 @@ TOOLS: Final = [
         input_schema={
             "type": "object",
             "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+        },
+    ),
+    types.Tool(
+        name="lookaround",
+        input_schema={
+            "type": "object",
+            "properties": {"user": {"type": "string", "pattern": "^(?!admin)"}},
         },
     ),
     types.Tool(name="terminal", input_schema={"type": "object"}),

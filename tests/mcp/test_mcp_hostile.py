@@ -1,6 +1,6 @@
 """mount_mcp against a hostile server (``hostile_mcp_server.py``): one bad tool never sinks a
-mount, a result that is not lossless JSON keeps its text, and a server's schema can never block
-the event loop past the batch's deadline."""
+mount, a result that is not lossless JSON keeps its text, and a server's regular expression can
+never block the event loop."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ from pathlib import Path
 
 import mcp
 import pytest
-import trio
-import trio.testing
 from hostile_mcp_server import HUGE, TERMINAL_TEXT, server
 
 from dsh_tools import (
-    CancelController,
     CancelSignal,
     TextBlock,
     ToolCallRequest,
@@ -26,7 +23,7 @@ from dsh_tools import (
 from dsh_tools.mcp import mount_mcp
 
 SERVER = Path(__file__).with_name("hostile_mcp_server.py")
-MOUNTED = ("huge_number", "backtrack", "terminal", "echo")
+MOUNTED = ("huge_number", "backtrack", "lookaround", "terminal", "echo")
 
 
 def call(name: str, arguments: str = "{}", call_id: str = "c1") -> ToolCallRequest:
@@ -79,24 +76,38 @@ async def test_tool_text_full_of_escape_sequences_reaches_the_model_unchanged() 
     assert [TERMINAL_TEXT] == texts(batch.results[0])
 
 
-async def test_a_catastrophic_pattern_never_blocks_the_loop_past_the_batchs_deadline(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
+@pytest.mark.parametrize("length", [25, 60, 100_000])
+async def test_a_catastrophic_pattern_is_matched_in_linear_time_on_the_loop(length: int) -> None:
+    # ^(a+)+$ against "aaa...a!": Python's re backtracks 2**length steps holding the GIL (at
+    # 60 characters, longer than the universe has existed), so this test can only end if the
+    # server's pattern runs on a linear-time engine
     registry = ToolRegistry()
     async with mcp.Client(server) as client, mount_mcp(registry, client):
-        started = trio.current_time()
-        interrupt = CancelController(deadline=started + 0.5)
-        # matching this against ^(a+)+$ backtracks for seconds: validated on the loop, the
-        # deadline could only be seen after it; in a worker thread the call aborts on time
         batch = await run_tool_calls(
             registry,
-            [call("backtrack", '{"s": "' + "a" * 25 + '!"}'), call("echo", call_id="c2")],
-            signal=interrupt.signal,
+            [call("backtrack", '{"s": "' + "a" * length + '!"}'), call("echo", call_id="c2")],
+            signal=CancelSignal.never(),
         )
-        assert 0.5 == pytest.approx(trio.current_time() - started)
-    assert ["ABORTED", "ABORTED_BEFORE_DISPATCH"] == [
-        result.error.code if result.error else "ok" for result in batch.results
-    ]
+    (rejected,) = texts(batch.results[0])
+    assert rejected.startswith('Error: invalid arguments: "s" \'aaa')
+    assert rejected.endswith("a!' does not match '^(a+)+$'")
+    assert ["echo: {}"] == texts(batch.results[1])
+
+
+async def test_a_pattern_a_linear_matcher_cannot_run_is_left_to_the_server_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+    with caplog.at_level(logging.WARNING, logger="dsh_tools"):
+        async with mcp.Client(server) as client, mount_mcp(registry, client):
+            batch = await run_tool_calls(
+                registry, [call("lookaround", '{"user": "admin"}')], signal=CancelSignal.never()
+            )
+    assert ["lookaround: {'user': 'admin'}"] == texts(batch.results[0])
+    assert [
+        'MCP tool "lookaround": patterns RE2 cannot run (backreferences, lookaround) are left '
+        'for the server to check: "^(?!admin)"'
+    ] == [r.getMessage() for r in caplog.records if "RE2" in r.getMessage()]
 
 
 async def test_a_pattern_that_matches_quickly_is_still_validated() -> None:

@@ -9,10 +9,13 @@ the instance's fields as keyword arguments.
 
 from __future__ import annotations
 
+import copy
+import enum
 import inspect
+import types
 import typing
 from collections.abc import Awaitable, Callable
-from typing import Any, Unpack, overload
+from typing import Any, Final, Unpack, overload
 
 import attrs
 
@@ -72,8 +75,11 @@ def tool(
     description (its text before the parameter sections) and each property's description.
 
     The body receives validated, typed values as keyword arguments; an absent optional
-    parameter gets the function's default (``None`` for ``X | None`` without one). A plain
-    ``def`` runs in a worker thread, as any sync body.
+    parameter gets the function's default (``None`` for ``X | None`` without one), a copy of it
+    when it is mutable (a ``list``, a ``dict``, ...), so no call sees what another did to it. A
+    plain ``def`` runs in a worker thread, as any sync body. The function returns what a body
+    returns (text, content blocks, any JSON value); a function that returns ``None`` succeeds
+    with the JSON text ``null``.
 
     Args:
         fn: the function, when used as ``@tool`` without parentheses.
@@ -130,6 +136,8 @@ def _function_tool(
     doc = _parse_docstring(inspect.getdoc(fn) or "")
     fields: dict[str, Any] = {}
     passed: list[str] = []  # what the generated body passes, in the signature's order
+    # mutable defaults, by parameter: each call that gets one gets a copy of it
+    copied: dict[str, object] = {}
     for parameter in signature.parameters.values():
         shown = parameter.name
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -150,6 +158,9 @@ def _function_tool(
         if annotation is inspect.Parameter.empty:
             raise TypeError(f'@tool {label}: parameter "{shown}" has no annotation')
         value = "context" if annotation is ToolRunContext else f"args.{parameter.name}"
+        if annotation is not ToolRunContext and _mutable(parameter.default):
+            copied[parameter.name] = parameter.default
+            value = f"(_copy({value}) if {value} is _default_{parameter.name} else {value})"
         keyword = parameter.kind is inspect.Parameter.KEYWORD_ONLY
         passed.append(f"{parameter.name}={value}" if keyword else value)
         if annotation is ToolRunContext:
@@ -181,7 +192,7 @@ def _function_tool(
             getattr(fn, "__name__", "") if name is None else name,
             doc.description if description is None else description,
             arguments_class,
-            _body(fn, passed),
+            _body(fn, passed, copied, may_return_none=_may_return_none(hints)),
             options,
             awaited=is_async_body(fn),
         )
@@ -197,23 +208,59 @@ def _function_tool(
 
 
 def _body(
-    fn: ToolFunction, passed: list[str]
+    fn: ToolFunction, passed: list[str], copied: dict[str, object], *, may_return_none: bool
 ) -> Callable[[Any, ToolRunContext], Awaitable[ToolReturn] | ToolReturn]:
     """``(instance, context) -> fn(instance.a, ..., context, ..., k=instance.k)``: ``passed``
-    holds each parameter's value in the signature's order, keyword-only ones as ``name=value``.
+    holds each parameter's value in the signature's order, keyword-only ones as ``name=value``;
+    ``copied`` the mutable defaults, each passed as a copy of itself.
 
     Generated, as attrs generates ``__init__``: reading each field by name and passing it
     positionally (keyword-only parameters by keyword) costs as little as a hand-written body
     reading the attrs instance; a keyword call would make the interpreter match each name.
-    ``fn`` is a default argument, a local to the body rather than a global lookup. It is a plain
+    ``fn`` is a default argument, a local to the body rather than a global lookup. For a
+    function whose annotation says it returns something other than ``None``, it is a plain
     function even for an ``async def`` ``fn``: it returns ``fn``'s coroutine, which the
-    definition's ``execute`` awaits itself (``awaited=``), so no frame sits between them.
+    definition's ``execute`` awaits itself (``awaited=``), so no frame sits between them. For a
+    function that may return ``None`` (no return annotation, or one that admits ``None``), the
+    body turns ``None`` into the JSON text ``null`` (an ``async def`` body then awaits ``fn``).
     """
-    source = f"def call(args, context, fn=fn):\n    return fn({', '.join(passed)})\n"
-    namespace: dict[str, Any] = {"fn": fn}
+    call = f"fn({', '.join(passed)})"
+    defaults = "".join(f", _default_{name}=_default_{name}" for name in copied)
+    head = f"(args, context, fn=fn, _copy=_copy{defaults}):\n"
+    if not may_return_none:
+        source = f"def call{head}    return {call}\n"
+    else:
+        awaited = "await " if is_async_body(fn) else ""
+        source = (
+            f"{'async ' if awaited else ''}def call{head}"
+            f"    returned = {awaited}{call}\n"
+            '    return "null" if returned is None else returned\n'
+        )
+    namespace: dict[str, Any] = {"fn": fn, "_copy": copy.deepcopy}
+    namespace.update({f"_default_{name}": value for name, value in copied.items()})
     # parameter names are identifiers (the signature guarantees it): nothing else is formatted in
     exec(compile(source, f"<@tool {getattr(fn, '__name__', 'function')}>", "exec"), namespace)
     return namespace["call"]
+
+
+# defaults no call can change: passed as they are
+_IMMUTABLE: Final = (type(None), bool, int, float, complex, str, bytes, enum.Enum)
+
+
+def _mutable(default: object) -> bool:
+    return default is not inspect.Parameter.empty and not isinstance(default, _IMMUTABLE)
+
+
+def _may_return_none(hints: dict[str, Any]) -> bool:
+    """Whether the function's return annotation admits ``None`` (or it has none)."""
+    if "return" not in hints:
+        return True
+    returned = hints["return"]
+    if returned is None or returned is type(None) or returned is Any or returned is object:
+        return True
+    if typing.get_origin(returned) in (typing.Union, types.UnionType):
+        return any(_may_return_none({"return": arm}) for arm in typing.get_args(returned))
+    return False
 
 
 @attrs.frozen

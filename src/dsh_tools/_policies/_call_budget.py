@@ -35,6 +35,12 @@ class _TurnCounts:
         self.per_tool: dict[str, int] = {}
         self.repeats: dict[tuple[str, str], int] = {}
 
+    def count(self, name: str, key: tuple[str, str] | None, step: int) -> None:
+        self.total += step
+        self.per_tool[name] = self.per_tool.get(name, 0) + step
+        if key is not None:
+            self.repeats[key] = self.repeats.get(key, 0) + step
+
 
 def install_call_budget(
     registry: ToolRegistry,
@@ -52,7 +58,10 @@ def install_call_budget(
     reached its limit of <n> tool calls; ...``), or when it would be the ``repeat_limit``-th
     call of the same tool with the same arguments this turn (``Error: tool "<name>" was
     already called <n> times this turn with exactly these arguments; ...``). A denied call
-    does not count.
+    does not count. A call counts from the moment this policy lets it through: while a later
+    listener still decides on it (an approval, say), other calls of the agent, in this batch
+    or a concurrent one, are counted against a budget that includes it; if the call is then not
+    allowed, its place is given back.
 
     Args:
         registry: the registry whose calls are counted.
@@ -106,12 +115,17 @@ def install_call_budget(
             seen = state.repeats.get(key, 0)
             if seen + 1 >= repeats:
                 return Deny(call_budget_repeated(name, seen + 1))  # noqa: ASYNC910
-        decision = await next()
-        if isinstance(decision, Allow) and not isinstance(decision, Deny):
-            state.total += 1
-            state.per_tool[name] = used + 1
-            if key is not None:
-                state.repeats[key] = state.repeats.get(key, 0) + 1
+        # counted now, at the decision, and given back if the rest of the waterfall does not
+        # allow the call: a listener after this one may wait (an approval), and concurrent
+        # batches of the agent decide meanwhile against the count that includes this call
+        state.count(name, key, 1)
+        try:
+            decision = await next()
+        except BaseException:
+            state.count(name, key, -1)
+            raise
+        if not isinstance(decision, Allow) or isinstance(decision, Deny):
+            state.count(name, key, -1)
         return decision
 
     return registry.hooks.pre_execute.add(budget)

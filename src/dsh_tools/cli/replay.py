@@ -84,25 +84,42 @@ def _texts(content: Iterable[object] | None) -> str:
 
 
 def _line(text: str) -> str:
-    """Text from the log, safe to show on one line (a call id, a name, a title)."""
+    """Text from the log, safe to show on one line (a call id, a name, a title), cut to
+    :data:`MAX_LINE_CHARS` characters.
+    """
+    if len(text) > MAX_LINE_CHARS:
+        cut = len(text) - MAX_LINE_CHARS
+        return f"{printable(text[:MAX_LINE_CHARS], multiline=False)} ... {cut} more characters"
     return printable(text, multiline=False)
 
 
-def _shown(text: str, style: str = "") -> Text:
-    """Text from the log as a ``Text`` (never markup), newlines kept, controls made visible."""
-    return Text(printable(text), style)
-
-
 MAX_LINES = 12
-"""Result text longer than this is cut (the log keeps all of it)."""
+"""Text from the log longer than this many lines is cut (the log keeps all of it)."""
+
+MAX_LINE_CHARS = 400
+"""A shown line longer than this is cut too."""
 
 
-def _clip(text: str) -> Text:
-    lines = printable(text).rstrip("\n").split("\n")
-    if len(lines) <= MAX_LINES:
-        return Text("\n".join(lines))
-    shown = Text("\n".join(lines[:MAX_LINES]))
-    shown.append(f"\n... {len(lines) - MAX_LINES} more lines", "dim")
+def _shown(text: str, style: str = "") -> Text:
+    """Text from the log as a ``Text`` (never markup), newlines kept, controls made visible,
+    cut to :data:`MAX_LINES` lines of :data:`MAX_LINE_CHARS` characters with a count of the
+    rest. Only what is shown is escaped and laid out, so a log line of many megabytes costs a
+    scan, not a layout of all of it.
+    """
+    text = text.replace("\r\n", "\n").rstrip("\n")
+    lines = text.split("\n", MAX_LINES)
+    more_lines = 0
+    if len(lines) > MAX_LINES:
+        more_lines = lines.pop().count("\n") + 1
+    shown = Text(style=style)
+    for number, line in enumerate(lines):
+        if number:
+            shown.append("\n")
+        shown.append(printable(line[:MAX_LINE_CHARS]))
+        if len(line) > MAX_LINE_CHARS:
+            shown.append(f" ... {len(line) - MAX_LINE_CHARS} more characters", "dim")
+    if more_lines:
+        shown.append(f"\n... {more_lines} more lines", "dim")
     return shown
 
 
@@ -155,7 +172,7 @@ def _result_card(event: ToolResultEvent, view: ToolResultView) -> Panel:
     parts: list[RenderableType] = []
     if isinstance(view, TerminalResultView):
         if view.output:
-            parts.append(_clip(view.output))
+            parts.append(_shown(view.output))
         if view.exit_code is not None:
             parts.append(Text(f"exit {view.exit_code}", "green" if view.exit_code == 0 else "red"))
         if view.signal is not None:
@@ -163,7 +180,7 @@ def _result_card(event: ToolResultEvent, view: ToolResultView) -> Panel:
     elif isinstance(view, DiffResultView):
         parts.extend(_diff(diff) for diff in view.diffs)
     elif isinstance(view, GenericResultView):  # pyright: ignore[reportUnnecessaryIsInstance]
-        parts.append(_clip(_texts(view.content)))
+        parts.append(_shown(_texts(view.content)))
     title = Text.assemble((_line(event.call_id), "bold"), " ", (status, style))
     if view.title:
         title.append(f" {_line(view.title)}")

@@ -16,7 +16,9 @@ try:
     from ._stdio import STDERR_LOGGER as STDERR_LOGGER
     from ._stdio import open_stdio_client as open_stdio_client
 except ModuleNotFoundError as exc:
-    raise_missing_extra(exc, "mcp", "mcp >= 2 and jsonschema", ("mcp", "jsonschema"))
+    raise_missing_extra(
+        exc, "mcp", "mcp >= 2, jsonschema and google-re2", ("mcp", "jsonschema", "re2")
+    )
 
 # what the two modules export is what this package publishes
 __all__: list[str] = []

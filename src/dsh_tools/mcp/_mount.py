@@ -7,13 +7,10 @@ client, and maps the MCP result onto a tool result. ``mount_mcp`` owns one backg
 
 A server is untrusted input: a tool it lists that cannot be mounted (an empty name, a schema
 that is not lossless JSON) is skipped with a warning; structured content that is not lossless
-JSON is dropped with a warning and the text kept; and validating arguments against a schema the
-server wrote runs in a worker thread when the schema holds a regular expression, because a
-``pattern`` can backtrack for minutes (``^(a+)+$`` against ``"aaaa...!"``) and ``re`` cannot be
-interrupted: on the event loop it would block every task, deadlines included. The call waits for the thread as a checkpoint, so the batch's
-signal cancels it on time; the thread is abandoned (it ends when the match does, its answer
-is dropped). A mount runs at most four validations at a time, so a server
-cannot pile up runaway threads: later calls wait for a slot, still cancellable.
+JSON is dropped with a warning and the text kept; and the server's regular expressions are
+matched with RE2, in time linear in the argument (``_patterns``): a ``pattern`` such as
+``^(a+)+$`` would make ``re`` backtrack for minutes while holding the GIL, which no thread and
+no deadline can interrupt.
 """
 
 from __future__ import annotations
@@ -52,6 +49,8 @@ from dsh_tools import (
 )
 from dsh_tools._for_integrations import check_seconds
 
+from ._patterns import linear_validator, needs_backtracking, unmatched_patterns
+
 __all__ = [
     "MCP_TOOL_ERROR",
     "McpConnectionError",
@@ -65,9 +64,6 @@ logger: Final = logging.getLogger("dsh_tools")
 
 MCP_TOOL_ERROR: Final = "MCP_TOOL_ERROR"
 """The error code of a result the MCP server itself marked ``isError``."""
-
-_VALIDATION_THREADS: Final = 4
-"""How many argument validations of one mount may run at once (each in a worker thread)."""
 
 MountTarget: TypeAlias = ToolRegistry | ToolScope
 """Where ``mount_mcp`` registers the server's tools."""
@@ -165,11 +161,29 @@ class _ArgsChecker:
         except RecursionError:
             logger.warning('MCP tool "%s" has an input schema too deep to check', name)
             return cls(None, f'tool "{name}" has an invalid input schema: nested too deeply')
-        return cls(validator_class(schema), None)
+        if needs_backtracking(schema):
+            logger.warning(
+                'MCP tool "%s": its input schema pairs patternProperties with '
+                "unevaluatedProperties, which only a backtracking matcher resolves; "
+                "its arguments are left for the server to check",
+                name,
+            )
+            return cls(None, None)
+        unmatched = unmatched_patterns(schema)
+        if unmatched:
+            logger.warning(
+                'MCP tool "%s": patterns RE2 cannot run (backreferences, lookaround) are left '
+                "for the server to check: %s",
+                name,
+                ", ".join(json.dumps(pattern, ensure_ascii=False) for pattern in unmatched),
+            )
+        return cls(linear_validator(validator_class)(schema), None)
 
     def check(self, arguments: object) -> None:
         if self.validator is None:
-            raise HarnessError(self.schema_error or "invalid input schema", "UNSUPPORTED_SCHEMA")
+            if self.schema_error is None:
+                return  # left for the server to check
+            raise HarnessError(self.schema_error, "UNSUPPORTED_SCHEMA")
         # jsonschema reports in the schema's own keyword and property order: deterministic
         violations = dict.fromkeys(
             _violation(error) for error in self.validator.iter_errors(cast(Any, arguments))
@@ -240,7 +254,6 @@ def _definition(
     client: mcp.Client,
     tool: mcp.types.Tool,
     name: str,
-    validations: trio.CapacityLimiter,
     options: _Options,
 ) -> ToolDefinition:
     """The mounted tool, or a ``TypeError`` / ``ValueError`` when the server's tool cannot be
@@ -252,19 +265,10 @@ def _definition(
     # fails before the (slower) schema check when the schema is not lossless JSON
     parameters = snapshot_json(tool.input_schema)
     checker = _ArgsChecker.for_schema(name, tool.input_schema)
-    # only a regular expression can make jsonschema run without bound on a small argument
-    in_thread = _uses_regex(parameters)
 
     async def call(arguments: JsonValue, context: ToolRunContext) -> ToolOutput:
         plain = thaw_json(arguments)
-        if in_thread:
-            # the server's pattern may backtrack without bound: off the loop, and abandoned
-            # when the call is cancelled
-            await trio.to_thread.run_sync(
-                checker.check, plain, abandon_on_cancel=True, limiter=validations
-            )
-        else:
-            checker.check(plain)
+        checker.check(plain)  # on the loop: every regular expression runs in linear time
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             # the server's progress notifications become the call's progress (a server that
@@ -300,22 +304,6 @@ def _definition(
         idempotent=idempotent,
         is_concurrency_safe=_read_only if read_only else None,
     )
-
-
-def _uses_regex(schema: JsonValue) -> bool:
-    """Whether a schema holds a ``pattern`` or ``patternProperties`` keyword anywhere (a
-    property that happens to be called so counts too: the cost is only a thread hop).
-    """
-    stack: list[JsonValue] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            stack.extend(node)
-        elif isinstance(node, Mapping):
-            if "pattern" in node or "patternProperties" in node:
-                return True
-            stack.extend(node.values())
-    return False
 
 
 def _fingerprint(tool: mcp.types.Tool) -> str:
@@ -357,9 +345,6 @@ class MountedServer:
     _options: _Options = attrs.field(alias="options", factory=_Options)
     _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _syncs: int = attrs.field(init=False, default=0)
-    _validations: trio.CapacityLimiter = attrs.field(
-        init=False, factory=lambda: trio.CapacityLimiter(_VALIDATION_THREADS)
-    )
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -403,9 +388,7 @@ class MountedServer:
                         continue
                     mounted.pop(name)[1]()
                 try:
-                    definition = _definition(
-                        self._client, tool, name, self._validations, self._options
-                    )
+                    definition = _definition(self._client, tool, name, self._options)
                 except (TypeError, ValueError) as exc:
                     logger.warning("MCP tool %r skipped: %s", tool.name, exc)
                     continue
