@@ -226,6 +226,8 @@ INTERNAL: Final = frozenset(
         ("_scheduling._bodies", "lone_as_itself"),
         ("_scheduling._active", "ACTIVE_BATCH"),
         ("_scheduling._active", "ActiveBatch"),
+        ("_scheduling._stream", "READER_TASK"),
+        ("_scheduling._stream", "read_calls"),
         # the scheduler's way to the pipeline host of the registry it was given
         ("_pipeline._registry", "pipeline_host"),
         # shared between the core's modules: the content and meta readers, the converter's

@@ -298,7 +298,9 @@ def test_check_batch_accepts_a_batch_bracketed_by_batch_start_and_batch_end() ->
 
 def test_check_batch_refuses_a_batch_start_whose_calls_are_not_the_batch() -> None:
     batch, events = _bracketed(start_calls=CALLS[:1])
-    with pytest.raises(AssertionError, match="batch/start does not list the batch's calls"):
+    with pytest.raises(
+        AssertionError, match="batch/start and batch/call do not list the batch's calls"
+    ):
         check_batch(CALLS, batch, events)
 
 

@@ -94,6 +94,7 @@ from ._sessions._events import ApprovalDecidedEvent as ApprovalDecidedEvent
 from ._sessions._events import ApprovalPolicy as ApprovalPolicy
 from ._sessions._events import ApprovalPolicyEvent as ApprovalPolicyEvent
 from ._sessions._events import ApprovalRevokedEvent as ApprovalRevokedEvent
+from ._sessions._events import BatchCallEvent as BatchCallEvent
 from ._sessions._events import BatchEndEvent as BatchEndEvent
 from ._sessions._events import BatchStartEvent as BatchStartEvent
 from ._sessions._events import ContextMessageEvent as ContextMessageEvent
@@ -123,6 +124,7 @@ from ._values._batch import ToolBatch as ToolBatch
 from ._values._batch import ToolBatchInfo as ToolBatchInfo
 from ._values._batch import ToolBatchStatistics as ToolBatchStatistics
 from ._values._batch import ToolCallRequest as ToolCallRequest
+from ._values._batch import ToolStreamError as ToolStreamError
 from ._values._content import ContentBlock as ContentBlock
 from ._values._content import HookContext as HookContext
 from ._values._content import MessageSource as MessageSource
@@ -212,6 +214,7 @@ __all__ = [
     "ApprovalService",
     "ApprovalSetupWarning",
     "Ask",
+    "BatchCallEvent",
     "BatchEndEvent",
     "BatchHook",
     "BatchNext",
@@ -317,6 +320,7 @@ __all__ = [
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
+    "ToolStreamError",
     "TurnEndEvent",
     "TurnStartEvent",
     "UserApproval",

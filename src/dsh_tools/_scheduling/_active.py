@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Sequence
 from typing import Final, Protocol
 
 from dsh_tools._pipeline._results import freeze_context
@@ -24,7 +25,7 @@ class ActiveBatch(Protocol):
     @property
     def active(self) -> bool: ...
     @property
-    def calls(self) -> tuple[ToolCallRequest, ...]: ...
+    def calls(self) -> Sequence[ToolCallRequest]: ...
     @property
     def started(self) -> int: ...
     @property

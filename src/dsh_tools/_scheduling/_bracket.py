@@ -7,20 +7,29 @@ when it raises.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import trio
 
 from dsh_tools._sessions._reader import SessionReader
-from dsh_tools._values._batch import SuspendedCall, ToolBatch
+from dsh_tools._values._batch import SuspendedCall, ToolBatch, ToolStreamError
 from dsh_tools._values._presentation import call_view_of
 
 from ._active import ACTIVE_BATCH
+from ._bodies import lone_as_itself
 from ._lane import Batch
+from ._stream import READER_TASK, read_calls
 
 __all__ = ["run_batch"]
 
 
-async def run_batch(batch: Batch) -> ToolBatch:
-    """Run ``batch`` inside its log bracket, as the current task's active batch."""
+async def run_batch(batch: Batch, stream: AsyncIterator[object] | None = None) -> ToolBatch:
+    """Run ``batch`` inside its log bracket, as the current task's active batch; with a call
+    ``stream``, its reader runs beside the lane (``_stream``).
+
+    Raises:
+        ToolStreamError: the stream raised; the log is balanced and ends ``"failed"``.
+    """
     token = ACTIVE_BATCH.set(batch)
     try:
         # a checkpoint on every path, also when no call runs (empty or pre-cancelled batch)
@@ -28,8 +37,11 @@ async def run_batch(batch: Batch) -> ToolBatch:
         log = batch.log
         if log is not None and not log.started:
             log.start()
-        await batch.run_lane()
-        return _close(batch)
+        if stream is None:
+            await batch.run_lane()
+        else:
+            await lone_as_itself(_run_streamed(batch, stream))
+        result = _close(batch)
     except BaseException as exc:
         # caller-scope cancellation, or the scheduler itself failed: every tool/call we
         # appended still gets its tool/result (synchronously: no checkpoint needed), then
@@ -43,6 +55,20 @@ async def run_batch(batch: Batch) -> ToolBatch:
     finally:
         batch.active = False
         ACTIVE_BATCH.reset(token)
+    if batch.stream_error is not None:
+        raise ToolStreamError(result) from batch.stream_error
+    return result
+
+
+async def _run_streamed(batch: Batch, stream: AsyncIterator[object]) -> None:
+    """The lane, with the stream's reader beside it in a nursery of the batch's own."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_calls, batch, stream, name=READER_TASK)
+        try:
+            await batch.run_lane()
+        finally:
+            # the lane is done (every received call committed, or it failed): stop reading
+            nursery.cancel_scope.cancel()
 
 
 def _close(batch: Batch) -> ToolBatch:
@@ -60,7 +86,10 @@ def _close(batch: Batch) -> ToolBatch:
             log.end("suspended")
         else:
             log.contexts(batch.contexts)
-            log.end("aborted" if batch.signal.cancelled else "completed")
+            if batch.stream_error is not None:
+                log.end("failed")
+            else:
+                log.end("aborted" if batch.signal.cancelled else "completed")
     results = tuple(batch.results)
     assert batch.committed == n  # every call has its result
     return ToolBatch(

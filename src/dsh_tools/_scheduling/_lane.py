@@ -13,7 +13,7 @@ run in ``_bodies``'.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 import attrs
@@ -40,7 +40,7 @@ from dsh_tools._values._content import HookContext
 from dsh_tools._values._definition import runs_in_parallel
 from dsh_tools._values._execution import RunBatch, ToolExecutionResult
 from dsh_tools._values._json import JsonValue
-from dsh_tools._values._signal import CancelSignal
+from dsh_tools._values._signal import CancelSignal, linked_cancel_scope
 
 from ._bodies import BODY_TASK, dispatch_reporting, linked_bodies, lone_as_itself
 from ._capacity import Capacity
@@ -60,7 +60,8 @@ class Batch:
     """
 
     registry: ToolRegistry
-    calls: tuple[ToolCallRequest, ...]
+    # the batch's calls, in model order (a streamed batch's list grows as they arrive)
+    calls: Sequence[ToolCallRequest]
     signal: CancelSignal
     agent: object | None
     cap: int
@@ -93,6 +94,11 @@ class Batch:
     settled: deque[int] = attrs.field(init=False, factory=lambda: deque[int]())
     lot: trio.lowlevel.ParkingLot = attrs.field(init=False, factory=trio.lowlevel.ParkingLot)
     parked: bool = False
+    # a streamed batch: no call arrives any more (exhausted, stopped or failed); a listed
+    # batch's calls are all there from the start
+    stream_done: bool = True
+    # what the call stream raised (the batch then starts no further call)
+    stream_error: BaseException | None = None
     reporter: Callable[[int], None] = attrs.field(init=False)
     # the calls whose approval was deferred (committed with a placeholder, no tool/result),
     # with their arguments
@@ -138,14 +144,71 @@ class Batch:
 
     async def run_lane(self) -> None:  # noqa: ASYNC910 (the bracket checkpoints first)
         """Start every call, barrier by barrier and pool by pool, until the last one has
-        started or the signal fired; every started call has committed when it returns.
+        started (a streamed batch: and no call arrives any more) or the signal fired; every
+        started call has committed when it returns.
         """
-        n = len(self.calls)
-        while self.started < n and not self.signal.cancelled:
-            if self._is_parallel(self.started):
-                await lone_as_itself(self._run_pool())
+        calls = self.calls
+        while not self.signal.cancelled:
+            if self.started < len(calls):
+                if self.stream_error is not None:
+                    break  # the stream failed: no further call starts
+                if self._is_parallel(self.started):
+                    await lone_as_itself(self._run_pool())
+                else:
+                    await self._run_barrier()
+            elif self.stream_done:
+                break
             else:
-                await self._run_barrier()
+                await self._await_arrival()
+
+    async def _await_arrival(self) -> None:
+        """Wait until a call arrives, the stream ends, or the signal fires (nothing is in
+        flight: every started call has committed).
+        """
+        with linked_cancel_scope(self.signal):
+            self.parked = True
+            try:
+                await self.lot.park()
+            finally:
+                self.parked = False
+
+    def arrive(self, call: object) -> None:
+        """Take a call the stream gave (on the reader's task): it joins the batch in model
+        order, its ``batch/call`` is logged, and a lane waiting for calls is woken.
+
+        Raises:
+            TypeError: it is not a :class:`ToolCallRequest` (the stream fails).
+        """
+        if type(call) is not ToolCallRequest and not isinstance(call, ToolCallRequest):
+            raise TypeError(
+                f"the call stream gave {type(call).__name__}, not a ToolCallRequest "
+                f"(call {len(self.calls)})"
+            )
+        calls = self.calls
+        assert isinstance(calls, list)  # a streamed batch's
+        index = len(calls)
+        calls.append(call)
+        self.prepared.append(None)
+        self.ready.append(0)
+        self.results.append(None)
+        if self.log is not None:
+            self.log.arrived(index)
+        self._wake()
+
+    def stream_ended(self, error: BaseException | None) -> None:
+        """The stream is exhausted (``error`` ``None``), stopped, or raised ``error``: no call
+        arrives any more; a failed stream starts no further call (a pool stops filling).
+        """
+        self.stream_done = True
+        if error is not None:
+            self.stream_error = error
+            self.pool_closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.parked:
+            self.parked = False
+            self.lot.unpark()
 
     def _is_parallel(self, index: int) -> bool:
         """Classify the call; its arguments, parsed and frozen here, wait for its start."""

@@ -35,7 +35,7 @@ from dsh_tools._sessions._events import (
 )
 from dsh_tools._sessions._log import SessionLog
 from dsh_tools._sessions._reader import SessionReader
-from dsh_tools._values._batch import ToolBatch
+from dsh_tools._values._batch import ToolBatch, ToolCallRequest
 from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
 from dsh_tools._values._signal import CancelSignal
 
@@ -56,6 +56,8 @@ class _OpenBatch:
     """What the log holds of a batch that has no ``batch/end`` (or a ``"suspended"`` one)."""
 
     start: BatchStartEvent
+    # the batch's calls: its batch/start's, then its batch/call events' (a streamed batch)
+    calls: tuple[ToolCallRequest, ...]
     # the logged tool/result events, by call index (a prefix of the batch, and calls after a
     # suspended one)
     results: dict[int, ToolResultEvent]
@@ -99,7 +101,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     if record is None:
         return None
     start = record.start
-    calls = start.calls
+    calls = record.calls
     n = len(calls)
     ids = [call.call_id for call in calls]
     index_of = {call_id: index for index, call_id in enumerate(ids)}
@@ -173,6 +175,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
             deferred[index] = (request.id, decision.outcome)
     return _OpenBatch(
         start=start,
+        calls=calls,
         results=results,
         call_seqs=tuple(call_seqs),
         attempts=tuple(attempts),
@@ -198,11 +201,11 @@ def logged_result(event: ToolResultEvent) -> ToolExecutionResult:
 
 def _primed_log(session: SessionLog, batch: _OpenBatch, attempts: dict[int, int]) -> BatchLog:
     start = batch.start
-    n = len(start.calls)
+    n = len(batch.calls)
     call_seqs = [*batch.call_seqs, *[0] * (n - len(batch.call_seqs))]
     return BatchLog(
         session,
-        start.calls,
+        batch.calls,
         start.turn,
         start.step,
         start.batch_id,
@@ -304,7 +307,7 @@ async def resume_tool_calls(
         await trio.lowlevel.checkpoint()
         return None
     start = batch.start
-    calls = start.calls
+    calls = batch.calls
     deferred_ids = {calls[index].call_id: index for index in batch.deferred}
     unknown = sorted(set(decisions) - set(deferred_ids))
     if unknown:
@@ -382,7 +385,7 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
     if batch is None:
         return ()
     log = _primed_log(session, batch, {})
-    n = len(batch.start.calls)
+    n = len(batch.calls)
     events: list[ToolResultEvent] = []
     for index in range(len(batch.call_seqs)):
         logged = batch.results.get(index)

@@ -26,7 +26,7 @@ after every body has unwound.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Final, cast
 
 import trio
@@ -52,7 +52,7 @@ DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 10
 
 async def run_tool_calls(
     registry: ToolRegistry,
-    calls: Iterable[ToolCallRequest],
+    calls: Iterable[ToolCallRequest] | AsyncIterable[ToolCallRequest],
     *,
     signal: CancelSignal,
     agent: object | None = None,
@@ -127,7 +127,14 @@ async def run_tool_calls(
     check_signal(signal)
     check_runner(registry, session, turn, step)
     check_approval_setup(pipeline_host(registry), agent)
-    requests = check_calls(calls)
+    stream: AsyncIterator[object] | None = None
+    requests: Sequence[ToolCallRequest]
+    if isinstance(calls, AsyncIterable):
+        # a call stream: the calls join the batch as they arrive (the list grows)
+        stream = cast("AsyncIterable[object]", calls).__aiter__()
+        requests = []
+    else:
+        requests = check_calls(calls)
     # one id per batch, also without a session log: it is half of every idempotency key
     batch_id = str(uuid.uuid4())
     batch = Batch(
@@ -136,19 +143,21 @@ async def run_tool_calls(
         signal=signal,
         agent=agent,
         cap=cap,
-        # an empty batch has nothing to resume: it writes no events, not even its bracket
+        # an empty batch has nothing to resume: it writes no events, not even its bracket (a
+        # stream may bring calls: its bracket is written)
         log=None
-        if session is None or not requests
+        if session is None or not (requests or stream is not None)
         else BatchLog(session, requests, turn, step, batch_id),
         capacity=capacity_of(limits),
         turn=turn,
         step=step,
         batch_id=batch_id,
+        stream_done=stream is None,
     )
     listeners = batch.host.hooks.batch.for_agent(agent)
     if not listeners:
-        return await run_batch(batch)
-    return await _run_wrapped(batch, listeners)
+        return await run_batch(batch, stream)
+    return await _run_wrapped(batch, stream, listeners)
 
 
 def _checked(value: object, count: int) -> ToolBatch:
@@ -171,14 +180,20 @@ def _checked(value: object, count: int) -> ToolBatch:
     return value
 
 
-async def _run_wrapped(batch: Batch, listeners: tuple[BatchHook, ...]) -> ToolBatch:
+async def _run_wrapped(
+    batch: Batch, stream: AsyncIterator[object] | None, listeners: tuple[BatchHook, ...]
+) -> ToolBatch:
     """Run ``batch`` inside its ``batch`` listeners (the first outermost), in this task."""
     # a checkpoint on every path, also when a listener returns without running the batch
     await trio.lowlevel.checkpoint()
+    # a streamed batch's listeners see the calls known when it starts (none)
     info = ToolBatchInfo(
-        agent=batch.agent, calls=batch.calls, turn=batch.turn, step=batch.step, signal=batch.signal
+        agent=batch.agent,
+        calls=tuple(batch.calls),
+        turn=batch.turn,
+        step=batch.step,
+        signal=batch.signal,
     )
-    count = len(batch.calls)
 
     def link(index: int) -> BatchNext:
         called = False
@@ -190,8 +205,9 @@ async def _run_wrapped(batch: Batch, listeners: tuple[BatchHook, ...]) -> ToolBa
                 raise RuntimeError("a batch hook listener called next() twice; a batch runs once")
             called = True
             if index == len(listeners):
-                return await run_batch(batch)
-            return _checked(await listeners[index](info, link(index + 1)), count)
+                return await run_batch(batch, stream)
+            # counted now: a streamed batch's calls are all known once it ran
+            return _checked(await listeners[index](info, link(index + 1)), len(batch.calls))
 
         return next_
 

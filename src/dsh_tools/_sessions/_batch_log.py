@@ -19,6 +19,7 @@ from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
 
 from ._events import (
     ApprovalDecidedEvent,
+    BatchCallEvent,
     BatchEndEvent,
     BatchEndReason,
     BatchStartEvent,
@@ -60,7 +61,7 @@ class BatchLog:
     def __init__(
         self,
         session: SessionLog,
-        calls: tuple[ToolCallRequest, ...],
+        calls: Sequence[ToolCallRequest],
         turn: int,
         step: int,
         batch_id: str,
@@ -99,13 +100,26 @@ class BatchLog:
         self._append(ApprovalDecidedEvent(id=request_id, outcome=outcome, answered_by="resume"))
 
     def start(self) -> None:
-        """Append the batch's ``batch/start``: every call, before any ``tool/call``."""
+        """Append the batch's ``batch/start``: every call known now (a streamed batch's later
+        calls follow as ``batch/call`` events), before any ``tool/call``.
+        """
         self._append(
             BatchStartEvent(
-                turn=self._turn, step=self._step, batch_id=self._batch_id, calls=self._calls
+                turn=self._turn, step=self._step, batch_id=self._batch_id, calls=tuple(self._calls)
             )
         )
         self.started = True
+
+    def arrived(self, index: int) -> None:
+        """Append the ``batch/call`` of the call that arrived at ``index`` (a streamed batch's
+        call, after its ``batch/start``; ``calls`` is the lane's list, which has it already).
+        """
+        self._call_seqs.append(0)
+        self._append(
+            BatchCallEvent(
+                turn=self._turn, step=self._step, batch_id=self._batch_id, call=self._calls[index]
+            )
+        )
 
     def call(self, index: int) -> None:
         """Append the ``tool/call`` of the call at ``index``."""

@@ -31,6 +31,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalPolicyEvent",
     "ApprovalRevokedEvent",
+    "BatchCallEvent",
     "BatchEndEvent",
     "BatchEndReason",
     "BatchStartEvent",
@@ -304,6 +305,24 @@ class BatchStartEvent:
     calls: tuple[ToolCallRequest, ...] = attrs.field(converter=_calls, validator=_check_calls)
 
 
+def _call(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not ToolCallRequest:
+        raise TypeError(f"call must be a ToolCallRequest, not {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class BatchCallEvent:
+    """A call of a streamed batch that arrived after the batch's ``batch/start`` (wire
+    ``batch/call``), appended when it arrives, before its ``tool/call``: the batch's calls are
+    its ``batch/start``'s followed by its ``batch/call`` events, in model order.
+    """
+
+    turn: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=_count)
+    batch_id: str = attrs.field(validator=_batch_id)
+    call: ToolCallRequest = attrs.field(validator=_call)
+
+
 @attrs.frozen(kw_only=True)
 class BatchEndEvent:
     """A batch ended (wire ``batch/end``), after its results and contexts.
@@ -410,6 +429,7 @@ SessionEvent: TypeAlias = (
     | ToolResultEvent
     | ContextMessageEvent
     | BatchStartEvent
+    | BatchCallEvent
     | BatchEndEvent
     | TurnStartEvent
     | TurnEndEvent
@@ -429,6 +449,7 @@ _EVENT_CLASSES: Final = frozenset(
         ToolResultEvent,
         ContextMessageEvent,
         BatchStartEvent,
+        BatchCallEvent,
         BatchEndEvent,
         TurnStartEvent,
         TurnEndEvent,

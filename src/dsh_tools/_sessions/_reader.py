@@ -9,7 +9,8 @@ the batch's tool bodies, or by another task on the same log) owns, until its own
 ``batch/end``, its ``batch/start`` and ``batch/end``, the ``tool/call`` and ``tool/result``
 events of the calls it lists, and the ``context/message`` events (a batch appends its contexts
 right before its ``batch/end``). A call event whose call id several open batches list belongs to
-the most recent of them.
+the most recent of them. A streamed batch's calls are its ``batch/start``'s and then its
+``batch/call`` events' (each names its batch).
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from collections.abc import Sequence
 
 import attrs
 
+from dsh_tools._values._batch import ToolCallRequest
+
 from ._events import (
     ApprovalAskedEvent,
     ApprovalPolicy,
     ApprovalPolicyEvent,
+    BatchCallEvent,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -52,6 +56,14 @@ class BatchRecord:
     begin: int
     events: tuple[tuple[int, SessionEvent], ...]
     end: BatchEndEvent | None
+
+    @property
+    def calls(self) -> tuple[ToolCallRequest, ...]:
+        """The batch's calls in model order: its ``batch/start``'s, then one per ``batch/call``
+        (a streamed batch's calls that arrived after it started).
+        """
+        arrived = tuple(event.call for _, event in self.events if isinstance(event, BatchCallEvent))
+        return self.start.calls + arrived if arrived else self.start.calls
 
     @property
     def is_open(self) -> bool:
@@ -120,7 +132,7 @@ class SessionReader:
         assert stop is not None
         # the batches started inside this one's range and still open at a given point: the
         # index of their last batch/end, and their call ids (most recent last)
-        others: list[tuple[str, int, frozenset[str]]] = []
+        others: list[tuple[str, int, set[str]]] = []
         owned: list[tuple[int, SessionEvent]] = []
         for seq in range(begin + 1, stop + 1):
             event = events[seq]
@@ -132,13 +144,17 @@ class SessionReader:
                         (
                             event.batch_id,
                             self._last_end.get(event.batch_id, len(events)),
-                            frozenset(call.call_id for call in event.calls),
+                            {call.call_id for call in event.calls},
                         )
                     )
                 continue
-            if isinstance(event, BatchEndEvent):
+            if isinstance(event, BatchEndEvent | BatchCallEvent):
                 if event.batch_id == start.batch_id:
                     owned.append((seq, event))
+                elif isinstance(event, BatchCallEvent):
+                    for batch_id, _, call_ids in others:
+                        if batch_id == event.batch_id:
+                            call_ids.add(event.call.call_id)
                 continue
             if others:
                 if isinstance(event, ContextMessageEvent):

@@ -15,7 +15,14 @@ from ._json import JsonValue
 from ._presentation import ToolCallView
 from ._signal import CancelSignal
 
-__all__ = ["SuspendedCall", "ToolBatch", "ToolBatchInfo", "ToolBatchStatistics", "ToolCallRequest"]
+__all__ = [
+    "ToolStreamError",
+    "SuspendedCall",
+    "ToolBatch",
+    "ToolBatchInfo",
+    "ToolBatchStatistics",
+    "ToolCallRequest",
+]
 
 
 def _str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
@@ -121,3 +128,22 @@ class ToolBatchInfo:
     turn: int
     step: int
     signal: CancelSignal
+
+
+class ToolStreamError(Exception):
+    """The call stream a batch was reading raised: no further call started, the calls in
+    flight finished, the received calls that never started got ``ABORTED_BEFORE_DISPATCH``,
+    and the session log was balanced (its ``batch/end`` says ``"failed"``).
+
+    ``batch`` is the :class:`ToolBatch` of every call received before the stream failed, one
+    result per call in model order; ``__cause__`` is the stream's own exception.
+    """
+
+    batch: ToolBatch
+
+    def __init__(self, batch: ToolBatch) -> None:
+        super().__init__(
+            f"the tool call stream failed after {len(batch.results)} call(s); "
+            "ToolStreamError.batch holds their results"
+        )
+        self.batch = batch

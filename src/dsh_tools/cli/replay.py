@@ -35,6 +35,7 @@ from dsh_tools import (
     ApprovalDecidedEvent,
     ApprovalPolicyEvent,
     ApprovalRevokedEvent,
+    BatchCallEvent,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -232,6 +233,8 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
     if isinstance(event, BatchStartEvent):
         calls = ", ".join(_line(call.call_id) for call in event.calls)
         return Text(f"batch {_line(event.batch_id)}: {calls}", "dim")
+    if isinstance(event, BatchCallEvent):
+        return Text(f"batch {_line(event.batch_id)}: + {_line(event.call.call_id)}", "dim")
     if isinstance(event, BatchEndEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
         return Text(f"end of batch {_line(event.batch_id)} ({_line(event.reason)})", "dim")
     return Text(_line(repr(event)), "dim")  # an event type added later

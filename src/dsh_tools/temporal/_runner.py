@@ -210,7 +210,6 @@ def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
     record = SessionReader(events).batch(batch_id)
     if record is None:
         raise LookupError(f"the session log holds no batch {batch_id}")
-    start = record.start
     results: dict[str, ToolResultEvent] = {}
     contexts: list[HookContext] = []
     # the batch's own events, by the one bracket rule every reader of a log follows
@@ -227,13 +226,13 @@ def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
             f"batch {batch_id} is suspended: a deferred approval waits for its decision "
             "(resume_tool_calls(..., approvals=...) on a machine that reads the session log)"
         )
-    missing = [call.call_id for call in start.calls if call.call_id not in results]
+    missing = [call.call_id for call in record.calls if call.call_id not in results]
     if reason is None or missing:
         raise LookupError(
             f"batch {batch_id} is not finished in the session log (calls without a result: "
             f"{missing})"
         )
     return ToolBatch(
-        results=tuple(logged_result(results[call.call_id]) for call in start.calls),
+        results=tuple(logged_result(results[call.call_id]) for call in record.calls),
         contexts=tuple(contexts),
     )

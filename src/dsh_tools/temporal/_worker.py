@@ -51,7 +51,7 @@ def last_batch(
     if record is None:
         return None
     start = record.start
-    if (start.turn, start.step, start.calls) != (turn, step, tuple(calls)):
+    if (start.turn, start.step, record.calls) != (turn, step, tuple(calls)):
         return None
     return start, record.end
 

@@ -9,6 +9,7 @@ from dsh_tools import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
     TOOL_INTERRUPTED,
+    BatchCallEvent,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
@@ -57,6 +58,8 @@ def _describe_event(event: SessionEvent) -> str:
         return "context/message"
     if isinstance(event, BatchStartEvent):
         return f"batch/start  {event.batch_id} {[call.call_id for call in event.calls]}"
+    if isinstance(event, BatchCallEvent):
+        return f"batch/call   {event.batch_id} {event.call.call_id}"
     if isinstance(event, BatchEndEvent):
         return f"batch/end    {event.batch_id} {event.reason}"
     return type(event).__name__  # events added by other modules (approval, turns)
@@ -110,11 +113,16 @@ def _check_bracket(
     """
     start = own[0]
     assert isinstance(start, BatchStartEvent)
-    listed = [f"{c.call_id} {c.name} {c.arguments}" for c in start.calls]
+    # a streamed batch lists the calls it knew at its start; the rest arrive as batch/call
+    arrived = [
+        e.call for e in own if isinstance(e, BatchCallEvent) and e.batch_id == start.batch_id
+    ]
+    listed = [f"{c.call_id} {c.name} {c.arguments}" for c in (*start.calls, *arrived)]
     expected = [f"{c.call_id} {c.name} {c.arguments}" for c in calls]
     if listed != expected:
         problems.append(
-            "batch/start does not list the batch's calls:\n" + _diff("calls", expected, listed)
+            "batch/start and batch/call do not list the batch's calls:\n"
+            + _diff("calls", expected, listed)
         )
     ends = [(i, e) for i, e in enumerate(own) if isinstance(e, BatchEndEvent)]
     if not ends:
