@@ -19,6 +19,7 @@ from dsh_tools import (
     snapshot_json,
 )
 
+from ._anthropic_stream import ToolCallStream as ToolCallStream
 from ._common import (
     JsonDict,
     SupportsModelDump,
@@ -32,7 +33,7 @@ from ._common import (
     require_str,
 )
 
-__all__ = ["tool_calls", "tool_messages", "tool_params"]
+__all__ = ["ToolCallStream", "tool_calls", "tool_messages", "tool_params"]
 
 logger: Final = logging.getLogger("dsh_tools")
 

@@ -37,10 +37,14 @@ from ._common import (
     plain_json,
     require_str,
 )
+from ._openai_stream import ResponsesToolCallStream as ResponsesToolCallStream
+from ._openai_stream import ToolCallStream as ToolCallStream
 from ._strict import drop_optional_nulls, strict_schema
 
 __all__ = [
     "OpenAITools",
+    "ResponsesToolCallStream",
+    "ToolCallStream",
     "responses_tool_calls",
     "responses_tool_messages",
     "responses_tool_params",
