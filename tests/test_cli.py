@@ -125,6 +125,21 @@ def test_bench_reports_overlap_barriers_and_memory(tiny_report: dict[str, Any]) 
     assert 1 <= overlap["cap_100"]["peak_in_flight"] <= 100
     assert 1 <= overlap["cap_10"]["peak_in_flight"] <= 10
     assert 1 <= tiny_report["barriers"]["peak_in_flight"] <= 4
+    # the call stream's turn is the ideal (virtual clock: exact), faster than collect-then-run
+    assert {
+        "even": {
+            "collect_then_run_s": 3.0,
+            "streamed_s": 2.75,
+            "ideal_s": 2.75,
+            "speedup": 1.091,
+        },
+        "long_first": {
+            "collect_then_run_s": 4.0,
+            "streamed_s": 2.0,
+            "ideal_s": 2.0,
+            "speedup": 2.0,
+        },
+    } == tiny_report["streaming"]
     memory = tiny_report["memory"]
     assert 50 == memory["in_flight_calls"]
     assert (
@@ -143,7 +158,14 @@ def test_progress_is_told_each_measurement_once() -> None:
     config = bench.BenchConfig(sizes=(1,), work=1, rounds=1, in_flight=10)
     steps: list[str] = []
     bench.run(config, progress=steps.append)
-    assert ["overhead N=1", "overlap cap=100", "overlap cap=10", "barriers", "memory"] == steps
+    assert [
+        "overhead N=1",
+        "overlap cap=100",
+        "overlap cap=10",
+        "barriers",
+        "streaming",
+        "memory",
+    ] == steps
     assert bench.steps(config) == len(steps)
 
 

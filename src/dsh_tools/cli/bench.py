@@ -14,6 +14,10 @@ What it measures, each against a floor built from plain trio:
 - ``barriers``: a mixed batch (groups of four parallel calls, each group followed by an
   exclusive call, every body sleeping 10 ms): wall time against the ideal (one 10 ms slot per
   pool and per barrier).
+- ``streaming``: turn time on trio's virtual clock (exact) when a scripted model streams 8
+  calls over 2 s: collect the whole message then run the list, against the call stream (calls
+  start while the model talks), against the ideal (the latest arrival plus its tool), for tools
+  of 1 s each and for a long first tool (2 s) and quick others (0.25 s).
 - ``memory``: peak traced memory (``tracemalloc``) per in-flight call with N calls in flight at
   once, through the scheduler, through the hand-rolled loop, and for bare sleeping tasks.
 
@@ -30,11 +34,12 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final, cast
 
 import attrs
 import trio
+import trio.testing
 
 from dsh_tools import (
     CancelSignal,
@@ -346,6 +351,53 @@ def barriers(config: BenchConfig, progress: Progress) -> dict[str, Any]:
     }
 
 
+def _streaming_turn(first: float, others: float, *, streamed: bool) -> float:
+    """One turn on the virtual clock: 8 parallel calls, call k complete at k * 0.25 s, the
+    message over at 2 s; the first call's tool takes ``first``, the others ``others``.
+    """
+
+    async def nap(args: Args, context: ToolRunContext) -> str:
+        await trio.sleep(first if context.call_id == "s0" else others)
+        return "ok"
+
+    registry = _one_tool_registry("nap", "sleeps", nap)
+
+    async def model() -> AsyncIterator[ToolCallRequest]:
+        for index in range(8):
+            if index:
+                await trio.sleep(0.25)
+            yield ToolCallRequest(call_id=f"s{index}", name="nap", arguments='{"path": "p"}')
+        await trio.sleep(0.25)
+
+    async def turn() -> float:
+        begin = trio.current_time()
+        if streamed:
+            await run_tool_calls(registry, model(), signal=CancelSignal.never())
+        else:
+            calls = [call async for call in model()]
+            await run_tool_calls(registry, calls, signal=CancelSignal.never())
+        return trio.current_time() - begin
+
+    return trio.run(turn, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def streaming(config: BenchConfig, progress: Progress) -> dict[str, Any]:
+    rows: dict[str, dict[str, float]] = {}
+    for label, first, others in (("even", 1.0, 1.0), ("long_first", 2.0, 0.25)):
+        arrivals = [index * 0.25 for index in range(8)]
+        ideal = max(2.0, first, *(arrival + others for arrival in arrivals[1:]))
+        collected = _streaming_turn(first, others, streamed=False)
+        streamed = _streaming_turn(first, others, streamed=True)
+        rows[label] = {
+            "collect_then_run_s": round(collected, 6),
+            "streamed_s": round(streamed, 6),
+            "ideal_s": round(ideal, 6),
+            "speedup": round(collected / streamed, 3),
+        }
+    progress("streaming")
+    return rows
+
+
 def _in_flight_peak_bytes(n: int, *, scheduled: bool) -> int:
     gate = trio.Event()
     started = 0
@@ -434,7 +486,7 @@ def memory(config: BenchConfig, progress: Progress) -> dict[str, Any]:
 
 def steps(config: BenchConfig) -> int:
     """How many times :func:`run` calls its ``progress`` callback."""
-    return len(config.sizes) + 2 + 1 + 1
+    return len(config.sizes) + 2 + 1 + 1 + 1
 
 
 def _ignore(_label: str) -> None:
@@ -453,6 +505,7 @@ def run(config: BenchConfig = FULL, *, progress: Progress = _ignore) -> dict[str
         "overhead": overhead(config, progress),
         "overlap": overlap(config, progress),
         "barriers": barriers(config, progress),
+        "streaming": streaming(config, progress),
         "memory": memory(config, progress),
     }
 

@@ -77,6 +77,22 @@ def render_report(report: dict[str, Any]) -> list[Table]:
         str(barrier["peak_in_flight"]),
     )
 
+    stream = Table(
+        title="Streaming dispatch (virtual clock: 8 calls streamed over 2 s)",
+        title_justify="left",
+    )
+    for column in ("tools", "collect, then run", "call stream", "ideal", "speedup"):
+        stream.add_column(column, justify="right" if column != "tools" else "left")
+    for label, text in (("even", "1 s each"), ("long_first", "2 s first, 0.25 s others")):
+        row = report["streaming"][label]
+        stream.add_row(
+            text,
+            f"{row['collect_then_run_s']:.2f} s",
+            f"{row['streamed_s']:.2f} s",
+            f"{row['ideal_s']:.2f} s",
+            f"{row['speedup']:.2f}x",
+        )
+
     memory = report["memory"]
     mem = Table(
         title=f"Memory per in-flight call ({memory['in_flight_calls']:,} at once, tracemalloc)",
@@ -91,7 +107,7 @@ def render_report(report: dict[str, Any]) -> list[Table]:
         f"{memory['added_bytes_per_call']:,} B",
         _ratio(memory["ratio_to_hand_rolled"], 2, 4),
     )
-    return [overhead, timing, mem]
+    return [overhead, timing, stream, mem]
 
 
 def main_bench(*, quick: bool, console: Console | None = None) -> int:
