@@ -250,6 +250,7 @@ INTERNAL: Final = frozenset(
         ("_sessions._wire", "parse_lines"),
         ("_sessions._log", "SessionLogBase"),
         ("_sessions._log", "SessionRowsLog"),
+        ("_sessions._log", "MAX_SESSION_ID_BYTES"),
         ("_sessions._wire", "row_text"),
         ("_sessions._log", "check_session_log"),
         # the one reader of a log, and what it says of one batch

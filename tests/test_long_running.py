@@ -394,6 +394,21 @@ async def _report_error(**report: object) -> str:
         ({"total": math.inf}, "Error: total must be a finite number >= 0, not inf"),
         ({"message": 3}, "Error: message must be a str or None, not int"),
         ({"output": b"x"}, "Error: output must be a str or None, not bytes"),
+        (
+            {"progress": 2**53},
+            "Error: progress must be at most 9007199254740991 (what JSON carries exactly), "
+            "not an int of 16 digits",
+        ),
+        (
+            {"total": 10**400},
+            "Error: total must be at most 9007199254740991 (what JSON carries exactly), "
+            "not an int of 401 digits",
+        ),
+        (
+            {"progress": 10**5000},
+            "Error: progress must be at most 9007199254740991 (what JSON carries exactly), "
+            "not an int of thousands of digits",
+        ),
     ],
 )
 async def test_a_bad_progress_report_raises_in_the_body(

@@ -180,3 +180,22 @@ def test_a_second_writer_of_the_same_log_is_refused_until_the_first_closes(
 
     with open_log() as second:
         assert 0 == second.append(EVENTS[0])
+
+
+def test_a_session_id_past_the_limit_is_refused_by_every_keyed_log_before_any_round_trip(
+    tmp_path: Path,
+) -> None:
+    from dsh_tools.postgres import PostgresSessionLog
+
+    too_long = "s" * 20_000
+    expected = r"^session_id must be at most 1024 bytes in UTF-8, not 20000 \('s{40}'\.\.\.\)$"
+
+    with pytest.raises(ValueError, match=expected):
+        SqliteSessionLog(tmp_path / "refused.db", session_id=too_long)
+    # an address nothing listens on: a round trip would fail differently (and slowly)
+    with pytest.raises(ValueError, match=expected):
+        PostgresSessionLog("postgresql://nobody@127.0.0.1:9/none", too_long)
+    # 1024 bytes are accepted (512 two-byte characters)
+    with SqliteSessionLog(tmp_path / "log.db", session_id="é" * 512) as log:
+        assert 0 == log.append(EVENTS[0])
+    assert not (tmp_path / "refused.db").exists()  # refused before the file was made

@@ -10,7 +10,7 @@ thread for one small write per event, as a logging handler would.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Protocol, Self, cast, runtime_checkable
+from typing import Any, Final, Protocol, Self, cast, runtime_checkable
 
 from ._events import SessionEvent, check_event
 from ._wire import row_text
@@ -18,6 +18,7 @@ from ._wire import row_text
 __all__ = [
     "SessionLog",
     "SessionLogBase",
+    "MAX_SESSION_ID_BYTES",
     "SessionRowsLog",
     "check_session_id",
     "check_session_log",
@@ -41,23 +42,36 @@ class SessionLog(Protocol):
 
 def check_session_id(session_id: object) -> str:
     """``session_id`` if it names a session in a log that keys rows by it: a non-empty ``str``
-    of Unicode text (no lone surrogate).
+    of Unicode text (no lone surrogate) of at most :data:`MAX_SESSION_ID_BYTES` bytes in
+    UTF-8, the same rule for every log kind (a database would refuse a longer key only after a
+    round trip, in its own words).
 
     Raises:
         TypeError: not a ``str``.
-        ValueError: empty, or it holds a lone surrogate.
+        ValueError: empty, longer than the limit, or it holds a lone surrogate.
     """
     if not isinstance(session_id, str):
         raise TypeError(f"session_id must be a non-empty str, not {session_id!r}")
     if not session_id:
         raise ValueError("session_id must be a non-empty str, not ''")
     try:
-        session_id.encode("utf-8")
+        size = len(session_id.encode("utf-8"))
     except UnicodeEncodeError:
         raise ValueError(
-            f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
+            f"session_id must be Unicode text, not {session_id[:40]!r}... (a lone surrogate)"
+            if len(session_id) > 40
+            else f"session_id must be Unicode text, not {session_id!r} (a lone surrogate)"
         ) from None
+    if size > MAX_SESSION_ID_BYTES:
+        raise ValueError(
+            f"session_id must be at most {MAX_SESSION_ID_BYTES} bytes in UTF-8, not {size} "
+            f"({session_id[:40]!r}...)"
+        )
     return session_id
+
+
+MAX_SESSION_ID_BYTES: Final = 1024
+"""The longest session id, in UTF-8 bytes (PostgreSQL indexes keys up to about 2,700)."""
 
 
 def check_session_log(session: object, *, optional: bool = False) -> SessionLog | None:

@@ -28,7 +28,7 @@ import attrs
 from dsh_tools._texts import ToolErrorInfo
 
 from ._content import ContentBlock, HookContext, TextBlock, content_blocks, unchecked_meta
-from ._json import JsonValue
+from ._json import MAX_SAFE_INTEGER, JsonValue
 from ._presentation import ToolCallView
 from ._signal import CancelSignal
 
@@ -291,7 +291,8 @@ class ToolRunContext(ToolExecution):
                 call has ended.
             TypeError: ``message`` / ``output`` is not a ``str`` or ``None``, or ``progress``
                 / ``total`` is not a number or ``None``.
-            ValueError: ``progress`` / ``total`` is negative, NaN or infinite.
+            ValueError: ``progress`` / ``total`` is negative, NaN or infinite, or an ``int``
+                beyond ``2**53 - 1`` (what JSON carries exactly).
         """
         receiver = self._receiver
         if receiver is None:
@@ -303,14 +304,16 @@ class ToolRunContext(ToolExecution):
             raise TypeError(f"message must be a str or None, not {type(message).__name__}")
         if output is not None and type(output) is not str:
             raise TypeError(f"output must be a str or None, not {type(output).__name__}")
-        # the common cases first (an int, or a finite float >= 0; NaN fails the comparison)
+        # the common cases first (an int or a float from 0 to 2**53 - 1; NaN fails the
+        # comparison; anything else is read by the one rule)
         if progress is not None and (
             (type(progress) is not int and type(progress) is not float)
-            or not 0 <= progress < _INFINITY
+            or not 0 <= progress <= MAX_SAFE_INTEGER
         ):
             check_progress_amount("progress", progress)
         if total is not None and (
-            (type(total) is not int and type(total) is not float) or not 0 <= total < _INFINITY
+            (type(total) is not int and type(total) is not float)
+            or not 0 <= total <= MAX_SAFE_INTEGER
         ):
             check_progress_amount("total", total)
         following = receiver.report_progress(message, progress, total, output)
@@ -329,21 +332,24 @@ class ToolRunContext(ToolExecution):
         self._deferred.append(context)
 
 
-_INFINITY: Final = math.inf
-
-
 def check_progress_amount(name: str, value: object) -> None:
     """The one rule of a progress amount (``progress``, ``total``): ``None`` is checked by the
-    caller; else a finite, non-negative ``int`` / ``float`` (``bool`` is not a number).
+    caller; else a finite, non-negative ``int`` / ``float`` (``bool`` is not a number), an
+    ``int`` no larger than JSON carries exactly (``2**53 - 1``: the session log stores it).
 
     Raises:
         TypeError: not a number.
-        ValueError: negative, NaN or infinite.
+        ValueError: negative, NaN or infinite, or an ``int`` beyond ``2**53 - 1``.
     """
     if (type(value) is not float and type(value) is not int) and (
         isinstance(value, bool) or not isinstance(value, int | float)
     ):
         raise TypeError(f"{name} must be a number or None, not {type(value).__name__}")
+    if isinstance(value, int) and value > MAX_SAFE_INTEGER:
+        raise ValueError(
+            f"{name} must be at most {MAX_SAFE_INTEGER} (what JSON carries exactly), "
+            f"not an int of {len(str(value)) if value.bit_length() < 14_000 else 'thousands of'} digits"
+        )
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
 
