@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dsh_tools import SqliteSessionLog, TurnStartEvent, read_session_log
+from dsh_tools import BatchCallEvent, SqliteSessionLog, TurnStartEvent, read_session_log
 from dsh_tools.__main__ import main
 from dsh_tools.cli import bench
 from dsh_tools.cli.bench_view import main_bench, render_report
@@ -208,7 +208,9 @@ def test_the_live_demo_ends_with_what_the_model_received(tmp_path: Path) -> None
     text = console.export_text()
     assert "c4   TOOL_TIMEOUT             Error: tool call timed out after 1000ms" in text
     assert "d2   ABORTED                  Error: tool call aborted" in text
-    assert f"session log (38 events): {log}" in text
+    # batch 1 was streamed: its 8 calls arrived as batch/call events (38 + 8)
+    assert f"session log (46 events): {log}" in text
+    assert 8 == sum(isinstance(e, BatchCallEvent) for e in read_session_log(log))
 
 
 def test_the_demo_logs_to_sqlite_by_default_and_replay_reads_it(tmp_path: Path) -> None:

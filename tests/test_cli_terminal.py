@@ -45,7 +45,7 @@ def test_the_live_demo_draws_the_batches_in_colour_on_a_terminal(tmp_path: Path)
     screen = screen_of(output)
 
     # the final frame: both batches, each with a full progress count
-    batch_1 = line_with(screen, "batch 1 ")
+    batch_1 = line_with(screen, "batch 1: each call starts while the model still writes")
     batch_2 = line_with(screen, "batch 2: the user presses Esc at 1s")
     assert batch_1 < batch_2
     assert "8/8 results" in screen.display[batch_1 + 1]
@@ -62,10 +62,10 @@ def test_the_live_demo_draws_the_batches_in_colour_on_a_terminal(tmp_path: Path)
     line_with(screen, "Esc the user interrupted the turn")
     # then what the model receives, and the log
     line_with(screen, "d4   ABORTED_BEFORE_DISPATCH  Error: tool call aborted before dispatch")
-    line_with(screen, f"session log (38 events): {log}")
+    line_with(screen, f"session log (46 events): {log}")  # 8 batch/call: batch 1 streamed
 
     # frames drawn while the batch ran: calls running, the pool holding bodies in flight
     plain = ANSI.sub(b"", output).decode()
     assert "running" in plain
     assert re.search(r"pool [■□ ]+ [123]/3 in flight", plain)
-    assert 38 == len(log.read_text().splitlines())
+    assert 46 == len(log.read_text().splitlines())

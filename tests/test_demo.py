@@ -20,6 +20,7 @@ from dsh_tools import (
     ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
+    BatchCallEvent,
     CancelController,
     DiffCallView,
     DiffResultView,
@@ -83,6 +84,30 @@ def test_batch_1_timeline_rolls_the_pool_and_runs_the_write_alone() -> None:
     }
     spans = {k: (round(a, 6), round(b, 6)) for k, (a, b) in batches[0].spans.items()}
     assert expected == spans
+
+
+def test_a_streamed_batch_1_starts_each_call_when_the_model_has_written_it() -> None:
+    session = MemorySessionLog()
+    batches = trio.run(
+        functools.partial(run_demo, session, stream=True),
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )
+    spans = {k: (round(a, 6), round(b, 6)) for k, (a, b) in batches[0].spans.items()}
+
+    # call k arrives at k * 0.1 s: c2 and c3 start on arrival, c4 waits for a slot of the
+    # pool of three, the write waits for the pool to drain; the outcomes are the listed ones
+    assert {
+        "c1": (0.0, 0.4),
+        "c2": (0.1, 0.9),
+        "c3": (0.2, 0.8),
+        "c4": (0.4, 1.4),
+        "c5": (1.4, 1.7),
+        "c6": (1.7, 1.9),
+    } == spans
+    assert ["ok", "ok", "ok", "TOOL_TIMEOUT", "ok", "ok", "INVALID_ARGS", "denied"] == outcomes(
+        batches[0]
+    )
+    assert 8 == sum(isinstance(e, BatchCallEvent) for e in session.events())
 
 
 def test_batch_2_is_interrupted_by_the_user() -> None:

@@ -184,6 +184,54 @@ def test_a_stored_row_that_is_not_an_event_is_corruption_naming_its_position(
     assert str(caught.value).startswith(f"'{path}' session 's', line 2: {reason}")
 
 
+_TERMINAL_BYTES = b"\xff\x1b]52;c;cHduZWQ=\x07\x1b]0;PWNED\x07\x1b[2J"
+
+
+def test_a_row_that_is_not_utf8_is_corruption_that_never_quotes_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "log.sqlite"
+    with SqliteSessionLog(path, session_id="s") as log:
+        log.append(CALL)
+        connection = cast("sqlite3.Connection", log._connection)  # pyright: ignore[reportPrivateUsage]
+        connection.execute(
+            "INSERT INTO dsh_events VALUES (1, 1, CAST(? AS TEXT))", (_TERMINAL_BYTES,)
+        )
+        with pytest.raises(SessionLogCorruptError) as caught:
+            log.events()
+    with pytest.raises(SessionLogCorruptError) as read_back:
+        SqliteSessionLog.read(path, "s")
+
+    assert (
+        f"'{path}' session 's', line 2: not UTF-8 text",
+        f"{path} (session 's'), line 2: not UTF-8 text",
+    ) == (str(caught.value), str(read_back.value))
+
+
+def test_replay_of_a_row_that_is_not_utf8_prints_one_line_and_no_terminal_control(
+    tmp_path: Path,
+) -> None:
+    from rich.console import Console
+
+    from dsh_tools.cli.replay import main_replay
+
+    path = tmp_path / "log.sqlite"
+    with SqliteSessionLog(path) as log:
+        log.append(CALL)
+        connection = cast("sqlite3.Connection", log._connection)  # pyright: ignore[reportPrivateUsage]
+        connection.execute(
+            "INSERT INTO dsh_events VALUES (1, 1, CAST(? AS TEXT))", (_TERMINAL_BYTES,)
+        )
+    errors: list[str] = []
+    console = Console(record=True, color_system=None)
+
+    code = main_replay(path, console=console, err=errors.append)
+
+    assert (1, [f"dsh-tools replay: {path} (session 'default'), line 2: not UTF-8 text"]) == (
+        code,
+        errors,
+    )
+    assert "\x1b" not in console.export_text()
+
+
 _FULL_DISK = """
 import json, resource, signal, sqlite3, sys
 from dsh_tools import SqliteSessionLog, TextBlock, ToolCallEvent, ToolResultEvent

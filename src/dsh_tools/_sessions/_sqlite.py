@@ -281,7 +281,11 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
 
 
 def _read_events(connection: sqlite3.Connection, key: int, name: str) -> list[SessionEvent]:
+    # a text row comes back as its stored bytes, decoded (strictly) by the one reader of rows:
+    # sqlite3 would otherwise fail the whole read on a row that is not UTF-8, quoting its bytes
     rows = connection.execute(
-        "SELECT seq, event FROM dsh_events WHERE session = ? ORDER BY seq", (key,)
+        "SELECT seq, CASE typeof(event) WHEN 'text' THEN CAST(event AS BLOB) ELSE NULL END "
+        "FROM dsh_events WHERE session = ? ORDER BY seq",
+        (key,),
     )
     return events_from_rows(rows, name)

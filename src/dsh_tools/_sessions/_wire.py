@@ -186,7 +186,8 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 def events_from_rows(rows: Iterable[tuple[object, ...]], name: str) -> list[SessionEvent]:
     """The events of a database log's rows ``(seq, JSONL line)``, read in ``seq`` order
-    (internal: the SQLite and PostgreSQL logs).
+    (internal: the SQLite and PostgreSQL logs). A line may come as the ``bytes`` it is stored
+    as (decoded here, strictly: the error never quotes them).
 
     Raises:
         SessionLogCorruptError: a gap in the sequence numbers, or a row that is not text, not
@@ -196,6 +197,11 @@ def events_from_rows(rows: Iterable[tuple[object, ...]], name: str) -> list[Sess
     for number, (seq, text) in enumerate(rows, start=1):
         if seq != number - 1:
             raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
+        if isinstance(text, bytes):  # a row's text as stored: UTF-8, or corruption
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SessionLogCorruptError(name, number, "not UTF-8 text") from None
         if not isinstance(text, str):
             raise SessionLogCorruptError(name, number, "not text")
         try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
 
@@ -61,6 +62,7 @@ __all__ = [
     "BATCH_3",
     "INTERRUPT_AFTER",
     "MAX_PARALLEL",
+    "STREAM_GAP",
     "DemoAgent",
     "DemoBatch",
     "default_log_path",
@@ -156,6 +158,7 @@ async def run_demo(
     ask: bool = False,
     answerer: ApprovalAnswerer | None = None,
     recorder: TimelineRecorder | None = None,
+    stream: bool = False,
 ) -> list[DemoBatch]:
     """Run the scripted turn, appending its events to ``session``.
 
@@ -170,6 +173,9 @@ async def run_demo(
         answerer: who answers (with ``ask``); :func:`~dsh_tools.console_answerer` by default.
         recorder: records the bodies' timeline (e.g. one with an ``on_change`` callback for a
             live view); a fresh one by default.
+        stream: batch 1 arrives as the scripted model streams it, one call every
+            :data:`STREAM_GAP` seconds (a call stream given to ``run_tool_calls``: each call
+            starts while the model still writes the rest).
     """
     workspace = sample_workspace()
     approval = None
@@ -183,7 +189,11 @@ async def run_demo(
     recorder.install(registry)
 
     async def run_batch(
-        title: str, calls: tuple[ToolCallRequest, ...], step: int, interrupt_after: float | None
+        title: str,
+        calls: tuple[ToolCallRequest, ...],
+        step: int,
+        interrupt_after: float | None,
+        streamed: bool = False,
     ) -> DemoBatch:
         recorder.clear()
         first = len(session.events())
@@ -199,7 +209,7 @@ async def run_demo(
                 nursery.start_soon(user_presses_escape)
             batch = await run_tool_calls(
                 registry,
-                calls,
+                _model_stream(calls) if streamed else calls,
                 signal=interrupt.signal,
                 agent=agent,
                 max_parallel_tool_calls=MAX_PARALLEL,
@@ -213,7 +223,9 @@ async def run_demo(
 
     async def run_all() -> list[DemoBatch]:
         batches = [
-            await run_batch("batch 1", BATCH_1, 0, None),
+            await run_batch(
+                "batch 1 (streamed)" if stream else "batch 1", BATCH_1, 0, None, stream
+            ),
             await run_batch(
                 f"batch 2 (the user interrupts at {INTERRUPT_AFTER:g}s)",
                 BATCH_2,
@@ -229,6 +241,18 @@ async def run_demo(
         return await run_all()
     async with session_turn(session, 0):
         return await run_all()
+
+
+STREAM_GAP: Final = 0.1
+"""Seconds between two calls of the scripted model's stream (``run_demo(stream=True)``)."""
+
+
+async def _model_stream(calls: tuple[ToolCallRequest, ...]) -> AsyncIterator[ToolCallRequest]:
+    """The calls as a model streams them: one complete call every :data:`STREAM_GAP` s."""
+    for index, call in enumerate(calls):
+        await trio.sleep(STREAM_GAP if index else 0)
+        yield call
+    await trio.lowlevel.checkpoint()  # the stream's end (its finish event)
 
 
 def _views(

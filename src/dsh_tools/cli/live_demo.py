@@ -3,7 +3,8 @@
 It runs in real time (about three seconds) and redraws as the registry reports: one panel per
 batch with a progress bar, the pool filling and draining (``max_parallel_tool_calls`` slots),
 the exclusive call running alone as a barrier, the fetch that times out, and the user's
-interrupt in batch 2. The view learns everything through public hooks: a
+interrupt in batch 2. Batch 1 arrives as the scripted model streams it: each call starts while
+the model still writes the next. The view learns everything through public hooks: a
 :class:`~dsh_tools.TimelineRecorder` for the bodies and the session log for the results.
 """
 
@@ -26,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsh_tools import (
+    BatchCallEvent,
     CancelSignal,
     SessionEvent,
     SessionLog,
@@ -64,6 +66,7 @@ _STYLES: Final = {
     "ok": "green",
     "running": "bold yellow",
     "waiting": "dim",
+    "streaming": "dim italic",
     "TOOL_TIMEOUT": "magenta",
     "ABORTED": "bold red",
     "ABORTED_BEFORE_DISPATCH": "red",
@@ -87,6 +90,7 @@ class _Call:
     finished: float | None = None
     code: str | None = None  # the committed result's label
     progress: str | None = None  # the last tool/progress of the running body, as one line
+    arrived: bool = True  # the model has finished writing it (a streamed batch's calls arrive)
 
 
 @attrs.define(eq=False)
@@ -119,11 +123,21 @@ def _classify(calls: tuple[ToolCallRequest, ...]) -> list[_Call]:
 class DemoView:
     """The live view's state, fed from the trio thread and drawn from rich's refresh thread."""
 
-    def __init__(self) -> None:
-        """An empty view: no batch, no call."""
+    def __init__(self, *, streamed: bool = False) -> None:
+        """An empty view: no batch, no call (``streamed``: batch 1's calls arrive one by one
+        while the scripted model writes them).
+        """
         self._lock = threading.Lock()
+        first = _classify(BATCH_1)
+        for call in first:
+            call.arrived = not streamed
         self.batches = [
-            _Batch(title="batch 1", calls=_classify(BATCH_1)),
+            _Batch(
+                title="batch 1: each call starts while the model still writes the next"
+                if streamed
+                else "batch 1",
+                calls=first,
+            ),
             _Batch(
                 title=f"batch 2: the user presses Esc at {INTERRUPT_AFTER:g}s",
                 calls=_classify(BATCH_2),
@@ -145,7 +159,10 @@ class DemoView:
     def on_event(self, event: SessionEvent) -> None:
         """Record a session event (a call started, a result committed)."""
         with self._lock:
-            if isinstance(event, ToolCallEvent):
+            if isinstance(event, BatchCallEvent):
+                _batch, arrived = self._by_id[event.call.call_id]
+                arrived.arrived = True
+            elif isinstance(event, ToolCallEvent):
                 batch, _call = self._by_id[event.call_id]
                 if batch.opened is None:
                     batch.opened = time.monotonic()
@@ -236,6 +253,8 @@ class DemoView:
         return bar
 
     def _status(self, call: _Call) -> Text:
+        if call.code is None and not call.arrived:
+            return Text("the model is still writing it", _STYLES["streaming"])
         if call.code is None:
             state = "running" if call.started is not None else "waiting"
             if state == "running" and call.progress is not None:
@@ -283,7 +302,7 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
     path, session = open_demo_log(log)
     with session:
         first_seq = len(session.events())
-        view = DemoView()
+        view = DemoView(streamed=True)
         recorder = TimelineRecorder(on_change=view.on_span)
         console.print(
             "[bold]dsh-tools demo[/bold]: a scripted agent turn through the registry, pipeline, "
@@ -291,7 +310,9 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
         )
         with Live(get_renderable=view.render, console=console, refresh_per_second=15):
             batches = trio.run(
-                functools.partial(run_demo, _ObservedSession(session, view), recorder=recorder)
+                functools.partial(
+                    run_demo, _ObservedSession(session, view), recorder=recorder, stream=True
+                )
             )
         console.print()
         for demo in batches:
