@@ -117,10 +117,8 @@ def linear_validator(base: type[Any]) -> type[Any]:
     )
 
 
-def _patterns(schema: object) -> Iterator[tuple[str, Mapping[str, object]]]:
-    """Every ``(pattern, schema object holding it)`` in a schema, ``pattern`` values and
-    ``patternProperties`` keys.
-    """
+def _objects(schema: object) -> Iterator[Mapping[str, object]]:
+    """Every JSON object in a schema, at any depth."""
     stack = [schema]
     while stack:
         node = stack.pop()
@@ -128,14 +126,22 @@ def _patterns(schema: object) -> Iterator[tuple[str, Mapping[str, object]]]:
             stack.extend(cast("list[object]", node))
         elif isinstance(node, Mapping):
             mapping = cast("Mapping[str, object]", node)
-            value = mapping.get("pattern")
-            if isinstance(value, str):
-                yield value, mapping
-            named = mapping.get("patternProperties")
-            if isinstance(named, Mapping):
-                for key in cast("Mapping[str, object]", named):
-                    yield key, mapping
+            yield mapping
             stack.extend(mapping.values())
+
+
+def _patterns(schema: object) -> Iterator[tuple[str, Mapping[str, object]]]:
+    """Every ``(pattern, schema object holding it)`` in a schema, ``pattern`` values and
+    ``patternProperties`` keys.
+    """
+    for mapping in _objects(schema):
+        value = mapping.get("pattern")
+        if isinstance(value, str):
+            yield value, mapping
+        named = mapping.get("patternProperties")
+        if isinstance(named, Mapping):
+            for key in cast("Mapping[str, object]", named):
+                yield key, mapping
 
 
 def unmatched_patterns(schema: object) -> list[str]:
@@ -148,18 +154,6 @@ def needs_backtracking(schema: object) -> bool:
     jsonschema resolves with ``re`` where no keyword of a validator reaches.
     """
     has_pattern_properties = any("patternProperties" in holder for _, holder in _patterns(schema))
-    return has_pattern_properties and _has_key(schema, "unevaluatedProperties")
-
-
-def _has_key(schema: object, key: str) -> bool:
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list | tuple):
-            stack.extend(cast("list[object]", node))
-        elif isinstance(node, Mapping):
-            mapping = cast("Mapping[str, object]", node)
-            if key in mapping:
-                return True
-            stack.extend(mapping.values())
-    return False
+    return has_pattern_properties and any(
+        "unevaluatedProperties" in mapping for mapping in _objects(schema)
+    )

@@ -13,7 +13,30 @@ from ._stream import CallStream
 __all__ = ["ResponsesToolCallStream", "ToolCallStream"]
 
 
-class ToolCallStream(CallStream):
+class _OpenAIStream(CallStream):
+    """What both OpenAI streams share: the strict-mode restoration of a call's arguments."""
+
+    def __init__(
+        self,
+        events: AsyncIterable[object] | Iterable[object],
+        *,
+        strict_schemas: Iterable[ToolSchema] | None = None,
+    ) -> None:
+        super().__init__(events)
+        from .openai import _restore, _strict_map  # pyright: ignore[reportPrivateUsage]
+
+        self._restore = _restore
+        self._strict = _strict_map(strict_schemas)
+        self._begin()
+
+    def _begin(self) -> None:
+        """Set up the stream's own state (called once, by ``__init__``)."""
+
+    def _emit_call(self, call: ToolCallRequest) -> None:
+        self._emit(self._restore(call, self._strict))
+
+
+class ToolCallStream(_OpenAIStream):
     r"""The tool calls of a Chat Completions stream (``stream=True``), each yielded the moment
     its arguments are complete: when the next tool call begins, or when the choice finishes.
 
@@ -40,11 +63,7 @@ class ToolCallStream(CallStream):
         *,
         strict_schemas: Iterable[ToolSchema] | None = None,
     ) -> None:
-        super().__init__(chunks)
-        from .openai import _restore, _strict_map  # pyright: ignore[reportPrivateUsage]
-
-        self._restore = _restore
-        self._strict = _strict_map(strict_schemas)
+        super().__init__(chunks, strict_schemas=strict_schemas)
         # per tool-call index: [id, name, argument fragments]
         self._calls: list[tuple[str, str, list[str]]] = []
         self._emitted = 0
@@ -90,7 +109,7 @@ class ToolCallStream(CallStream):
         while self._emitted < end:
             call_id, name, parts = self._calls[self._emitted]
             call = ToolCallRequest(call_id=call_id, name=name, arguments="".join(parts))
-            self._emit(self._restore(call, self._strict))
+            self._emit_call(call)
             self._emitted += 1
 
     def _assembled(self) -> JsonDict:
@@ -107,7 +126,7 @@ class ToolCallStream(CallStream):
         return message
 
 
-class ResponsesToolCallStream(CallStream):
+class ResponsesToolCallStream(_OpenAIStream):
     r"""The ``function_call`` items of a Responses API stream (``stream=True``), each yielded
     at its ``response.output_item.done``.
 
@@ -126,17 +145,7 @@ class ResponsesToolCallStream(CallStream):
 
     _final = "response.completed"
 
-    def __init__(
-        self,
-        events: AsyncIterable[object] | Iterable[object],
-        *,
-        strict_schemas: Iterable[ToolSchema] | None = None,
-    ) -> None:
-        super().__init__(events)
-        from .openai import _restore, _strict_map  # pyright: ignore[reportPrivateUsage]
-
-        self._restore = _restore
-        self._strict = _strict_map(strict_schemas)
+    def _begin(self) -> None:
         self._items: list[JsonDict] = []
 
     def _feed(self, event: Any, where: str) -> None:
@@ -154,7 +163,7 @@ class ResponsesToolCallStream(CallStream):
                     name=require_str(item, "name", f"{where} item"),
                     arguments=require_str(item, "arguments", f"{where} item"),
                 )
-                self._emit(self._restore(call, self._strict))
+                self._emit_call(call)
         elif kind in ("response.completed", "response.incomplete"):
             self._finished = True
         elif kind in ("response.failed", "error"):
