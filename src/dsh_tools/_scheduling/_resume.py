@@ -69,6 +69,8 @@ class _OpenBatch:
     # the started calls without a result whose approval was deferred: the pending request's
     # id, and the decision a resume logged already (None: still undecided)
     deferred: dict[int, tuple[str, ApprovalOutcome | None]]
+    # its last batch/end says "suspended" (else it has none)
+    suspended: bool
 
     @property
     def prefix(self) -> list[ToolResultEvent]:
@@ -77,6 +79,50 @@ class _OpenBatch:
         while len(prefix) in self.results:
             prefix.append(self.results[len(prefix)])
         return prefix
+
+
+@attrs.define(eq=False)
+class _Resumes:
+    """The resumes of one log object in progress in this process: one runs, the others wait
+    (``users`` counts both; the entry goes when it reaches 0).
+    """
+
+    session: SessionLog
+    lock: trio.Lock = attrs.Factory(trio.Lock)
+    users: int = 0
+
+
+# by the log object's id (the entry keeps the object alive, so the id is not reused)
+_RESUMES: Final[dict[int, _Resumes]] = {}
+
+
+def _holding(session: SessionLog) -> _Resumes:
+    """Count one more resume of ``session`` (release with :func:`_released`). Its ``lock``
+    lets one resume run at a time: a second resume of the same log object waits until the
+    first has returned, then reads the log again (finding the batch finished, or still
+    suspended). Two log objects on one file or session cannot both be writers: the stores'
+    writer locks refuse the second.
+    """
+    entry = _RESUMES.get(id(session))
+    if entry is None:
+        entry = _RESUMES[id(session)] = _Resumes(session)
+    entry.users += 1
+    return entry
+
+
+def _released(session: SessionLog, entry: _Resumes) -> None:
+    entry.users -= 1
+    if not entry.users:
+        del _RESUMES[id(session)]
+
+
+def _check_not_resuming(session: SessionLog) -> None:
+    if id(session) in _RESUMES:
+        raise RuntimeError(
+            "a resume of this log is running in this process (resume_tool_calls); "
+            "recover_session would give its calls a second result: call it after the resume "
+            "has returned"
+        )
 
 
 def _disagrees(start: BatchStartEvent, seq: int, what: str) -> ValueError:
@@ -181,6 +227,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
         attempts=tuple(attempts),
         contexts_logged=contexts_logged,
         deferred=deferred,
+        suspended=record.end is not None,
     )
 
 
@@ -246,6 +293,14 @@ async def resume_tool_calls(
       barriers, ``signal``), as in :func:`~dsh_tools.run_tool_calls`.
     - Then the batch's ``context/message`` events not logged yet, and its ``batch/end``.
 
+    A suspended batch that this resume leaves as it was (every call settled or waiting for a
+    decision that ``approvals`` does not give) is returned as it stands, and nothing is
+    appended: a loop may poll it. Exactly once holds whatever the caller does: a second
+    resume of the same log object in this process waits until the first has returned, then
+    reads the log again (and finds the batch finished, or still suspended); a second log
+    object on the same file or session cannot be opened for writing while the first is
+    (``SessionLogLockedError``), in this process or another.
+
     The returned batch is what an uninterrupted run would have returned for the same
     outcomes: one result per call of ``batch/start``, in model order, and the contexts rebuilt
     from the logged results' ``contexts`` followed by the resumed calls'. (A context given to
@@ -265,8 +320,11 @@ async def resume_tool_calls(
             Each is logged as the pending request's ``approval/decided`` (``answeredBy:
             "resume"``) and the call continues from it: allowed, its guards run and its body
             runs; rejected, it gets ``Error: the user rejected tool "<name>"``. A deferred
-            call with no decision stays suspended: the batch ends ``"suspended"`` again and
-            lists it in ``ToolBatch.suspended``.
+            call with no decision stays suspended: the batch ends ``"suspended"`` again (or,
+            when nothing else changes, stays as logged) and lists it in
+            ``ToolBatch.suspended``. A decision logged by an earlier resume that stopped
+            before the call's result stands: giving the same one again is accepted, a
+            different one is a ``ValueError``.
         on_interrupted: ``"rerun-idempotent"`` (the default) or ``"abort"``.
 
     Returns:
@@ -280,8 +338,8 @@ async def resume_tool_calls(
         ValueError: the open batch's events disagree with its ``batch/start`` (nothing is
             appended), ``on_interrupted`` is unknown, or a limit is less than 1.
         TypeError, ValueError: ``approvals`` is not a mapping of call ids to one of the
-            three decisions, or names a call whose approval is not pending (nothing is
-            appended).
+            three decisions, names a call whose approval is not pending, or contradicts a
+            decision the log holds (nothing is appended).
         trio.Cancelled: as for :func:`~dsh_tools.run_tool_calls`.
 
     This is a checkpoint on every path.
@@ -297,6 +355,26 @@ async def resume_tool_calls(
         raise ValueError(
             f'on_interrupted must be "rerun-idempotent" or "abort", not {on_interrupted!r}'
         )
+    entry = _holding(session)
+    try:
+        async with entry.lock:
+            return await _resume(
+                registry, session, signal, agent, cap, limits, decisions, on_interrupted
+            )
+    finally:
+        _released(session, entry)
+
+
+async def _resume(
+    registry: ToolRegistry,
+    session: SessionLog,
+    signal: CancelSignal,
+    agent: object | None,
+    cap: int,
+    limits: dict[str, int],
+    decisions: Mapping[str, ApprovalOutcome],
+    on_interrupted: OnInterrupted,
+) -> ToolBatch | None:
     batch = _open_batch(session.events())
     if batch is None:
         if decisions:
@@ -333,16 +411,25 @@ async def resume_tool_calls(
     deferred: dict[int, tuple[str, ApprovalOutcome | None, bool]] = {}
     for index, (request_id, logged) in batch.deferred.items():
         given = decisions.get(calls[index].call_id)
+        if logged is not None and given is not None and given != logged:
+            raise ValueError(
+                f"approvals: call {calls[index].call_id!r} was decided already: {logged.value} "
+                f"(its approval/decided is in the log, and a logged decision stands), so "
+                f"{given.value!r} cannot apply"
+            )
         # a decision already logged stands; one given now is new (its approval/decided is due)
         new = logged is None and given is not None
         deferred[index] = (request_id, logged if logged is not None else given, new)
+    log = _primed_log(
+        _Settled(session) if _nothing_to_decide(batch, deferred) else session, batch, attempts
+    )
     resumed = ResumedBatch(
         registry=registry,
         calls=calls,
         signal=signal,
         agent=agent,
         cap=cap,
-        log=_primed_log(session, batch, attempts),
+        log=log,
         capacity=capacity_of(limits),
         turn=start.turn,
         step=start.step,
@@ -359,6 +446,38 @@ async def resume_tool_calls(
     )
     resumed.prime([logged_result(event) for event in prefix])
     return await run_batch(resumed)
+
+
+def _nothing_to_decide(
+    batch: _OpenBatch, deferred: Mapping[int, tuple[str, ApprovalOutcome | None, bool]]
+) -> bool:
+    """Whether the batch is suspended and stays so unchanged: every call has its logged
+    result or waits for a decision that nobody gives now (nor logged on an earlier resume).
+    """
+    return (
+        batch.suspended
+        and all(outcome is None for _, outcome, _ in deferred.values())
+        and all(index in batch.results or index in deferred for index in range(len(batch.calls)))
+    )
+
+
+class _Settled:
+    """The log of a suspended batch a resume does not change (:func:`_nothing_to_decide`), as
+    that resume sees it: read as the log, appended to never. Every call is settled, so the
+    only event the lane appends is the batch's ``batch/end`` ``"suspended"``, which the log
+    has already: a loop that polls a suspended batch does not grow its log.
+    """
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: SessionLog) -> None:
+        self._session = session
+
+    def append(self, event: SessionEvent, /) -> int:
+        return -1
+
+    def events(self) -> list[SessionEvent]:
+        return self._session.events()
 
 
 def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
@@ -379,8 +498,11 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
         TypeError: ``session`` is not a :class:`~dsh_tools.SessionLog`.
         ValueError: the open batch's events disagree with its ``batch/start`` (nothing is
             appended).
+        RuntimeError: a :func:`resume_tool_calls` of the same log object is running in this
+            process (nothing is appended: its calls would get a second result).
     """
     session = check_session(session)
+    _check_not_resuming(session)
     batch = _open_batch(session.events())
     if batch is None:
         return ()
