@@ -7,12 +7,13 @@ when it raises.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import trio
 
 from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._values._batch import SuspendedCall, ToolBatch, ToolStreamError
+from dsh_tools._values._content import HookContext
 from dsh_tools._values._presentation import call_view_of
 
 from ._active import ACTIVE_BATCH
@@ -80,12 +81,13 @@ def _close(batch: Batch) -> ToolBatch:
     batch.active = False
     log = batch.log
     suspended = _suspended_calls(batch)
+    contexts: Sequence[HookContext] = batch.contexts
     if log is not None:
         if suspended:
             # the contexts wait for the batch's real end: resumed, they follow every result
             log.end("suspended")
         else:
-            log.contexts(batch.contexts)
+            contexts = log.contexts(contexts)
             if batch.stream_error is not None:
                 log.end("failed")
             else:
@@ -94,7 +96,7 @@ def _close(batch: Batch) -> ToolBatch:
     assert batch.committed == n  # every call has its result
     return ToolBatch(
         results=results,  # pyright: ignore[reportArgumentType]
-        contexts=tuple(batch.contexts),
+        contexts=tuple(contexts),
         suspended=suspended,
     )
 

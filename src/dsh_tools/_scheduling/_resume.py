@@ -36,6 +36,7 @@ from dsh_tools._sessions._events import (
 from dsh_tools._sessions._log import SessionLog
 from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._values._batch import ToolBatch, ToolCallRequest
+from dsh_tools._values._content import HookContext
 from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
 from dsh_tools._values._signal import CancelSignal
 
@@ -65,7 +66,7 @@ class _OpenBatch:
     call_seqs: tuple[int, ...]
     attempts: tuple[int, ...]
     # the batch's context/message events logged after its last tool/result
-    contexts_logged: int
+    logged_contexts: tuple[HookContext, ...]
     # the started calls without a result whose approval was deferred: the pending request's
     # id, and the decision a resume logged already (None: still undecided)
     deferred: dict[int, tuple[str, ApprovalOutcome | None]]
@@ -161,7 +162,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     results: dict[int, ToolResultEvent] = {}
     asked: dict[str, ApprovalAskedEvent] = {}  # the last request per call id
     decided: dict[str, ApprovalDecidedEvent] = {}
-    contexts_logged = 0
+    logged_contexts: list[HookContext] = []
     # the batch's own events, by the reader's bracket rule (another batch's are not among them)
     for seq, event in record.events:
         if isinstance(event, ToolCallEvent):
@@ -207,7 +208,10 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
         elif isinstance(event, ApprovalDecidedEvent):
             decided[event.id] = event
         elif isinstance(event, ContextMessageEvent) and len(results) == n:
-            contexts_logged += 1  # the batch's contexts follow its last result
+            # the batch's contexts follow its last result
+            logged_contexts.append(
+                HookContext(content=event.content, source=event.source, meta=event.meta)
+            )
     deferred: dict[int, tuple[str, ApprovalOutcome | None]] = {}
     for index in range(len(call_seqs)):
         request = asked.get(ids[index])
@@ -225,7 +229,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
         results=results,
         call_seqs=tuple(call_seqs),
         attempts=tuple(attempts),
-        contexts_logged=contexts_logged,
+        logged_contexts=tuple(logged_contexts),
         deferred=deferred,
         suspended=record.end is not None,
     )
@@ -258,7 +262,7 @@ def _primed_log(session: SessionLog, batch: _OpenBatch, attempts: dict[int, int]
         start.batch_id,
         call_seqs=call_seqs,
         attempts=attempts,
-        contexts_logged=batch.contexts_logged,
+        logged_contexts=batch.logged_contexts,
     )
 
 
@@ -305,8 +309,10 @@ async def resume_tool_calls(
     outcomes: one result per call of ``batch/start``, in model order, and the contexts rebuilt
     from the logged results' ``contexts`` followed by the resumed calls'. (A context given to
     :func:`~dsh_tools.inject_context` belongs to no result: one injected before the process
-    stopped is kept only if its ``context/message`` was logged.) ``batch`` hook listeners do
-    not run for a resumed batch.
+    stopped is kept, in its place, only if its ``context/message`` was logged. The logged
+    ``context/message`` events are matched to the rebuilt contexts by value, in order, so each
+    result's contexts reach the log exactly once.) ``batch`` hook listeners do not run for a
+    resumed batch.
 
     Args:
         registry: the registry whose pipeline runs the calls that run (again).

@@ -42,7 +42,7 @@ class BatchLog:
     A resumed batch's log is primed with what the session holds already: the seq of each
     started call's last ``tool/call`` (``call_seqs``), the attempt of each call run again
     (``attempts``, by index; ``None`` for a fresh batch: every ``tool/call`` is attempt 1) and
-    how many of the batch's ``context/message`` events are logged (``contexts_logged``).
+    the batch's ``context/message`` events logged already (``logged_contexts``, in order).
     """
 
     __slots__ = (
@@ -50,7 +50,7 @@ class BatchLog:
         "_batch_id",
         "_call_seqs",
         "_calls",
-        "_contexts_logged",
+        "_logged_contexts",
         "_session",
         "_step",
         "_turn",
@@ -68,7 +68,7 @@ class BatchLog:
         *,
         call_seqs: list[int] | None = None,
         attempts: dict[int, int] | None = None,
-        contexts_logged: int = 0,
+        logged_contexts: Sequence[HookContext] = (),
     ) -> None:
         self._session = session
         self._calls = calls
@@ -78,7 +78,7 @@ class BatchLog:
         # the seq of each call's tool/call, for its tool/result's source_event_seqs
         self._call_seqs = [0] * len(calls) if call_seqs is None else call_seqs
         self._attempts = attempts
-        self._contexts_logged = contexts_logged
+        self._logged_contexts = logged_contexts
         self.failed = False
         """An append raised: the batch is failing, and nothing more is written to the log."""
         self.started = call_seqs is not None
@@ -183,16 +183,30 @@ class BatchLog:
         self._append(event)
         return event
 
-    def contexts(self, contexts: Sequence[HookContext]) -> None:
-        """Append one ``context/message`` per batch context, in FIFO order (those not logged
-        yet: a resumed batch may have logged some before its process stopped).
+    def contexts(self, contexts: Sequence[HookContext]) -> Sequence[HookContext]:
+        """Append one ``context/message`` per batch context not logged yet, in FIFO order, and
+        return the batch's contexts as the log then holds them.
+
+        A fresh batch logs every one of ``contexts``. A resumed batch may have logged some
+        before its process stopped, and ``contexts`` (rebuilt from the logged results and the
+        calls run again) lacks the ones :func:`~dsh_tools.inject_context` added then: the
+        logged ones are matched against ``contexts`` in order, by value (a logged one that
+        matches none was injected, and stays where it is), and the rest of ``contexts``
+        follows them. A context injected before the stop and equal to a result's own
+        context stands for both.
         """
-        for context in contexts[self._contexts_logged :]:
+        logged = self._logged_contexts
+        matched = 0
+        for context in logged:
+            if matched < len(contexts) and context == contexts[matched]:
+                matched += 1
+        for context in contexts[matched:]:
             self._append(
                 ContextMessageEvent(
                     content=context.content, source=context.source, meta=context.meta
                 )
             )
+        return [*logged, *contexts[matched:]] if logged else contexts
 
     def end(self, reason: BatchEndReason) -> None:
         """Append the batch's ``batch/end``, after its results and contexts."""
