@@ -450,9 +450,40 @@ async def test_a_batch_whose_calls_repeat_a_call_id_is_refused(
     calls = [request("c1", "put"), request("c1", "put")]
     _, events = await record(calls)
     session = cut(events, 2)
-    with pytest.raises(ValueError, match="its calls repeat a call id"):
+    with pytest.raises(ValueError, match=r"its calls repeat a call id.*recover_session"):
         await resume_tool_calls(Lab().registry(), session, signal=NEVER)
     assert events[:2] == session.events()
+
+
+async def test_recover_session_closes_a_batch_that_repeats_a_call_id_by_position(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    calls = [request("c1", "send"), request("c1", "rm"), request("c2", "send")]
+    _, events = await record(calls)
+    # stopped after the first c1 committed, while the second c1 ran; c2 never started
+    rm_call = next(
+        i for i, e in enumerate(events) if isinstance(e, ToolCallEvent) and e.name == "rm"
+    )
+    session = cut(events, rm_call + 1)
+    # the loop went on without resuming: a later batch ran and completed
+    await run_tool_calls(Lab().registry(), [request("d1", "put")], signal=NEVER, session=session)
+    before = len(session.events())
+    with pytest.raises(ValueError, match="repeat a call id"):
+        await resume_tool_calls(Lab().registry(), session, signal=NEVER)
+
+    recovered = recover_session(session)
+
+    assert ["send c1", INTERRUPTED_TEXT, "Error: tool call aborted before dispatch"] == [
+        " ".join(b.text for b in e.content if isinstance(b, TextBlock)) for e in recovered
+    ]
+    added = session.events()[before:]
+    interrupted = added[0]
+    assert isinstance(interrupted, ToolResultEvent)
+    assert ("c1", (rm_call,)) == (interrupted.call_id, interrupted.source_event_seqs)
+    assert "aborted" == getattr(added[-1], "reason", None)
+    # nothing is open any more: resumes find nothing, the session goes on
+    assert None is await resume_tool_calls(Lab().registry(), session, signal=NEVER)
+    assert () == recover_session(session)
 
 
 async def test_a_session_that_is_not_a_log_is_a_type_error() -> None:

@@ -72,6 +72,8 @@ class _OpenBatch:
     deferred: dict[int, tuple[str, ApprovalOutcome | None]]
     # its last batch/end says "suspended" (else it has none)
     suspended: bool
+    # its calls repeat a call id (recover_session closes it; a resume refuses it)
+    repeated: bool
 
     @property
     def prefix(self) -> list[ToolResultEvent]:
@@ -142,7 +144,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     Raises:
         ValueError: the batch's events disagree with its ``batch/start`` (a ``tool/call`` of
             a call it does not list, or with other arguments, out of model order, or a
-            ``tool/result`` out of model order), or its calls repeat a call id.
+            ``tool/result`` out of model order).
     """
     record = SessionReader(events).open_batch()
     if record is None:
@@ -151,12 +153,11 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     calls = record.calls
     n = len(calls)
     ids = [call.call_id for call in calls]
-    index_of = {call_id: index for index, call_id in enumerate(ids)}
-    if len(index_of) != n:
-        raise ValueError(
-            f"batch {start.batch_id}: its calls repeat a call id, so its events cannot be told "
-            "apart and the batch cannot be finished from the log"
-        )
+    # each call id's calls in model order: a batch may repeat an id, and then its events are
+    # told apart by position (calls start and commit in model order)
+    positions: dict[str, list[int]] = {}
+    for index, call_id in enumerate(ids):
+        positions.setdefault(call_id, []).append(index)
     call_seqs: list[int] = []
     attempts: list[int] = []
     results: dict[int, ToolResultEvent] = {}
@@ -166,9 +167,14 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
     # the batch's own events, by the reader's bracket rule (another batch's are not among them)
     for seq, event in record.events:
         if isinstance(event, ToolCallEvent):
-            index = index_of.get(event.call_id)
-            if index is None:
+            candidates = positions.get(event.call_id)
+            if candidates is None:
                 raise _disagrees(start, seq, f"tool/call {event.call_id!r} is not a call of it")
+            # a first attempt starts the next call; a later one, the earliest unfinished
+            if event.attempt == 1:
+                index = len(call_seqs) if len(call_seqs) in candidates else candidates[0]
+            else:
+                index = _earliest(candidates, len(call_seqs), results)
             call = calls[index]
             if (event.name, event.arguments) != (call.name, call.arguments):
                 raise _disagrees(
@@ -191,7 +197,8 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
                     f"tool/call {event.call_id!r} (attempt {event.attempt}) is out of model order",
                 )
         elif isinstance(event, ToolResultEvent):
-            index = index_of.get(event.call_id)
+            candidates = positions.get(event.call_id)
+            index = None if candidates is None else _earliest(candidates, len(call_seqs), results)
             # calls commit in model order, except past a call whose approval was asked (it
             # may have been deferred)
             if (
@@ -203,7 +210,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
                 raise _disagrees(start, seq, f"tool/result {event.call_id!r} is out of model order")
             results[index] = event
         elif isinstance(event, ApprovalAskedEvent):
-            if event.call_id is not None and event.call_id in index_of:
+            if event.call_id is not None and event.call_id in positions:
                 asked[event.call_id] = event
         elif isinstance(event, ApprovalDecidedEvent):
             decided[event.id] = event
@@ -213,10 +220,12 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
                 HookContext(content=event.content, source=event.source, meta=event.meta)
             )
     deferred: dict[int, tuple[str, ApprovalOutcome | None]] = {}
+    pending: set[str] = set()  # requests given to a call already (a repeated id asks once)
     for index in range(len(call_seqs)):
         request = asked.get(ids[index])
-        if index in results or request is None:
+        if index in results or request is None or request.id in pending:
             continue
+        pending.add(request.id)
         decision = decided.get(request.id)
         if decision is None:
             deferred[index] = (request.id, None)
@@ -232,7 +241,18 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
         logged_contexts=tuple(logged_contexts),
         deferred=deferred,
         suspended=record.end is not None,
+        repeated=len(positions) != n,
     )
+
+
+def _earliest(candidates: Sequence[int], started: int, results: Mapping[int, object]) -> int:
+    """The earliest of a call id's ``candidates`` that started and has no result yet (the
+    first candidate when none has: the caller's order checks then refuse the event).
+    """
+    for index in candidates:
+        if index < started and index not in results:
+            return index
+    return candidates[0]
 
 
 _RESUME: Final = "resume"
@@ -392,6 +412,13 @@ async def _resume(
         return None
     start = batch.start
     calls = batch.calls
+    if batch.repeated:
+        raise ValueError(
+            f"batch {start.batch_id}: its calls repeat a call id, so a decision or an "
+            "idempotency key could name two calls; it cannot be resumed. recover_session("
+            "session) closes it, telling its calls apart by position; later batches are "
+            "then resumed as usual"
+        )
     deferred_ids = {calls[index].call_id: index for index in batch.deferred}
     unknown = sorted(set(decisions) - set(deferred_ids))
     if unknown:
@@ -493,7 +520,9 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
     Each call with a ``tool/call`` but no ``tool/result`` gets ``TOOL_INTERRUPTED`` (pointing
     at its ``tool/call``); each call that never started gets a synthetic ``tool/call`` and
     ``ABORTED_BEFORE_DISPATCH``; then the batch's ``context/message`` events not logged yet and
-    a ``batch/end`` with reason ``"aborted"``.
+    a ``batch/end`` with reason ``"aborted"``. A batch whose calls repeat a call id (which
+    :func:`resume_tool_calls` refuses) is closed too: its events are matched to its calls by
+    position, as calls start and commit in model order.
 
     Returns:
         Every ``tool/result`` of the batch in model order (the logged ones and the new ones):
