@@ -6,6 +6,7 @@ is in ``test_session.py``; crashes and other processes are in ``test_session_mul
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -292,3 +293,23 @@ def test_a_writer_through_a_symlink_is_refused_like_one_by_the_real_name(tmp_pat
         link.symlink_to(path)
         with pytest.raises(SessionLogLockedError):
             SqliteSessionLog(link)
+
+
+def test_a_writer_let_in_by_a_deleted_lock_directory_is_a_locked_error_not_a_driver_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.sqlite"
+    with SqliteSessionLog(path, session_id="a") as first:
+        first.append(START)
+        # someone removes the lock directory: a second writer is no longer refused
+        shutil.rmtree(tmp_path / "log.sqlite-locks")
+        with SqliteSessionLog(path, session_id="a") as second:
+            second.append(CALL)
+            with pytest.raises(SessionLogLockedError) as caught:
+                first.append(RESULT)  # its seq is taken
+            assert (str(path), "a") == (caught.value.path, caught.value.session_id)
+            assert "another SqliteSessionLog is writing session 'a'" in str(caught.value)
+            # the refused writer is closed: nothing more of it reaches the session
+            with pytest.raises(ValueError, match="closed"):
+                first.append(END)
+    assert [START, CALL] == SqliteSessionLog.read(path, "a")

@@ -90,7 +90,10 @@ class SqliteSessionLog(SessionRowsLog):
     garbage-collected while open is closed with a ``ResourceWarning``. Needs ``fcntl.flock``
     (POSIX): constructing one raises ``NotImplementedError`` elsewhere.
 
-    Each ``append`` is one ``INSERT`` in its own transaction, on the calling thread: it blocks
+    A writer that finds its next sequence number taken (another writer got in: the lock
+    directory was deleted while it held it) raises :class:`~dsh_tools.SessionLogLockedError`
+    and is closed. Each ``append`` is one ``INSERT`` in its own transaction, on the calling
+    thread: it blocks
     the trio loop for that insert (and, every few thousand events, for SQLite's automatic
     checkpoint of the write-ahead log). A failed insert (a full disk) rolls back whole, so no
     partial event is ever stored and the log stays usable. A statement that finds another
@@ -151,10 +154,18 @@ class SqliteSessionLog(SessionRowsLog):
         return self._path
 
     def _insert(self, connection: sqlite3.Connection, seq: int, text: str) -> None:
-        connection.execute(
-            "INSERT INTO dsh_events (session, seq, event) VALUES (?, ?, ?)",
-            (self._key, seq, text),
-        )
+        try:
+            connection.execute(
+                "INSERT INTO dsh_events (session, seq, event) VALUES (?, ?, ?)",
+                (self._key, seq, text),
+            )
+        except sqlite3.IntegrityError:
+            # another writer of the session took this seq: its lock was bypassed (the lock
+            # directory deleted under us, say); this writer is out, as a refused one would be
+            self.close()
+            raise SessionLogLockedError(
+                str(self._path), self._session_id, log_class="SqliteSessionLog"
+            ) from None
 
     def _read(self) -> list[SessionEvent]:
         connection = self._connection
