@@ -16,7 +16,13 @@ from dsh_tools import (
     MAX_DEPTH,
     Accept,
     Allow,
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    ApprovalOutcome,
+    ApprovalPolicyEvent,
+    ApprovalRevokedEvent,
     Ask,
+    BatchCallEvent,
     BatchEndEvent,
     BatchStartEvent,
     Block,
@@ -48,11 +54,14 @@ from dsh_tools import (
     ToolErrorInfo,
     ToolExecutionMode,
     ToolExecutionResult,
+    ToolProgressEvent,
     ToolResult,
     ToolResultBlock,
     ToolResultEvent,
     ToolResultView,
     ToolSchema,
+    TurnEndEvent,
+    TurnStartEvent,
     UserSource,
     snapshot_json,
 )
@@ -66,6 +75,7 @@ __all__ = [
     "public_values_by_kind",
     "content_blocks",
     "file_diffs",
+    "every_session_event",
     "session_events",
     "file_locations",
     "hook_contexts",
@@ -305,6 +315,53 @@ session_events: st.SearchStrategy[SessionEvent] = st.one_of(
     ),
 )
 """The session events the scheduler appends."""
+
+_wire_text = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates too
+_ids = st.text(st.characters(exclude_categories=()), min_size=1, max_size=12)
+_amounts = _optional(
+    st.integers(min_value=0, max_value=MAX_SAFE_INTEGER)
+    | st.floats(min_value=0, allow_nan=False, allow_infinity=False)
+)
+
+every_session_event: st.SearchStrategy[SessionEvent] = st.one_of(
+    session_events,
+    st.builds(
+        ToolProgressEvent,
+        turn=_counters,
+        step=_counters,
+        call_id=_wire_text,
+        message=_optional(_wire_text),
+        progress=_amounts,
+        total=_amounts,
+        output=_optional(_wire_text),
+    ),
+    st.builds(
+        BatchCallEvent,
+        turn=_counters,
+        step=_counters,
+        batch_id=st.uuids().map(str),
+        call=_requests,
+    ),
+    st.builds(TurnStartEvent, turn=_counters, trigger=_optional(json_values(max_leaves=5))),
+    st.builds(TurnEndEvent, turn=_counters, kind=st.sampled_from(["completed", "aborted"])),
+    st.builds(
+        ApprovalAskedEvent,
+        id=_ids,
+        tool_name=_wire_text,
+        call_id=_optional(_wire_text),
+        reason=_optional(_wire_text),
+        agent=_optional(_wire_text),
+    ),
+    st.builds(
+        ApprovalDecidedEvent,
+        id=_ids,
+        outcome=st.sampled_from(ApprovalOutcome),
+        answered_by=_optional(st.sampled_from(["grant", "resume"]) | _wire_text),
+    ),
+    st.builds(ApprovalRevokedEvent, tool_name=_ids, agent=_optional(_wire_text)),
+    st.builds(ApprovalPolicyEvent, policy=st.sampled_from(["ask", "never"])),
+)
+"""Every kind of session event, with every optional field sometimes absent."""
 
 public_values_by_kind: dict[str, st.SearchStrategy[Any]] = {
     "content blocks": content_blocks,

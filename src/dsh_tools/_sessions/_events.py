@@ -23,7 +23,7 @@ from dsh_tools._values._converter import (
     content_block_classes,
 )
 from dsh_tools._values._execution import ApprovalOutcome, check_progress_amount
-from dsh_tools._values._json import JsonValue, snapshot_json
+from dsh_tools._values._json import MAX_SAFE_INTEGER, JsonValue, snapshot_json
 
 __all__ = [
     "ApprovalAskedEvent",
@@ -215,12 +215,23 @@ def _optional_amount(
         check_progress_amount(attribute.name, value)
 
 
+def _js_amount(value: float | None) -> float | None:
+    """An integral ``float`` amount as the ``int`` it equals (within ``2**53 - 1``): JSON has
+    one number type, so ``1.0`` is stored as ``1`` and read back as ``1``; holding it as
+    ``1`` from the start makes what is read equal, type and all, to what was appended.
+    """
+    if type(value) is float and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    return value
+
+
 @attrs.frozen(kw_only=True)
 class ToolProgressEvent:
     """A running body reported progress (wire ``tool/progress``), between its call's
     ``tool/call`` and ``tool/result``. Never shown to the model.
 
-    ``progress`` / ``total`` are amounts in the body's own unit (``total`` ``None``: unknown);
+    ``progress`` / ``total`` are amounts in the body's own unit (``total`` ``None``: unknown),
+    JSON numbers: an integral ``float`` is held as the ``int`` it equals, as the log stores it;
     ``output`` is a chunk of terminal output, the chunks of reports coalesced into this event
     joined in order.
     """
@@ -229,8 +240,12 @@ class ToolProgressEvent:
     step: int = attrs.field(validator=_count)
     call_id: str = attrs.field(validator=_text)
     message: str | None = attrs.field(default=None, validator=_optional_text)
-    progress: float | None = attrs.field(default=None, validator=_optional_amount)
-    total: float | None = attrs.field(default=None, validator=_optional_amount)
+    progress: float | None = attrs.field(
+        default=None, converter=_js_amount, validator=_optional_amount
+    )
+    total: float | None = attrs.field(
+        default=None, converter=_js_amount, validator=_optional_amount
+    )
     output: str | None = attrs.field(default=None, validator=_optional_text)
 
 
