@@ -6,9 +6,16 @@ Each test uses its own session id (the test's ``tmp_path``), so tests share one 
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
+from collections.abc import Generator
 from pathlib import Path
 
 import psycopg
@@ -132,6 +139,10 @@ def test_the_command_reports_an_unreachable_database_without_a_traceback() -> No
         ({"session_id": "a\x00"}, ValueError, "NUL"),
         ({"session_id": "s", "schema": "Bad-Name"}, ValueError, "lower-case SQL identifier"),
         ({"session_id": "s", "synchronous_commit": "on"}, TypeError, "synchronous_commit"),
+        ({"session_id": "s", "append_timeout": "5"}, TypeError, "append_timeout"),
+        ({"session_id": "s", "append_timeout": True}, TypeError, "append_timeout"),
+        ({"session_id": "s", "append_timeout": 0}, ValueError, "append_timeout"),
+        ({"session_id": "s", "append_timeout": math.inf}, ValueError, "append_timeout"),
     ],
 )
 def test_bad_arguments_are_refused_before_connecting(
@@ -193,6 +204,59 @@ def test_a_lost_connection_fails_the_append_and_frees_the_session(dsn: str, sess
     log.close()
     with PostgresSessionLog(dsn, session) as again:
         assert ([CALL], 1) == (again.events(), again.append(RESULT))
+
+
+@contextlib.contextmanager
+def stopped(pid: int, *, at_most: float) -> Generator[None]:
+    """The server process ``pid`` stopped (``SIGSTOP``) and continued on leaving, or after
+    ``at_most`` seconds whatever happens (a test that would otherwise wait forever fails)."""
+    os.kill(pid, signal.SIGSTOP)
+    timer = threading.Timer(at_most, os.kill, (pid, signal.SIGCONT))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_an_append_to_a_stalled_server_fails_within_its_timeout_and_frees_the_session(
+    dsn: str, session: str
+) -> None:
+    log = PostgresSessionLog(dsn, session, append_timeout=0.5)
+    log.append(CALL)
+    connection = log._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    # a real stall: the session's backend process stopped while the append waits for it
+    with stopped(connection.info.backend_pid, at_most=30), pytest.raises(TimeoutError) as caught:
+        log.append(RESULT)
+    assert "did not answer an append within 0.5 s (append_timeout)" in str(caught.value)
+    assert log.closed
+    # the backend, continued, finds its connection gone and frees the session's lock
+    for _ in range(200):
+        try:
+            again = PostgresSessionLog(dsn, session)
+        except SessionLogLockedError:
+            time.sleep(0.05)
+            continue
+        with again:
+            assert CALL == again.events()[0]
+            assert len(again.events()) in (1, 2)  # the cut append may or may not have landed
+        break
+    else:
+        pytest.fail("the session stayed locked after its stalled backend continued")
+
+
+def test_an_append_timeout_of_none_waits_as_long_as_the_server_takes(
+    dsn: str, session: str
+) -> None:
+    with PostgresSessionLog(dsn, session, append_timeout=None) as log:
+        log.append(CALL)
+        connection = log._connection  # pyright: ignore[reportPrivateUsage]
+        assert connection is not None
+        with stopped(connection.info.backend_pid, at_most=0.5):
+            assert 1 == log.append(RESULT)  # answered once the backend continued
+        assert [CALL, RESULT] == log.events()
 
 
 def test_an_unreachable_database_fails_at_construction() -> None:

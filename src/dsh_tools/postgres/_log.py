@@ -21,8 +21,9 @@ took over) fails on the first sequence number the other one stored, instead of i
 from __future__ import annotations
 
 import hashlib
+import math
 import re
-from typing import Final
+from typing import Final, NoReturn
 
 import psycopg
 from psycopg import sql
@@ -35,11 +36,16 @@ from dsh_tools import (
 from dsh_tools._for_integrations import SessionRowsLog, events_from_rows
 from dsh_tools._for_integrations import check_session_id as check_session_text
 
+from ._watchdog import WATCHDOG
+
 __all__ = ["PostgresSessionLog", "check_session_id", "create_schema", "describe_conninfo"]
 
 SCHEMA_VERSION: Final = 1
 
 DEFAULT_SCHEMA: Final = "dsh"
+
+DEFAULT_APPEND_TIMEOUT: Final = 5.0
+"""How long (seconds) an append may wait for the server before its connection is cut."""
 
 _IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -109,6 +115,11 @@ class PostgresSessionLog(SessionRowsLog):
             lone surrogates). An existing session is continued: its events keep their sequence
             numbers, new ones follow.
         schema: the PostgreSQL schema that :func:`create_schema` made.
+        append_timeout: how long (seconds) an ``append`` may wait for the server, 5 by
+            default; ``None``: as long as it takes. Past it, the connection is cut, the log
+            closed, and the append raises :class:`TimeoutError` (the event may or may not be
+            stored; a resume reads which). It bounds how long a stalled server freezes the trio
+            loop, whose deadlines cannot fire while an append waits on its thread.
         synchronous_commit: ``True`` (the default): an event whose ``append`` returned is on
             the server's disk (it survives a crash of the server, not only of this process).
             ``False``: the server acknowledges before its write-ahead log reaches the disk
@@ -124,6 +135,8 @@ class PostgresSessionLog(SessionRowsLog):
         SessionLogLockedError: another writer holds this session (in this process or on any
             machine).
         psycopg.Error: the database cannot be reached.
+        TypeError, ValueError: ``append_timeout`` is not a positive number of seconds or
+            ``None``.
 
     One writer per session, any number of sessions and of readers: the writer holds a
     PostgreSQL advisory lock for its session on its own connection until :meth:`close` (it is
@@ -132,13 +145,15 @@ class PostgresSessionLog(SessionRowsLog):
 
     Each ``append`` is one ``INSERT`` committed on its own, on the calling thread: it blocks
     the trio loop for one round trip to the server (and, with ``synchronous_commit=True``, for
-    the server's flush of its write-ahead log). A failed insert stores nothing. If the
+    the server's flush of its write-ahead log), never longer than ``append_timeout``. A
+    failed insert stores nothing. If the
     connection is lost, ``append`` raises ``psycopg.OperationalError`` and so does every later
     one: the lock went with the connection, so open a new log (which continues the session).
     """
 
-    __slots__ = ("_place", "_schema")
+    __slots__ = ("_append_timeout", "_place", "_schema")
 
+    _append_timeout: float | None
     _place: str
     _schema: str
     _connection: psycopg.Connection[tuple[object, ...]] | None
@@ -150,6 +165,7 @@ class PostgresSessionLog(SessionRowsLog):
         *,
         schema: str = DEFAULT_SCHEMA,
         synchronous_commit: bool = True,
+        append_timeout: float | None = DEFAULT_APPEND_TIMEOUT,
     ) -> None:
         self._closed = True  # until the connection is open and the session locked
         self._connection = None
@@ -158,6 +174,7 @@ class PostgresSessionLog(SessionRowsLog):
         _check_schema(schema)
         if not isinstance(synchronous_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"synchronous_commit must be a bool, not {synchronous_commit!r}")
+        self._append_timeout = _check_timeout(append_timeout)
         self._place = describe_conninfo(conninfo)
         self._session_id = session_id
         self._schema = schema
@@ -202,6 +219,8 @@ class PostgresSessionLog(SessionRowsLog):
     def _insert(
         self, connection: psycopg.Connection[tuple[object, ...]], seq: int, text: str
     ) -> None:
+        timeout = self._append_timeout
+        token = None if timeout is None else WATCHDOG.arm(connection.pgconn.socket, timeout)
         try:
             connection.execute(
                 sql.SQL("INSERT INTO {}.events (session, seq, event) VALUES (%s, %s, %s)").format(
@@ -209,11 +228,29 @@ class PostgresSessionLog(SessionRowsLog):
                 ),
                 (self._key, seq, text),
             )
+        except psycopg.OperationalError:
+            if token is None or not WATCHDOG.disarm(token):
+                raise
+            token = None
+            self._timed_out(timeout)
         except psycopg.errors.UniqueViolation:
             self.close()
             raise SessionLogLockedError(
                 self._place, self._session_id, log_class="PostgresSessionLog"
             ) from None
+        finally:
+            if token is not None and WATCHDOG.disarm(token):
+                # the insert returned as its deadline passed: the connection is cut anyway
+                self._timed_out(timeout)
+
+    def _timed_out(self, timeout: float | None) -> NoReturn:
+        self.close()
+        raise TimeoutError(
+            f"{self._place} session {self._session_id!r}: the server did not answer an append "
+            f"within {timeout:g} s (append_timeout), so the connection was cut and the log "
+            "closed; the event may or may not be stored. Open a new log to continue the "
+            "session once the server answers"
+        )
 
     def _read(self) -> list[SessionEvent]:
         connection = self._connection
@@ -230,6 +267,8 @@ class PostgresSessionLog(SessionRowsLog):
             ValueError: the schema does not hold session logs (or another version of them).
             SessionLogCorruptError: a stored event is not an event.
             psycopg.Error: the database cannot be reached.
+        TypeError, ValueError: ``append_timeout`` is not a positive number of seconds or
+            ``None``.
         """
         _check_conninfo(conninfo)
         check_session_id(session_id)
@@ -274,6 +313,16 @@ def _lock_key(schema: str, session_id: str) -> int:
 def _check_conninfo(conninfo: object) -> None:
     if not isinstance(conninfo, str):
         raise TypeError(f"conninfo must be a str, not {type(conninfo).__name__}")
+
+
+def _check_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"append_timeout must be a number of seconds or None, not {timeout!r}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"append_timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return float(timeout)
 
 
 def _check_schema(schema: object) -> None:
