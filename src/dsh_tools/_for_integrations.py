@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from ._extras import raise_missing_extra
 from ._scheduling._entry import check_calls, check_limits, check_signal
+from ._scheduling._observed import ObservedBatch, observed_batch
 from ._scheduling._resume import logged_result
 from ._sessions._log import SessionRowsLog, check_session_id
 from ._sessions._reader import SessionReader
-from ._sessions._wire import events_from_rows
+from ._sessions._wire import encode_event_line, events_from_rows
 from ._values._checks import check_int, check_seconds
 from ._values._json import MAX_SAFE_INTEGER
 from ._values._presentation import unified_diff_lines
@@ -40,6 +41,11 @@ __all__ = [
     # one reader of a log, and the result a logged tool/result records
     "SessionReader",
     "logged_result",
+    # the testing kit's explorers: the batch a trio task runs, seen from an instrument
+    "ObservedBatch",
+    "observed_batch",
+    # ... and a torn write of a JSONL log's line (the crash explorer)
+    "encode_event_line",
     # the Temporal runner's arguments, checked as run_tool_calls checks them
     "check_calls",
     "check_limits",

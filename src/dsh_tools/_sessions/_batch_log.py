@@ -84,6 +84,11 @@ class BatchLog:
         self.started = call_seqs is not None
         """The batch's ``batch/start`` is in the log (a resumed batch's always is)."""
 
+    @property
+    def session(self) -> SessionLog:
+        """The session log the batch appends to."""
+        return self._session
+
     def _append(self, event: SessionEvent) -> int:
         try:
             return self._session.append(event)
