@@ -5,6 +5,7 @@ correct scenarios, are deterministic, and respect ``max_runs``.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -42,7 +43,11 @@ CALLS = tuple(
 
 
 def lab(
-    ledger: list[str], *, send_idempotent: bool = False, shielded: bool = False
+    ledger: list[str],
+    *,
+    send_idempotent: bool = False,
+    shielded: bool = False,
+    record: Callable[[str], None] | None = None,
 ) -> ToolRegistry:
     """``read`` (parallel, idempotent), ``write`` (exclusive), ``send`` (records each send in
     ``ledger``: the side effect a user's check counts)."""
@@ -64,7 +69,7 @@ def lab(
         return "written"
 
     async def send(_args: object, context: ToolRunContext) -> str:
-        ledger.append(context.call_id)
+        (ledger.append if record is None else record)(context.call_id)
         await trio.sleep(1)
         return "sent"
 
@@ -223,7 +228,9 @@ def test_a_correct_scenario_resumes_exactly_from_every_crash_point(kind: str) ->
                 return JsonlSessionLog(Path(directory) / f"{next(count)}.jsonl")
             return SqliteSessionLog(Path(directory) / "log.db", session_id=str(next(count)))
 
-        exploration = explore_crashes(crash_scenario(ledger), log=log, check=sent_once(ledger))
+        exploration = explore_crashes(
+            crash_scenario(ledger), log=log, check=sent_once(ledger), mode="inline"
+        )
     assert exploration.ok, str(exploration)
     # one crash run per append but the last (and a torn one per append for JSONL)
     per_point = 2 if kind == "jsonl" else 1
@@ -241,7 +248,10 @@ def test_a_correct_scenario_resumes_exactly_from_every_crash_point(kind: str) ->
 def test_a_tool_wrongly_marked_idempotent_is_found_running_twice() -> None:
     ledger: list[str] = []
     exploration = explore_crashes(
-        crash_scenario(ledger, send_idempotent=True), log=MemorySessionLog, check=sent_once(ledger)
+        crash_scenario(ledger, send_idempotent=True),
+        log=MemorySessionLog,
+        check=sent_once(ledger),
+        mode="inline",
     )
     assert not exploration.ok
     assert all(
@@ -255,8 +265,8 @@ def test_a_tool_wrongly_marked_idempotent_is_found_running_twice() -> None:
 
 def test_crash_explorations_are_deterministic() -> None:
     ledger: list[str] = []
-    first = explore_crashes(crash_scenario(ledger), log=MemorySessionLog)
-    second = explore_crashes(crash_scenario(ledger), log=MemorySessionLog)
+    first = explore_crashes(crash_scenario(ledger), log=MemorySessionLog, mode="inline")
+    second = explore_crashes(crash_scenario(ledger), log=MemorySessionLog, mode="inline")
     assert [r.survived for r in first.runs] != []
     assert [(r.kind, r.append, len(r.survived)) for r in first.runs] == [
         (r.kind, r.append, len(r.survived)) for r in second.runs
@@ -279,4 +289,74 @@ def test_the_plugins_fixtures_fail_the_test_with_the_summary(
             crash_scenario(ledger, send_idempotent=True),
             log=MemorySessionLog,
             check=sent_once(ledger),
+            mode="inline",
         )
+
+
+# --- crashes in real processes ------------------------------------------------------------------
+
+
+class FileLedger:
+    """Side effects every process sees: one line per send, appended to a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def record(self, call_id: str) -> None:
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write(call_id + "\n")
+
+    def take(self) -> list[str]:
+        """The sends so far, and a fresh ledger for the next run."""
+        sends = self.path.read_text(encoding="utf-8").split() if self.path.exists() else []
+        self.path.unlink(missing_ok=True)
+        return sends
+
+
+def process_scenario(
+    ledger: FileLedger, *, send_idempotent: bool = False
+) -> Callable[[SessionLog], Awaitable[ToolBatch]]:
+    async def scenario(session: SessionLog) -> ToolBatch:
+        # the send's side effect lands in the file the moment its body runs
+        registry = lab([], send_idempotent=send_idempotent, record=ledger.record)
+        return await run_tool_calls(registry, CALLS, signal=CancelSignal.never(), session=session)
+
+    return scenario
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_real_kills_find_a_tool_wrongly_marked_idempotent_and_nothing_in_a_correct_one(
+    kind: str, tmp_path: Path
+) -> None:
+    count = iter(range(10_000))
+
+    def log() -> SessionLog:
+        if kind == "jsonl":
+            return JsonlSessionLog(tmp_path / f"{next(count)}.jsonl")
+        return SqliteSessionLog(tmp_path / "log.db", session_id=str(next(count)))
+
+    ledger = FileLedger(tmp_path / "ledger")
+
+    def check(run: ExplorationRun) -> None:
+        sent = ledger.take().count("c5")
+        assert sent <= 1, f"c5 was sent {sent} times"
+
+    correct = explore_crashes(process_scenario(ledger), log=log, check=check)
+    assert correct.ok, str(correct)
+    per_point = 2 if kind == "jsonl" else 1
+    assert 1 + per_point * (correct.points - 1) == len(correct.runs)
+    assert any(run.kind == "torn" for run in correct.runs) == (kind == "jsonl")
+
+    wrong = explore_crashes(process_scenario(ledger, send_idempotent=True), log=log, check=check)
+    assert not wrong.ok
+    assert all("c5 was sent 2 times" in f.problem for f in wrong.failures)
+    # the children are gone: no zombie left behind
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_process_mode_refuses_a_log_no_other_process_can_open() -> None:
+    with pytest.raises(ValueError, match=r'needs a log another process can open.*mode="inline"'):
+        explore_crashes(crash_scenario([]), log=MemorySessionLog)
+    with pytest.raises(ValueError, match='mode must be "process" or "inline"'):
+        explore_crashes(crash_scenario([]), log=MemorySessionLog, mode="thread")  # pyright: ignore[reportArgumentType]

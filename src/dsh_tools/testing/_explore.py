@@ -14,7 +14,13 @@ make the step count vary; keep a scenario's bodies on the trio loop to explore i
 from __future__ import annotations
 
 import collections
+import os
+import pickle
+import select
+import signal
 import threading
+import time
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Literal, TypeVar, cast
 
@@ -29,6 +35,7 @@ from dsh_tools import (
     JsonlSessionLog,
     SessionEvent,
     SessionLog,
+    SqliteSessionLog,
     ToolBatch,
     ToolCallEvent,
     ToolCallRequest,
@@ -489,24 +496,32 @@ class _Killed(BaseException):
 
 
 class _Dying:
-    """A session log whose process dies after ``after`` appends: that append raises
-    :class:`_Killed` (after writing part of its line, when ``torn``), and every later one too.
+    """A session log whose process dies after ``after`` appends: the next append writes part
+    of its line (when ``torn``: a JSONL log) and then raises :class:`_Killed` (and so does every
+    later one), or, with ``kill``, ``SIGKILL``s this process. Each append also notes the batch
+    appending (``batch``: its registry and agent, for the resume).
     """
 
-    def __init__(self, inner: SessionLog, after: int, *, torn: bool) -> None:
+    def __init__(self, inner: SessionLog, after: int, *, torn: bool, kill: bool = False) -> None:
         self.inner = inner
         self.after = after
         self.torn = torn
+        self.kill = kill
         self.appends = 0
         self.dead = False
+        self.batch: ObservedBatch | None = None
 
     def append(self, event: SessionEvent, /) -> int:
+        if self.batch is None:
+            self.batch = observed_batch(trio.lowlevel.current_task())
         if self.dead or self.appends >= self.after:
             if not self.dead and self.torn and isinstance(self.inner, JsonlSessionLog):
                 line = encode_event_line(event)
                 with self.inner.path.open("ab") as file:
                     file.write(line[: max(1, len(line) // 2)])
             self.dead = True
+            if self.kill:
+                os.kill(os.getpid(), signal.SIGKILL)
             raise _Killed
         self.appends += 1
         return self.inner.append(event)
@@ -520,35 +535,47 @@ def explore_crashes(
     *,
     log: Callable[[], SessionLog],
     check: Callable[[ExplorationRun], object] | None = None,
+    mode: Literal["process", "inline"] = "process",
 ) -> Exploration:
     """Kill a scenario after every append to its session log, resume it, and check the resume.
 
     ``scenario(session)`` builds its tools afresh and runs one batch appending to ``session``.
     The explorer runs it once whole, counting its appends; then once per append number k,
-    killed right after append k (the log refuses that append and every later one, and the
-    batch is torn down as a killed process would leave it: nothing more reaches the log), and,
-    for a :class:`~dsh_tools.JsonlSessionLog`, once more with append k+1 half written. Then
-    :func:`~dsh_tools.resume_tool_calls` finishes the batch (with the scenario's registry and
-    agent; a torn JSONL log is reopened first, as a new process does) and the explorer checks:
-    the resume ends every batch; its batch passes :func:`check_batch`; one result per call in
-    model order; a result logged before the kill is returned as logged and its call does not
-    run again; a call that started but has no logged result gets ``TOOL_INTERRUPTED`` unless
-    its tool is idempotent; and ``check(run)`` (a ledger of side effects, say) does not raise.
+    killed right after append k, and, for a :class:`~dsh_tools.JsonlSessionLog`, once more
+    killed while writing append k+1 (its line left torn). Then
+    :func:`~dsh_tools.resume_tool_calls` finishes the batch, with the registry and agent the
+    scenario builds, and the explorer checks: the resume ends every batch; its batch passes
+    :func:`check_batch`; a result logged before the kill is returned as logged and its call does
+    not run again; a call that started but has no logged result gets ``TOOL_INTERRUPTED``
+    unless its tool is idempotent; and ``check(run)`` (a ledger of side effects, say) does not
+    raise.
 
-    Runs are in this process (a real ``SIGKILL`` of a child process is what the project's own
-    crash tests add; appends are what a kill can cut between, so the points are the same).
+    ``mode="process"`` (the default): each run is a child process that ``SIGKILL``s itself at
+    the append, and each resume another fresh child (which runs the scenario up to its
+    ``batch/start``, never further, to build the registry): the log must be one another
+    process can open, a :class:`~dsh_tools.JsonlSessionLog` or a
+    :class:`~dsh_tools.SqliteSessionLog` (POSIX: the children are forked). Side effects a
+    ``check`` counts must be kept where every process sees them (a file). ``mode="inline"``:
+    in this process, faster, any log: the log refuses the append and every later one and the
+    batch is torn down, then the same registry resumes it.
 
     Args:
         scenario: an async function of the session log.
         log: makes a fresh, empty session log for each run.
         check: called with each :class:`ExplorationRun`; an exception is a failure.
+        mode: ``"process"`` or ``"inline"``.
 
     Returns:
         The :class:`Exploration`.
 
     Raises:
+        ValueError: ``mode`` is neither, or ``"process"`` with a log no other process can open.
         AssertionError: the whole run itself fails.
     """
+    if mode == "process":
+        return _crashes_in_processes(scenario, log, check)
+    if mode != "inline":
+        raise ValueError(f'mode must be "process" or "inline", not {mode!r}')
 
     def one(kind: RunKind, after: int) -> tuple[ExplorationRun, str | None, int]:
         session = log()
@@ -688,3 +715,230 @@ def _resume_problem(run: ExplorationRun, was_open: bool, observed: ObservedBatch
                     f"{TOOL_INTERRUPTED}"
                 )
     return None
+
+
+# --- crashes in child processes ---------------------------------------------------------------
+
+
+@attrs.frozen
+class _Store:
+    """How another process opens a log: a JSONL file, or a session of an SQLite file."""
+
+    path: str
+    session_id: str | None
+
+    @classmethod
+    def of(cls, session: SessionLog) -> _Store:
+        if isinstance(session, JsonlSessionLog):
+            return cls(str(session.path), None)
+        if isinstance(session, SqliteSessionLog):
+            return cls(str(session.path), session.session_id)
+        raise ValueError(
+            'explore_crashes(mode="process") needs a log another process can open (a '
+            f"JsonlSessionLog or an SqliteSessionLog), not {type(session).__name__}: use "
+            'mode="inline" for it'
+        )
+
+    def open(self) -> SessionLog:
+        if self.session_id is None:
+            return JsonlSessionLog(self.path)
+        return SqliteSessionLog(self.path, session_id=self.session_id)
+
+    def read(self) -> list[SessionEvent]:
+        if self.session_id is None:
+            from dsh_tools import read_session_log
+
+            return read_session_log(self.path)
+        try:
+            return SqliteSessionLog.read(self.path, self.session_id)
+        except LookupError:
+            return []
+
+
+def _in_child(work: Callable[[], bytes]) -> tuple[bool, bytes] | _Hang:
+    """Run ``work`` in a forked child process: whether the child was ``SIGKILL``ed, and what
+    it returned (``b""`` if it died first); :class:`_Hang` (the child killed and reaped) when
+    it does not end within :data:`RUN_BOUND`.
+    """
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        # the parent may have threads (earlier runs' workers, now idle): the child only runs
+        # the explorer's own code, on a thread of its own, and a child that blocks on a lock
+        # held at the fork is bounded like any hang
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child, measured by what it writes
+        code = 0
+        try:
+            os.close(read_end)
+            data = work()
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + RUN_BOUND
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        while True:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([pipe], [], [], max(0.0, remaining))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return _Hang()
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    return killed, b"".join(chunks)
+
+
+def _in_thread(fn: Callable[[], Awaitable[T]]) -> T:
+    """``fn`` run to its end by :func:`_run_bounded` (a hang raises ``TimeoutError``)."""
+    outcome = _run_bounded(fn, _Watcher())
+    if isinstance(outcome, _Hang):
+        raise TimeoutError(f"did not end within {RUN_BOUND:g} s")
+    return outcome
+
+
+def _crashes_in_processes(
+    scenario: Callable[[SessionLog], Awaitable[ToolBatch]],
+    log: Callable[[], SessionLog],
+    check: Callable[[ExplorationRun], object] | None,
+) -> Exploration:
+    def crashed(kind: RunKind, after: int) -> tuple[_Store, bool | _Hang]:
+        """A run in a child killed at its append ``after``; the log and whether it died."""
+        session = log()
+        store = _Store.of(session)
+        _close(session)
+
+        def work() -> bytes:
+            reopened = store.open()
+            dying = _Dying(reopened, after, torn=kind == "torn", kill=True)
+            _in_thread(lambda: scenario(dying))
+            _close(reopened)
+            return b""
+
+        outcome = _in_child(work)
+        return store, outcome if isinstance(outcome, _Hang) else outcome[0]
+
+    def resumed(store: _Store) -> tuple[ToolBatch | None, str | None] | _Hang:
+        """The resume, in a fresh child: its batch, or what it raised."""
+
+        def work() -> bytes:
+            # the scenario up to its batch/start, to build its registry: nothing runs
+            observed = _probe(scenario)
+            reopened = store.open()
+            try:
+                batch = _in_thread(
+                    lambda: resume_tool_calls(
+                        observed.registry,
+                        reopened,
+                        signal=CancelSignal.never(),
+                        agent=observed.agent,
+                    )
+                )
+                return pickle.dumps((batch, None))
+            except BaseException as exc:
+                leaf = _leaf(exc)
+                return pickle.dumps((None, f"{type(leaf).__name__}: {leaf}"))
+            finally:
+                _close(reopened)
+
+        outcome = _in_child(work)
+        if isinstance(outcome, _Hang):
+            return outcome
+        data = outcome[1]
+        if not data:
+            return None, "the resuming process died without an answer"
+        return pickle.loads(data)  # the explorer's own child wrote it
+
+    def one(kind: RunKind, after: int) -> tuple[ExplorationRun, str | None, int]:
+        store, died = crashed(kind, after)
+        if isinstance(died, _Hang):
+            return ExplorationRun(kind=kind, append=after), "hang: the run did not end", 0
+        survived = tuple(store.read())
+        if kind == "baseline":
+            run = ExplorationRun(kind=kind, events=survived)
+            return run, _problems_of_check(check, run), len(survived)
+        record = SessionReader(survived).open_batch()
+        got = resumed(store)
+        if isinstance(got, _Hang):
+            run = ExplorationRun(kind=kind, append=after, survived=survived)
+            return run, "hang: the resume did not end", after
+        batch, error = got
+        events = tuple(store.read())
+        run = ExplorationRun(
+            kind=kind,
+            append=after,
+            calls=() if record is None else record.calls,
+            batch=batch,
+            survived=survived,
+            events=events,
+        )
+        if error is not None:
+            return run, f"the resume raised {error}", after
+        problem = _resume_problem(run, record is not None, tools)
+        if problem is None:
+            problem = _problems_of_check(check, run)
+        return run, problem, after
+
+    tools = _probe(scenario)  # the tools' idempotency, for the checks
+    baseline, problem, appends = one("baseline", 1 << 62)
+    if problem is not None:
+        raise AssertionError(f"the whole run failed, so nothing was explored: {problem}")
+    probe = log()
+    torn = isinstance(probe, JsonlSessionLog)
+    _close(probe)
+    runs: list[ExplorationRun] = [baseline]
+    failures: list[ExplorationFailure] = []
+    for after in range(1, appends):
+        for kind in ("crash", "torn") if torn else ("crash",):
+            run, problem, _ = one(kind, after)
+            runs.append(run)
+            if problem is not None:
+                failures.append(ExplorationFailure(run, problem))
+
+    def replay(run: ExplorationRun) -> ExplorationFailure | None:
+        again, problem, _ = one(run.kind, run.append or 0)
+        return None if problem is None else ExplorationFailure(again, problem)
+
+    return Exploration(points=appends, runs=tuple(runs), failures=tuple(failures), replay=replay)
+
+
+class _Probe:
+    """A log in memory that stops the scenario at its batch's first append (``batch/start``):
+    what the scenario built (its registry, its agent) is then known, and no body has run.
+    """
+
+    def __init__(self) -> None:
+        self._events: list[SessionEvent] = []
+        self.batch: ObservedBatch | None = None
+
+    def append(self, event: SessionEvent, /) -> int:
+        self.batch = observed_batch(trio.lowlevel.current_task())
+        if self.batch is not None:
+            raise _Killed
+        self._events.append(event)
+        return len(self._events) - 1
+
+    def events(self) -> list[SessionEvent]:
+        return list(self._events)
+
+
+def _probe(scenario: Callable[[SessionLog], Awaitable[ToolBatch]]) -> ObservedBatch:
+    """The batch ``scenario`` builds, stopped before anything of it runs."""
+    probe = _Probe()
+    try:
+        _in_thread(lambda: scenario(probe))
+    except BaseException:
+        if probe.batch is None:
+            raise
+    if probe.batch is None:
+        raise AssertionError("the scenario ran no batch with a session log")
+    return probe.batch
