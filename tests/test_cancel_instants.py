@@ -4,9 +4,9 @@ The stage-by-stage matrix (``test_cancellation.py``) blocks a call at a known po
 cancels there. A cancel can also land inside trio's own machinery: in ``nursery.start`` while
 a pool opens, or while a task waits under a shield. Two sweeps reach those instants:
 
-- forced: a trio instrument cancels the caller's scope right before the k-th task step of the
-  batch, for every k from the first step to one past the last (every scheduling point the
-  batch has, in any task);
+- forced: ``dsh_tools.testing.explore_cancellations`` cancels right before the k-th task step
+  of the batch, through its signal and through the caller's scope, for every k (every
+  scheduling point the batch has, in any task);
 - random: seeded, bounded runs on the real clock, each cancelled after a random few
   microseconds.
 
@@ -28,11 +28,13 @@ import trio
 
 from dsh_tools import (
     CancelController,
+    CancelSignal,
     ExecuteNext,
     MemorySessionLog,
     PreExecuteNext,
     PreToolDecision,
     SessionLog,
+    ToolBatch,
     ToolCallEvent,
     ToolCallRequest,
     ToolDispatchExecution,
@@ -44,7 +46,7 @@ from dsh_tools import (
     define_tool,
     run_tool_calls,
 )
-from dsh_tools.testing import check_batch
+from dsh_tools.testing import check_batch, explore_cancellations
 from support import request, spec_tool
 
 # how long one whole sweep may take before the test calls it a hang (a healthy sweep takes a
@@ -156,20 +158,6 @@ def _bounded(sweep: Callable[[list[str]], Awaitable[None]]) -> None:
         raise failure[0]
 
 
-class _CancelBeforeStep(trio.abc.Instrument):
-    """Counts task steps; cancels ``scope`` right before step number ``at`` (1-based)."""
-
-    def __init__(self, at: int) -> None:
-        self.at = at
-        self.steps = 0
-        self.scope: trio.CancelScope | None = None
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self.steps += 1
-        if self.steps == self.at and self.scope is not None:
-            self.scope.cancel()
-
-
 @pytest.mark.parametrize(("shape", "options", "names"), _SHAPES, ids=[s[0] for s in _SHAPES])
 def test_a_cancel_before_any_task_step_of_a_batch_ends_it_balanced(
     shape: str, options: dict[str, bool], names: tuple[str, ...]
@@ -177,30 +165,13 @@ def test_a_cancel_before_any_task_step_of_a_batch_ends_it_balanced(
     registry = _registry(**options)
     calls = _calls(*names)
 
-    async def sweep(progress: list[str]) -> None:
-        # how many task steps an uncancelled batch takes (the sync bodies' threads may vary it
-        # a little: sweep a few more)
-        counter = _CancelBeforeStep(at=0)
-        trio.lowlevel.add_instrument(counter)
-        await _one_run(registry, calls, _never_cancel)
-        trio.lowlevel.remove_instrument(counter)
-        for at in range(1, counter.steps + 8):
-            progress.append(f"{shape}: cancel before step {at}")
-            instrument = _CancelBeforeStep(at=at)
+    async def scenario(signal: CancelSignal) -> ToolBatch:
+        return await run_tool_calls(registry, calls, signal=signal, session=MemorySessionLog())
 
-            async def arm(
-                scope: trio.CancelScope, instrument: _CancelBeforeStep = instrument
-            ) -> None:
-                instrument.scope = scope
-                await trio.sleep_forever()
-
-            trio.lowlevel.add_instrument(instrument)
-            try:
-                await _one_run(registry, calls, arm)
-            finally:
-                trio.lowlevel.remove_instrument(instrument)
-
-    _bounded(sweep)
+    # every task step of the batch, cancelled through its signal and through the caller's scope
+    exploration = explore_cancellations(scenario)
+    assert exploration.ok, f"{shape}: {exploration}"
+    assert exploration.points > 4 * len(names)
 
 
 async def _never_cancel(_scope: trio.CancelScope) -> None:

@@ -45,7 +45,7 @@ from dsh_tools import (
     resume_tool_calls,
     run_tool_calls,
 )
-from dsh_tools.testing import check_batch
+from dsh_tools.testing import check_batch, explore_crashes
 from support import plugin_context, postgres_dsn
 
 NEVER = CancelSignal.never()
@@ -255,3 +255,26 @@ async def test_a_result_context_after_a_logged_injected_one_is_not_lost(
             if isinstance(block, TextBlock)
         ]
         assert ["injected by b", "deferred by a", "deferred by b"] == labels
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_real_kills_of_random_batches_resume_exactly_once(kind: str, tmp_path: Path) -> None:
+    """The same promises with real processes: ``explore_crashes`` kills a child at each append
+    (and tears the next JSONL line) and resumes in a fresh child."""
+    count = iter(range(1_000_000))
+
+    def log() -> SessionLog:
+        if kind == "jsonl":
+            return JsonlSessionLog(tmp_path / f"{next(count)}.jsonl")
+        return SqliteSessionLog(tmp_path / "log.db", session_id=str(next(count)))
+
+    for calls in batches()[:3]:
+
+        async def scenario(
+            session: SessionLog, calls: Sequence[ToolCallRequest] = calls
+        ) -> ToolBatch:
+            return await run_tool_calls(Lab().registry(), calls, signal=NEVER, session=session)
+
+        exploration = explore_crashes(scenario, log=log)
+        assert exploration.ok, str(exploration)
+        assert exploration.points > len(calls)

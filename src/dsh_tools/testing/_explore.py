@@ -7,8 +7,10 @@ cancellation reaches) is reported as a hang, and the exploration goes on. A dead
 sleeps beside the scenario on the virtual clock: a run still going long after the uncancelled
 run ended (every task waiting on something that never comes) is cancelled and reported as a
 hang. trio's own scheduling randomness is pinned for every run, so two explorations of one
-scenario make the same runs and find the same failures (bodies that run in worker threads
-make the step count vary; keep a scenario's bodies on the trio loop to explore it exactly).
+scenario make the same runs and find the same failures. Bodies that run in worker threads make
+the step count vary, and the virtual clock jumps while they run (every task is waiting); the
+detector then watches for real progress before it calls a run stuck. Keep a scenario's bodies
+on the trio loop to explore it exactly.
 """
 
 from __future__ import annotations
@@ -243,6 +245,7 @@ class _Watcher(trio.abc.Instrument):
 
     def __init__(self, *, record: bool = False, at: int = 0) -> None:
         self.steps = 0
+        self.moved = 0
         self.record = record
         self.at = at
         self.points: list[ExplorationPoint] = []
@@ -251,6 +254,8 @@ class _Watcher(trio.abc.Instrument):
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self.steps += 1
+        if task.name != _DETECTOR and not task.name.startswith("<"):
+            self.moved += 1  # a step of the scenario's own tasks (not trio's, not the detector)
         observed = observed_batch(task)
         if observed is not None and (
             self.batch is None or observed.batch_id == self.batch.batch_id
@@ -271,6 +276,26 @@ class _Watcher(trio.abc.Instrument):
             )
         if self.steps == self.at and self.cancel is not None:
             self.cancel()
+
+
+_DETECTOR: Final = "dsh-tools deadlock detector"
+
+_STILL: Final = 0.02
+"""How long (real seconds) the detector watches a run that reached its horizon for a step."""
+
+
+async def _until_still(watcher: _Watcher, horizon: float) -> None:
+    """Return once the run has reached ``horizon`` virtual seconds from now and then taken no
+    step of its own for :data:`_STILL` real seconds. The clock jumps whenever every task
+    waits, also while a body runs in a worker thread: a run that moves during the real pause
+    (a thread finished, a task's own deadline came) is watched for another horizon.
+    """
+    while True:
+        await trio.sleep(horizon)
+        seen = watcher.moved
+        await trio.to_thread.run_sync(time.sleep, _STILL)
+        if watcher.moved == seen:
+            return
 
 
 def _spread(count: int, most: int) -> list[int]:
@@ -380,13 +405,13 @@ def explore_cancellations(
 
                 async def detector() -> None:
                     nonlocal hung
-                    await trio.sleep(horizon[0])
+                    await _until_still(watcher, horizon[0])
                     hung = True  # a deadlock: cancel it
                     caller.cancel()
-                    await trio.sleep(horizon[0])
+                    await _until_still(watcher, horizon[0])
                     stuck.set()  # the cancellation did not end it either: under a shield
 
-                outer.start_soon(detector, name="dsh-tools deadlock detector")
+                outer.start_soon(detector, name=_DETECTOR)
                 with caller:
                     batch = await scenario(controller.signal)
                 outer.cancel_scope.cancel()
