@@ -174,10 +174,6 @@ def test_a_cancel_before_any_task_step_of_a_batch_ends_it_balanced(
     assert exploration.points > 4 * len(names)
 
 
-async def _never_cancel(_scope: trio.CancelScope) -> None:
-    await trio.sleep_forever()
-
-
 # runs per shape; each is cancelled after a random real delay of at most _MAX_DELAY seconds
 _RANDOM_RUNS: Final = 400
 _MAX_DELAY: Final = 0.0003

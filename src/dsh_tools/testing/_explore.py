@@ -613,7 +613,9 @@ def explore_crashes(
             except BaseException:
                 if kind == "baseline" or not dying.dead:
                     raise
-                return None  # killed: what it raised on the way down is not seen by anyone
+            # killed: what it raised on the way down is not seen by anyone
+            await trio.lowlevel.checkpoint()
+            return None
 
         try:
             outcome = _run_bounded(crashing, watcher)
