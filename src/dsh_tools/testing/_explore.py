@@ -689,10 +689,23 @@ def explore_crashes(
     baseline, problem, appends = one("baseline", 1 << 62)
     if problem is not None:
         raise AssertionError(f"the whole run failed, so nothing was explored: {problem}")
+    return _every_append(baseline, appends, one, torn=is_jsonl[0])
+
+
+def _every_append(
+    baseline: ExplorationRun,
+    appends: int,
+    one: Callable[[RunKind, int], tuple[ExplorationRun, str | None, int]],
+    *,
+    torn: bool,
+) -> Exploration:
+    """The crash runs after the whole one: one per append but the last (and a torn one per
+    append, for a JSONL log), each checked; the exploration.
+    """
     runs: list[ExplorationRun] = [baseline]
     failures: list[ExplorationFailure] = []
     for after in range(1, appends):
-        for kind in ("crash", "torn") if is_jsonl[0] else ("crash",):
+        for kind in ("crash", "torn") if torn else ("crash",):
             run, problem, _ = one(kind, after)
             runs.append(run)
             if problem is not None:
@@ -922,20 +935,7 @@ def _crashes_in_processes(
     probe = log()
     torn = isinstance(probe, JsonlSessionLog)
     _close(probe)
-    runs: list[ExplorationRun] = [baseline]
-    failures: list[ExplorationFailure] = []
-    for after in range(1, appends):
-        for kind in ("crash", "torn") if torn else ("crash",):
-            run, problem, _ = one(kind, after)
-            runs.append(run)
-            if problem is not None:
-                failures.append(ExplorationFailure(run, problem))
-
-    def replay(run: ExplorationRun) -> ExplorationFailure | None:
-        again, problem, _ = one(run.kind, run.append or 0)
-        return None if problem is None else ExplorationFailure(again, problem)
-
-    return Exploration(points=appends, runs=tuple(runs), failures=tuple(failures), replay=replay)
+    return _every_append(baseline, appends, one, torn=torn)
 
 
 class _Probe:
