@@ -280,8 +280,18 @@ class _Watcher(trio.abc.Instrument):
 
 _DETECTOR: Final = "dsh-tools deadlock detector"
 
-_STILL: Final = 0.02
+_STILL: Final = 0.25
 """How long (real seconds) the detector watches a run that reached its horizon for a step."""
+
+
+def _moved_within(watcher: _Watcher, seen: int, seconds: float) -> bool:
+    """Whether the run takes a step of its own within ``seconds`` (polled, on a worker thread)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if watcher.moved != seen:
+            return True
+        time.sleep(0.002)
+    return watcher.moved != seen
 
 
 async def _until_still(watcher: _Watcher, horizon: float) -> None:
@@ -293,8 +303,7 @@ async def _until_still(watcher: _Watcher, horizon: float) -> None:
     while True:
         await trio.sleep(horizon)
         seen = watcher.moved
-        await trio.to_thread.run_sync(time.sleep, _STILL)
-        if watcher.moved == seen:
+        if not await trio.to_thread.run_sync(_moved_within, watcher, seen, _STILL):
             return
 
 
