@@ -7,13 +7,14 @@ as they are: they are read through ``model_dump()``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Final, cast
 
 from dsh_tools import (
     JsonSnapshotError,
     ToolBatch,
     ToolCallRequest,
+    ToolRegistry,
     ToolSchema,
     dumps_json,
     snapshot_json,
@@ -33,7 +34,7 @@ from ._common import (
     require_str,
 )
 
-__all__ = ["ToolCallStream", "tool_calls", "tool_messages", "tool_params"]
+__all__ = ["AnthropicTools", "ToolCallStream", "tool_calls", "tool_messages", "tool_params"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -152,3 +153,59 @@ def tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[Js
         blocks.append(block)
     blocks.extend({"type": "text", "text": text} for text in context_texts(batch.contexts) if text)
     return [{"role": "user", "content": blocks}]
+
+
+class AnthropicTools:
+    """The Anthropic side of one agent loop: the tools to offer, the calls to run, the replies,
+    like :class:`~dsh_tools.providers.openai.OpenAITools` (the methods are this module's
+    functions over ``registry.schemas(agent)``).
+
+    Args:
+        registry: the registry whose tools are offered.
+        agent: whose view of the registry (its scope's tools and restrictions); ``None`` for the
+            global tools.
+
+    Example::
+
+        tools = AnthropicTools(registry)
+        message = await client.messages.create(model=..., messages=messages, tools=tools.params())
+        calls = tools.calls(message)  # [] when the model answered
+        batch = await run_tool_calls(registry, calls, signal=signal)
+        messages += [{"role": "assistant", "content": message.content}, *tools.messages(calls, batch)]
+    """
+
+    __slots__ = ("_agent", "_registry")
+
+    def __init__(self, registry: ToolRegistry, *, agent: object = None) -> None:
+        """Offer ``registry``'s tools visible to ``agent``.
+
+        Raises:
+            TypeError: ``registry`` is not a :class:`~dsh_tools.ToolRegistry`.
+        """
+        if not isinstance(registry, ToolRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"registry must be a ToolRegistry, not {type(registry).__name__}")
+        self._registry = registry
+        self._agent = agent
+
+    def params(self) -> list[JsonDict]:
+        """The Messages API ``tools=[...]`` for the tools visible now (see :func:`tool_params`)."""
+        return tool_params(self._registry.schemas(self._agent))
+
+    def calls(
+        self, content: Mapping[str, object] | SupportsModelDump | Sequence[object]
+    ) -> list[ToolCallRequest]:
+        """The ``tool_use`` blocks of an assistant message (``[]`` for an answer).
+
+        Raises:
+            TypeError: as :func:`tool_calls`.
+            ValueError: as :func:`tool_calls`.
+        """
+        return tool_calls(content)
+
+    def messages(self, calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
+        """The user message carrying ``batch`` back (see :func:`tool_messages`)."""
+        return tool_messages(calls, batch)
+
+    def stream(self, events: AsyncIterable[object] | Iterable[object]) -> ToolCallStream:
+        """The calls of a streamed message as they arrive (see :class:`ToolCallStream`)."""
+        return ToolCallStream(events)
