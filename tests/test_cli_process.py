@@ -3,6 +3,7 @@ ends a command quietly, checked on a real subprocess."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,26 @@ def test_a_closed_pipe_ends_the_demo_quietly_with_status_1(view: str, tmp_path: 
 def test_a_closed_pipe_ends_help_quietly(argv: tuple[str, ...]) -> None:
     # argparse drops a failed help write itself and exits 0
     assert ("", 0) == _with_stdout_closed(*argv)
+
+
+def test_replay_imports_the_registry_module_from_the_current_folder(tmp_path: Path) -> None:
+    # the installed console script, as a user runs it (its sys.path[0] is its own folder)
+    script = Path(sys.executable).parent / "dsh-tools"
+    assert script.exists(), "dsh-tools is installed beside this Python"
+    (tmp_path / "mytools.py").write_text(
+        "from dsh_tools import ToolRegistry\n\ndef registry():\n    return ToolRegistry()\n",
+        encoding="utf-8",
+    )
+    log = tmp_path / "session.jsonl"
+    with dsh_tools.JsonlSessionLog(log) as session:
+        session.append(dsh_tools.TurnStartEvent(turn=1))
+    assert str(tmp_path) not in os.environ.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [str(script), "replay", "--registry", "mytools:registry", str(log)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (0, "") == (done.returncode, done.stderr), done.stderr

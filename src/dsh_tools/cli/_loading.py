@@ -5,6 +5,8 @@ takes one; it imports nothing heavier than the registry itself.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 from dsh_tools import ToolRegistry
 
@@ -13,7 +15,8 @@ __all__ = ["load_registry"]
 
 def load_registry(spec: str) -> ToolRegistry:
     """The registry named ``MODULE:NAME`` (a :class:`~dsh_tools.ToolRegistry`, or a callable
-    returning one).
+    returning one). The module is found as ``python -m`` finds one: the current folder is
+    searched first (the ``dsh-tools`` script's own folder is what Python puts there).
 
     Raises:
         ValueError: ``spec`` is not ``MODULE:NAME``.
@@ -23,6 +26,9 @@ def load_registry(spec: str) -> ToolRegistry:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"--registry takes MODULE:NAME, not {spec!r}")
+    here = os.getcwd()
+    if "" not in sys.path and here not in sys.path:
+        sys.path.insert(0, here)
     value: object = getattr(importlib.import_module(module_name), attribute)
     if callable(value):  # a ToolRegistry is not callable: this is a factory
         value = value()
