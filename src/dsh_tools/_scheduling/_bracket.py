@@ -51,7 +51,7 @@ async def run_batch(batch: Batch, stream: AsyncIterator[object] | None = None) -
         log = batch.log
         if log is not None:
             batch.committed += log.balance(batch.uncommitted())
-            log.end_after_failure("aborted" if isinstance(exc, trio.Cancelled) else "failed")
+            log.end_after_failure("aborted" if _interrupted(exc) else "failed")
         raise
     finally:
         batch.active = False
@@ -70,6 +70,16 @@ async def _run_streamed(batch: Batch, stream: AsyncIterator[object]) -> None:
         finally:
             # the lane is done (every received call committed, or it failed): stop reading
             nursery.cancel_scope.cancel()
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is an interrupt (trio's cancellation, or Ctrl-C's
+    ``KeyboardInterrupt``), alone or a group of nothing else.
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        _, rest = exc.split((trio.Cancelled, KeyboardInterrupt))  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return rest is None
+    return isinstance(exc, trio.Cancelled | KeyboardInterrupt)
 
 
 def _close(batch: Batch) -> ToolBatch:

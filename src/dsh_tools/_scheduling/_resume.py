@@ -70,7 +70,7 @@ class _OpenBatch:
     # the started calls without a result whose approval was deferred: the pending request's
     # id, and the decision a resume logged already (None: still undecided)
     deferred: dict[int, tuple[str, ApprovalOutcome | None]]
-    # its last batch/end says "suspended" (else it has none)
+    # its last batch/end says "suspended"
     suspended: bool
     # its calls repeat a call id (recover_session closes it; a resume refuses it)
     repeated: bool
@@ -240,7 +240,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
         attempts=tuple(attempts),
         logged_contexts=tuple(logged_contexts),
         deferred=deferred,
-        suspended=record.end is not None,
+        suspended=record.end is not None and record.end.reason == "suspended",
         repeated=len(positions) != n,
     )
 
@@ -298,7 +298,9 @@ async def resume_tool_calls(
     on_interrupted: OnInterrupted = "rerun-idempotent",
 ) -> ToolBatch | None:
     """Finish the session's last open batch (its process stopped before its ``batch/end``,
-    or it ended ``"suspended"``) in the same log, and return it; ``None`` if there is none.
+    it ended ``"suspended"``, or it ended ``"aborted"`` / ``"failed"`` before some of its calls
+    started: Ctrl-C, a cancelled caller, a failed append) in the same log, and return it;
+    ``None`` if there is none.
     Events of other batches in the log (one a tool body ran, or a later one) are told apart
     by their brackets and left alone.
 

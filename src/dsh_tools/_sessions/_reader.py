@@ -3,8 +3,9 @@ here, the same way for every caller (resume and recovery, the Temporal runner an
 approval, the scheduler).
 
 **The bracket rule.** A batch owns the events from its ``batch/start`` to its last
-``batch/end`` (to the end of the log while it has none, or while that last one says
-``"suspended"``: a resume continues it). Inside that range, a batch started later (by one of
+``batch/end`` (to the end of the log while it has none, while that last one says
+``"suspended"``, or while it says ``"aborted"`` or ``"failed"`` and a call of the batch has no
+``tool/result``: a resume continues it). Inside that range, a batch started later (by one of
 the batch's tool bodies, or by another task on the same log) owns, until its own last
 ``batch/end``, its ``batch/start`` and ``batch/end``, the ``tool/call`` and ``tool/result``
 events of the calls it lists, and the ``context/message`` events (a batch appends its contexts
@@ -67,8 +68,18 @@ class BatchRecord:
 
     @property
     def is_open(self) -> bool:
-        """Whether the batch has not ended: no ``batch/end``, or the last one ``"suspended"``."""
-        return self.end is None or self.end.reason == "suspended"
+        """Whether the batch is not finished: no ``batch/end``, the last one ``"suspended"``,
+        or an ``"aborted"`` / ``"failed"`` one while a call of the batch has no
+        ``tool/result`` (an interrupt, Ctrl-C or a failure stopped it before those calls
+        started: a resume finishes it as it finishes a killed one).
+        """
+        end = self.end
+        if end is None or end.reason == "suspended":
+            return True
+        if end.reason == "completed":
+            return False
+        answered = {event.call_id for _, event in self.events if isinstance(event, ToolResultEvent)}
+        return any(call.call_id not in answered for call in self.calls)
 
 
 class SessionReader:
@@ -128,8 +139,21 @@ class SessionReader:
         last = self._last_end.get(start.batch_id)
         end = None if last is None or last < begin else events[last]
         assert end is None or isinstance(end, BatchEndEvent)
-        stop = len(events) - 1 if end is None or end.reason == "suspended" else last
-        assert stop is not None
+        if end is None or end.reason == "suspended":
+            return self._owned(start, begin, len(events) - 1, end)
+        assert last is not None
+        record = self._owned(start, begin, last, end)
+        if record.is_open:
+            # interrupted before some of its calls started: a resume continues it, so it owns
+            # what follows, as a suspended batch does
+            return self._owned(start, begin, len(events) - 1, end)
+        return record
+
+    def _owned(
+        self, start: BatchStartEvent, begin: int, stop: int, end: BatchEndEvent | None
+    ) -> BatchRecord:
+        """The events ``start``'s batch owns up to ``stop``, by the bracket rule."""
+        events = self._events
         # the batches started inside this one's range and still open at a given point: the
         # index of their last batch/end, and their call ids (most recent last)
         others: list[tuple[str, int, set[str]]] = []

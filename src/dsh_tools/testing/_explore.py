@@ -496,7 +496,7 @@ def _cancellation_problem(
     if run.batch is None:
         if kind != "scope":
             return "the scenario returned no batch"
-        return _unbalanced(run.events, run.calls)
+        return _unbalanced(run.events, run.calls, None if observed is None else observed.batch_id)
     if observed is not None:
         try:
             check_batch(run.calls, run.batch, run.events if observed.session is not None else None)
@@ -505,7 +505,9 @@ def _cancellation_problem(
     return None
 
 
-def _unbalanced(events: Sequence[SessionEvent], calls: Sequence[ToolCallRequest]) -> str | None:
+def _unbalanced(
+    events: Sequence[SessionEvent], calls: Sequence[ToolCallRequest], batch_id: str | None
+) -> str | None:
     """Whether every ``tool/call`` of ``calls`` in ``events`` has its ``tool/result``."""
     ids = {call.call_id for call in calls}
     started = collections.Counter(
@@ -517,7 +519,8 @@ def _unbalanced(events: Sequence[SessionEvent], calls: Sequence[ToolCallRequest]
     missing = sorted(call_id for call_id in started if answered[call_id] < 1)
     if missing:
         return f"the log is not balanced: tool/call without a tool/result: {missing}"
-    if SessionReader(events).open_batch() is not None:
+    record = None if batch_id is None else SessionReader(events).batch(batch_id)
+    if record is not None and record.end is None:
         return "the log is not balanced: the batch has no batch/end"
     return None
 
