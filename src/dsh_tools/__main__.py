@@ -23,6 +23,9 @@ _BROKEN_PIPE = 1
 """The exit status of a command whose stdout reader went away (``| head``): what Python's own
 recipe for EPIPE and ``rich`` (which ends its views so) report."""
 
+_INTERRUPTED = 130
+"""The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process SIGINT ended."""
+
 _NEEDS_CLI = "`dsh-tools {command}` needs the [cli] extra: python -m pip install 'dsh-tools[cli]'"
 
 
@@ -163,11 +166,13 @@ def _quiet_library_logs() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code.
 
-    A closed stdout (``dsh-tools demo | head``) ends any command quietly, with exit status 1.
+    A closed stdout (``dsh-tools demo | head``) ends any command quietly, with exit status 1;
+    Ctrl-C ends it with one line on stderr and exit status 130.
     """
     arguments = sys.argv[1:] if argv is None else list(argv)
     code = 0
     broken = False
+    interrupted = False
     try:
         try:
             code = _run(arguments)
@@ -176,9 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
     except* BrokenPipeError:
         broken = True
+    except* KeyboardInterrupt:
+        # Ctrl-C: the batch under way ended balanced ("aborted"; a resume can finish it)
+        interrupted = True
     if broken:
         _discard_stdout()
         return _BROKEN_PIPE
+    if interrupted:
+        print("dsh-tools: interrupted", file=sys.stderr)
+        return _INTERRUPTED
     return code
 
 

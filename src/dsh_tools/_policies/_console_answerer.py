@@ -8,8 +8,9 @@ control characters visible, never interpreted.
 
 from __future__ import annotations
 
-import builtins
 import json
+import os
+import sys
 from collections.abc import Callable
 from typing import Final
 
@@ -65,10 +66,32 @@ def _json_text(value: object) -> str:
     return printable(text)
 
 
+def read_terminal_line(prompt: str) -> str:
+    """Write ``prompt`` to stdout and read one line from standard input's file descriptor
+    (without its newline); ``EOFError`` at the end of input.
+
+    It reads the descriptor itself, not ``sys.stdin``: a thread blocked in :func:`input` holds
+    ``sys.stdin``'s buffer lock, and Ctrl-C while it waits ends the interpreter with
+    ``Fatal Python error: _enter_buffered_busy``. The terminal's own line editing (erase,
+    kill) still applies.
+    """
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        chunk = os.read(0, 1)
+        if not chunk:
+            if not data:
+                raise EOFError
+            break
+        data += chunk
+    return data.decode(sys.stdin.encoding or "utf-8", errors="replace").rstrip("\r\n")
+
+
 def console_answerer(
     *,
     prompt: str = _DEFAULT_PROMPT,
-    read_line: Callable[[str], str] = builtins.input,
+    read_line: Callable[[str], str] | None = None,
     show: Callable[[str], object] = print,
 ) -> ApprovalAnswerer:
     r"""An answerer that asks on the terminal: it shows the call (its card: a diff for an
@@ -88,11 +111,14 @@ def console_answerer(
             ``{reason}`` (the request's reason as ``" (<reason>)"``, or empty). Each value is
             put in with its control characters (newlines too) written as visible escapes
             (``\x1b``), so a terminal never acts on them.
-        read_line: ``(prompt) -> line``, called in the worker thread; :func:`input` by default.
+        read_line: ``(prompt) -> line``, called in the worker thread; ``None`` (the default)
+            writes the prompt and reads standard input's file descriptor (not through :func:`input`, whose lock on
+            ``sys.stdin`` turns a Ctrl-C at the prompt into an interpreter abort).
         show: ``(text) -> None``, shows the call before the question (:func:`print` by
             default; called on the trio thread).
     """
     lock = trio.Lock()
+    reader = read_terminal_line if read_line is None else read_line
 
     async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
         # the request's texts come from the model, a tool or a server: shown, never interpreted
@@ -109,7 +135,7 @@ def console_answerer(
                 show(card)
             while True:
                 try:
-                    line = await trio.to_thread.run_sync(read_line, text, abandon_on_cancel=True)
+                    line = await trio.to_thread.run_sync(reader, text, abandon_on_cancel=True)
                 except EOFError:
                     break
                 reply = line.strip().lower()
