@@ -6,6 +6,7 @@ or ``recover_session`` can finish.
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -80,3 +81,24 @@ def test_ctrl_c_at_the_prompt_ends_cleanly_with_130_and_a_log_that_can_be_finish
         }
         assert {call.call_id for call in after.calls} <= answered
         assert SessionReader(session.events()).open_batch() is None
+
+
+def test_the_console_reader_reads_the_descriptor_and_a_replaced_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh_tools._policies._console_answerer import read_terminal_line
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, "y\u00e9s\r\nrest".encode())
+    os.close(write_end)
+    with os.fdopen(read_end, "r", encoding="utf-8") as pipe:
+        monkeypatch.setattr(sys, "stdin", pipe)
+        assert "y\u00e9s" == read_terminal_line("Allow? ")
+        assert "rest" == read_terminal_line("Again? ")  # the last line, without a newline
+        with pytest.raises(EOFError):
+            read_terminal_line("More? ")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\n"))
+    assert "a" == read_terminal_line("Typed? ")
+    with pytest.raises(EOFError):
+        read_terminal_line("Done? ")
+    assert "Allow? Again? More? Typed? Done? " == capsys.readouterr().out

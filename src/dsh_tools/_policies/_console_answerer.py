@@ -68,7 +68,8 @@ def _json_text(value: object) -> str:
 
 def read_terminal_line(prompt: str) -> str:
     """Write ``prompt`` to stdout and read one line from standard input's file descriptor
-    (without its newline); ``EOFError`` at the end of input.
+    (without its newline); ``EOFError`` at the end of input. A ``sys.stdin`` replaced by an
+    object without a descriptor (an ``io.StringIO``) is read with its ``readline()``.
 
     It reads the descriptor itself, not ``sys.stdin``: a thread blocked in :func:`input` holds
     ``sys.stdin``'s buffer lock, and Ctrl-C while it waits ends the interpreter with
@@ -77,9 +78,17 @@ def read_terminal_line(prompt: str) -> str:
     """
     sys.stdout.write(prompt)
     sys.stdout.flush()
+    stdin = sys.stdin
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # replaced by an object without a descriptor
+        line = stdin.readline()
+        if not line:
+            raise EOFError from None
+        return line.rstrip("\r\n")
     data = bytearray()
     while not data.endswith(b"\n"):
-        chunk = os.read(0, 1)
+        chunk = os.read(fd, 1)
         if not chunk:
             if not data:
                 raise EOFError
