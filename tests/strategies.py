@@ -7,8 +7,9 @@ optional field sometimes absent, so converter round trips cover the omitted-key 
 
 from __future__ import annotations
 
+import base64
 import math
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ from dsh_tools import (
     ApprovalPolicyEvent,
     ApprovalRevokedEvent,
     Ask,
+    AudioBlock,
     BatchCallEvent,
     BatchEndEvent,
     BatchStartEvent,
@@ -31,11 +33,13 @@ from dsh_tools import (
     Deny,
     DiffCallView,
     DiffResultView,
+    FileBlock,
     FileDiff,
     FileLocation,
     GenericCallView,
     GenericResultView,
     HookContext,
+    ImageBlock,
     JsonValue,
     MessageSource,
     PluginSource,
@@ -74,6 +78,7 @@ __all__ = [
     "any_public_value",
     "public_values_by_kind",
     "content_blocks",
+    "media_blocks",
     "file_diffs",
     "every_session_event",
     "session_events",
@@ -143,10 +148,65 @@ def _optional(strategy: st.SearchStrategy[T]) -> st.SearchStrategy[T | None]:
 
 _text = st.text(max_size=12)
 
+# a signature the block's media type needs, then any bytes: what the checks read is the start
+_SIGNED: Final = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/gif": b"GIF89a",
+    "image/jpeg": b"\xff\xd8\xff",
+    "audio/ogg": b"OggS",
+    "audio/flac": b"fLaC",
+    "application/pdf": b"%PDF-",
+}
+
+
+def _signed(media_type: str) -> st.SearchStrategy[bytes]:
+    return st.binary(max_size=16).map(lambda tail: _SIGNED[media_type] + tail)
+
+
+_utf8_bytes = st.text(max_size=12).map(lambda text: text.encode("utf-8"))
+_https_urls = st.from_regex(r"\Ahttps://[a-z]{1,8}\.example/[a-z0-9]{0,8}\Z")
+
+
+def _data_url(media_type: str, data: bytes) -> str:
+    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
+
+
+_image_types = st.sampled_from(["image/png", "image/gif", "image/jpeg"])
+_image_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
+    _image_types.flatmap(lambda t: st.builds(ImageBlock, media_type=st.just(t), data=_signed(t))),
+    _image_types.flatmap(
+        lambda t: _signed(t).map(lambda data: ImageBlock(media_type=t, url=_data_url(t, data)))
+    ),
+    st.builds(ImageBlock, media_type=_image_types, url=_https_urls),
+)
+_audio_blocks: st.SearchStrategy[ContentBlock] = st.sampled_from(
+    ["audio/ogg", "audio/flac"]
+).flatmap(lambda t: st.builds(AudioBlock, media_type=st.just(t), data=_signed(t)))
+_file_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
+    st.builds(
+        FileBlock,
+        media_type=st.just("application/pdf"),
+        data=_signed("application/pdf"),
+        name=_optional(_text),
+    ),
+    st.builds(
+        FileBlock,
+        media_type=st.sampled_from(["text/plain", "text/csv", "application/json"]),
+        data=_utf8_bytes,
+        name=_optional(_text),
+    ),
+    st.builds(FileBlock, media_type=st.just("application/pdf"), url=_https_urls),
+)
+media_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
+    _image_blocks, _audio_blocks, _file_blocks
+)
+"""Pictures, sound and files: bytes, data: URLs and https: URLs."""
+
 _leaf_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
     st.builds(TextBlock, text=_text),
     st.builds(ReasoningBlock, text=_text),
     st.builds(ToolCallBlock, id=_text, name=_text, arguments=_text),
+    media_blocks,
 )
 
 content_blocks: st.SearchStrategy[ContentBlock] = st.recursive(

@@ -266,13 +266,13 @@ def test_an_unknown_content_block_type_is_rejected() -> None:
 
 
 def test_an_unknown_content_block_type_inside_a_result_is_rejected() -> None:
-    wire = {"content": [{"type": "text", "text": "a"}, {"type": "audio"}], "isError": False}
+    wire = {"content": [{"type": "text", "text": "a"}, {"type": "video"}], "isError": False}
 
     [message] = _errors(wire, ToolExecutionResult)
 
     # other test modules may register more block types, so the known list is matched loosely
     assert re.fullmatch(
-        r"ValueError: unknown ContentBlock type 'audio' \(known: \"text\", \"reasoning\", "
+        r"ValueError: unknown ContentBlock type 'video' \(known: \"text\", \"reasoning\", "
         r"\"tool-call\", \"tool-result\".*\) @ \$\.content\[1\]",
         message,
     )
@@ -404,18 +404,18 @@ def test_an_empty_accept_content_is_kept_because_it_replaces_the_result() -> Non
 
 
 @attrs.frozen(kw_only=True)
-class _ImageBlock:
+class _StickerBlock:
     media_type: str
     data: str
     alt_text: str | None = None
 
 
-register_content_block(_ImageBlock, "image")
+register_content_block(_StickerBlock, "sticker")
 
 
 def test_a_registered_content_block_unstructures_with_its_tag_and_camel_case_keys() -> None:
-    assert converter.unstructure(_ImageBlock(media_type="image/png", data="AAAA")) == {
-        "type": "image",
+    assert converter.unstructure(_StickerBlock(media_type="image/png", data="AAAA")) == {
+        "type": "sticker",
         "mediaType": "image/png",
         "data": "AAAA",
     }
@@ -423,21 +423,23 @@ def test_a_registered_content_block_unstructures_with_its_tag_and_camel_case_key
 
 def test_a_registered_content_block_structures_inside_a_result() -> None:
     wire = {
-        "content": [{"type": "image", "mediaType": "image/png", "data": "AAAA", "altText": "dot"}],
+        "content": [
+            {"type": "sticker", "mediaType": "image/png", "data": "AAAA", "altText": "dot"}
+        ],
         "isError": False,
     }
 
     result = converter.structure(wire, ToolExecutionResult)
 
-    assert (_ImageBlock(media_type="image/png", data="AAAA", alt_text="dot"),) == result.content
+    assert (_StickerBlock(media_type="image/png", data="AAAA", alt_text="dot"),) == result.content
 
 
 def test_a_registered_content_block_unstructures_inside_a_result() -> None:
-    block = _ImageBlock(media_type="image/gif", data="R0")
+    block = _StickerBlock(media_type="image/gif", data="R0")
     result = ToolExecutionResult(content=[block], is_error=False)  # pyright: ignore[reportArgumentType]
 
     assert converter.unstructure(result)["content"] == [
-        {"type": "image", "mediaType": "image/gif", "data": "R0"}
+        {"type": "sticker", "mediaType": "image/gif", "data": "R0"}
     ]
 
 

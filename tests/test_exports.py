@@ -32,6 +32,19 @@ INTERNAL: Final = frozenset(
         ("_values._converter", "cattrs_generated"),
         # what a body's context reads from its call
         ("_values._execution", "ContextFields"),
+        # pictures, sound and files: the pipeline's size cap and its note, the check stage 9
+        # repeats, and what the presenters and adapters describe (a block's bytes, its header's
+        # dimensions, its size for people)
+        ("_values._media", "DEFAULT_MAX_BINARY_BYTES"),
+        ("_values._media", "MediaBlock"),
+        ("_values._media", "block_payload"),
+        ("_values._media", "describe_media"),
+        ("_values._media", "format_size"),
+        ("_values._media", "image_dimensions"),
+        ("_values._media", "media_problem"),
+        ("_values._media", "oversized_note"),
+        ("_pipeline._results", "cap_binary"),
+        ("_pipeline._results", "media_inside"),
         # the registry's listener storage; users reach it through HookPoint
         ("_pipeline._hooks", "HookList"),
         ("_pipeline._hooks", "HookLists"),

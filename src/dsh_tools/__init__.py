@@ -169,6 +169,9 @@ from ._values._json import JsonValue as JsonValue
 from ._values._json import dumps_json as dumps_json
 from ._values._json import snapshot_json as snapshot_json
 from ._values._json import thaw_json as thaw_json
+from ._values._media import AudioBlock as AudioBlock
+from ._values._media import FileBlock as FileBlock
+from ._values._media import ImageBlock as ImageBlock
 from ._values._output_schema import StructuredOutputSchema as StructuredOutputSchema
 from ._values._output_schema import StructuredScalar as StructuredScalar
 from ._values._output_schema import StructuredSchemaNode as StructuredSchemaNode
@@ -214,6 +217,7 @@ __all__ = [
     "ApprovalService",
     "ApprovalSetupWarning",
     "Ask",
+    "AudioBlock",
     "BatchCallEvent",
     "BatchEndEvent",
     "BatchHook",
@@ -233,6 +237,7 @@ __all__ = [
     "Disposer",
     "ExecuteHook",
     "ExecuteNext",
+    "FileBlock",
     "FileDiff",
     "FileLocation",
     "FrozenJsonObject",
@@ -241,6 +246,7 @@ __all__ = [
     "HarnessError",
     "HookContext",
     "HookPoint",
+    "ImageBlock",
     "JsonSchema",
     "JsonSnapshotError",
     "JsonTypeError",

@@ -18,6 +18,7 @@ from ._sessions._reader import SessionReader
 from ._sessions._wire import encode_event_line, events_from_rows
 from ._values._checks import check_int, check_seconds
 from ._values._json import MAX_SAFE_INTEGER
+from ._values._media import block_payload, describe_media
 from ._values._presentation import unified_diff_lines
 from ._values._printable import printable
 
@@ -32,6 +33,10 @@ __all__ = [
     # terminal-safe text and argument diffs for the command line's views
     "printable",
     "unified_diff_lines",
+    # pictures, sound and files as every adapter writes them: the bytes a block carries (its
+    # data or its data: URL decoded) and its one-line description ([image/png 640x480, 12 kB])
+    "block_payload",
+    "describe_media",
     # the PostgreSQL log: the lifecycle of a log that keeps sessions in database rows, the
     # rows read back, the id check
     "SessionRowsLog",

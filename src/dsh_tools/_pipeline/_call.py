@@ -55,6 +55,7 @@ from dsh_tools._values._execution import (
     new_execution_token,
 )
 from dsh_tools._values._json import JsonValue
+from dsh_tools._values._media import DEFAULT_MAX_BINARY_BYTES
 from dsh_tools._values._signal import (
     CancelSignal,
 )
@@ -165,6 +166,8 @@ class PipelineHost:
         approval: the approval service ``Ask`` decisions go to, or ``None``.
         thread_limiter: bounds how many sync bodies run in worker threads at once.
         timeouts: the registry's timeout policy and progress settings (read per call).
+        max_binary_bytes: the largest picture, sound or file a final result may carry; a larger
+            one is replaced by a note (see ``ToolRegistry``).
     """
 
     hooks: HookLists
@@ -173,6 +176,7 @@ class PipelineHost:
     approval: ApprovalService | None
     thread_limiter: trio.CapacityLimiter
     timeouts: TimeoutSettings = attrs.field(factory=lambda: TimeoutSettings(None, 0.1))
+    max_binary_bytes: int = DEFAULT_MAX_BINARY_BYTES
 
 
 # --- one call --------------------------------------------------------------------------------

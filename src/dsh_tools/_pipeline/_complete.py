@@ -28,10 +28,12 @@ from ._results import (
     ABORTED_BEFORE_DISPATCH,
     INVALID_RESULT,
     Invalid,
+    cap_binary,
     describe,
     error_result,
     freeze_result,
     kind,
+    media_inside,
     text_error,
 )
 
@@ -117,8 +119,15 @@ def _materialize(prepared: PreparedCall, final: ToolExecutionResult) -> ToolExec
                     f"a body returned {kind(bad)}, where str, content blocks, ToolOutput or "
                     "lossless JSON data belong"
                 )
+                if media_inside(bad):
+                    detail += (
+                        " (it holds a picture, sound or file inside its data: return such "
+                        "blocks as content, [text, ImageBlock(...)] or ToolOutput(content=...))"
+                    )
             log_invalid(prepared, detail)
             final = INVALID_RESULT
+        else:
+            final = cap_binary(final, prepared.env.host.max_binary_bytes)
     env = prepared.env
     observers = env.host.hooks.result
     if observers.active:

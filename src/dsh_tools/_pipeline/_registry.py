@@ -36,6 +36,7 @@ from dsh_tools._values._execution import (
     ToolGuard,
 )
 from dsh_tools._values._json import thaw_json
+from dsh_tools._values._media import DEFAULT_MAX_BINARY_BYTES
 
 from ._call import HasExecution, PipelineHost
 from ._complete import complete
@@ -282,12 +283,18 @@ class ToolRegistry(_HostHolder):
             start (``install_timeout_policy`` returns its disposer).
         progress_interval: the least time (seconds, trio's clock) between two ``tool/progress``
             events of one call; closer reports are coalesced (the last one is kept).
+        max_binary_bytes: the largest picture, sound or file (:class:`~dsh_tools.ImageBlock`,
+            :class:`~dsh_tools.AudioBlock`, :class:`~dsh_tools.FileBlock`) a final result or
+            its contexts may carry, in bytes (default 20 MiB; a block of exactly this size is
+            kept). A larger block is replaced by a text note the model can read, naming its
+            kind and size; the result is otherwise unchanged (not an error).
 
     Raises:
-        TypeError: ``thread_limit`` is not an ``int`` (``bool`` is not accepted),
+        TypeError: ``thread_limit`` or ``max_binary_bytes`` is not an ``int`` (``bool`` is
+            not accepted),
             ``approval`` has no ``request`` method, or ``default_timeout`` /
             ``progress_interval`` is not a number.
-        ValueError: ``thread_limit`` is less than 1, ``default_timeout`` is not a positive
+        ValueError: ``thread_limit`` or ``max_binary_bytes`` is less than 1, ``default_timeout`` is not a positive
             finite number, or ``progress_interval`` is negative or not finite.
 
     Registrations return a :class:`~dsh_tools.Disposer`. ``scope(agent)`` gives the per-agent
@@ -314,8 +321,10 @@ class ToolRegistry(_HostHolder):
         thread_limit: int = 8,
         default_timeout: float | None = None,
         progress_interval: float = 0.1,
+        max_binary_bytes: int = DEFAULT_MAX_BINARY_BYTES,
     ) -> None:
         check_int("thread_limit", thread_limit)
+        check_int("max_binary_bytes", max_binary_bytes)
         if approval is not None and not callable(getattr(approval, "request", None)):
             raise TypeError(
                 "approval must be an approval service (with a request method) or None, "
@@ -342,6 +351,7 @@ class ToolRegistry(_HostHolder):
             approval=approval,
             thread_limiter=self._thread_limiter,
             timeouts=timeouts,
+            max_binary_bytes=max_binary_bytes,
         )
 
     def statistics(self) -> ToolRegistryStatistics:

@@ -12,7 +12,9 @@ of compact JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
 import attrs
@@ -46,6 +48,15 @@ from dsh_tools._values._converter import content_block_classes, converter
 from dsh_tools._values._definition import ToolOutput
 from dsh_tools._values._execution import ToolExecutionResult, success_result
 from dsh_tools._values._json import JsonValue, snapshot_json
+from dsh_tools._values._media import (
+    AudioBlock,
+    FileBlock,
+    ImageBlock,
+    MediaBlock,
+    block_payload,
+    media_problem,
+    oversized_note,
+)
 
 __all__ = [
     "ABANDONED",
@@ -58,6 +69,7 @@ __all__ = [
     "TOOL_TIMEOUT_ERROR_NAME",
     "Invalid",
     "approval_pending_result",
+    "cap_binary",
     "describe",
     "error_info",
     "error_result",
@@ -65,6 +77,7 @@ __all__ = [
     "freeze_result",
     "is_return_value",
     "kind",
+    "media_inside",
     "normalize",
     "printable",
     "reason_text",
@@ -214,6 +227,11 @@ def _content_problem(content: object, where: str) -> str | None:
                 return problem
             if not (nested.is_error is None or type(nested.is_error) is bool):
                 return f"{where}[{index}].is_error is {kind(nested.is_error)}, not a bool"
+        elif cls is ImageBlock or cls is AudioBlock or cls is FileBlock:
+            # frozen, but attrs' setters can be bypassed: checked again, as text is
+            invalid = media_problem(cast("MediaBlock", block))
+            if invalid is not None:
+                return f"{where}[{index}]: {invalid}"
         elif not _valid_extension(block, ContentBlock):
             return f"{where}[{index}] is {kind(block)}, not a content block"
     return None
@@ -301,6 +319,50 @@ def freeze_result(result: object) -> ToolExecutionResult:
     return attrs.evolve(result, additional_contexts=frozen_contexts, meta=frozen_meta)
 
 
+def _capped_content(
+    content: tuple[ContentBlock, ...], limit: int
+) -> tuple[ContentBlock, ...] | None:
+    """``content`` with every media block over ``limit`` bytes replaced by a text note, or
+    ``None`` when nothing is over.
+    """
+    capped: list[ContentBlock] | None = None
+    for index, block in enumerate(content):
+        cls = type(block)
+        if cls is TextBlock or not (cls is ImageBlock or cls is AudioBlock or cls is FileBlock):
+            continue
+        payload = block_payload(cast("MediaBlock", block))
+        if payload is None or len(payload) <= limit:
+            continue
+        if capped is None:
+            capped = list(content)
+        capped[index] = text_block(oversized_note(cast("MediaBlock", block), len(payload), limit))
+    return None if capped is None else tuple(capped)
+
+
+def cap_binary(result: ToolExecutionResult, limit: int) -> ToolExecutionResult:
+    """``result`` (final, checked) with every picture, sound or file over ``limit`` bytes, in
+    its content or its contexts, replaced by a note the model can read. The result stays what
+    it was otherwise (a replaced block does not make it an error). Returned as is when nothing
+    is over.
+    """
+    content = _capped_content(result.content, limit)
+    contexts: list[HookContext] = []
+    changed = content is not None
+    for context in result.additional_contexts:
+        capped = _capped_content(context.content, limit)
+        if capped is not None:
+            changed = True
+            context = attrs.evolve(context, content=capped)
+        contexts.append(context)
+    if not changed:
+        return result
+    return attrs.evolve(
+        result,
+        content=result.content if content is None else content,
+        additional_contexts=tuple(contexts),
+    )
+
+
 def is_return_value(returned: object) -> bool:
     return isinstance(returned, str | ToolOutput | list | tuple)
 
@@ -336,6 +398,32 @@ def _is_content(items: list[object] | tuple[object, ...]) -> bool:
     return any(isinstance(item, blocks) for item in items)
 
 
+_MEDIA_TYPES: Final = (ImageBlock, AudioBlock, FileBlock)
+
+
+def media_inside(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` (JSON-like data, an attrs or dataclass instance) holds a picture,
+    sound or file block somewhere inside it (internal: only on the path of data that is not
+    plain JSON).
+    """
+    if isinstance(value, _MEDIA_TYPES):
+        return True
+    if depth > 64 or isinstance(value, str | bytes | int | float | type(None)):
+        return False
+    items: Iterable[object]
+    if isinstance(value, Mapping):
+        items = cast("Mapping[object, object]", value).values()
+    elif isinstance(value, list | tuple):
+        items = cast("list[object] | tuple[object, ...]", value)
+    elif attrs.has(type(value)):
+        items = (getattr(value, field.name) for field in attrs.fields(type(value)))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = (getattr(value, field.name) for field in dataclasses.fields(value))
+    else:
+        return False
+    return any(media_inside(item, depth + 1) for item in items)
+
+
 def _json_text(value: object) -> object:
     """One text block of ``value`` as compact JSON, or ``value`` itself when it is not lossless
     JSON data, even once the converter has unstructured the attrs / dataclass instances in it
@@ -348,6 +436,8 @@ def _json_text(value: object) -> object:
     try:
         frozen = snapshot_json(value)
     except (TypeError, ValueError):
+        if media_inside(value):
+            return value  # bytes would become a base64 string in a text block: stage 9 refuses
         try:
             frozen = snapshot_json(converter.unstructure(value))
         except Exception:

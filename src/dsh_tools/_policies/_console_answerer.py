@@ -19,6 +19,7 @@ import trio
 from dsh_tools._pipeline._answerers import ApprovalAnswerer, ApprovalNext
 from dsh_tools._values._content import TextBlock
 from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
+from dsh_tools._values._media import AudioBlock, FileBlock, ImageBlock, describe_media
 from dsh_tools._values._presentation import DiffCallView, TerminalCallView, unified_diff_lines
 from dsh_tools._values._printable import printable
 
@@ -55,6 +56,8 @@ def describe_call(request: ApprovalRequest) -> str:
     for block in view.content or ():
         if isinstance(block, TextBlock):
             lines.append(printable(block.text))
+        elif isinstance(block, ImageBlock | AudioBlock | FileBlock):
+            lines.append(printable(describe_media(block), multiline=False))
     return "\n".join(lines)
 
 

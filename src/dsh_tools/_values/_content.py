@@ -12,6 +12,7 @@ from typing import Final, TypeAlias, cast
 import attrs
 
 from ._json import JsonValue
+from ._media import AudioBlock, FileBlock, ImageBlock
 
 
 def unchecked_meta(value: object) -> JsonValue:
@@ -99,7 +100,15 @@ class ToolResultBlock:
     is_error: bool | None = None
 
 
-ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
+ContentBlock: TypeAlias = (
+    TextBlock
+    | ReasoningBlock
+    | ToolCallBlock
+    | ToolResultBlock
+    | ImageBlock
+    | AudioBlock
+    | FileBlock
+)
 """The content-block union. New block types join through :data:`dsh_tools.converter`
 (``register_content_block``), keyed by a new ``type`` tag."""
 

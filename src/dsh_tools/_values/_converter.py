@@ -20,6 +20,8 @@ library.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 import re
 import sys
@@ -76,6 +78,7 @@ from ._execution import (
     ToolResult,
 )
 from ._json import FrozenJsonObject, JsonValue, snapshot_json, thaw_json
+from ._media import AudioBlock, FileBlock, ImageBlock
 from ._presentation import (
     DiffCallView,
     DiffResultView,
@@ -261,6 +264,21 @@ def _make_typeddict_structure(cls: Any) -> Callable[[Any, Any], Any]:
     return make(twin, converter)
 
 
+def _structure_bytes(value: object, _tp: object) -> bytes:
+    # bytes travel as standard base64, decoded strictly: a stray character is an error, not
+    # a silently shorter payload
+    if type(value) is not str:
+        raise TypeError(f"expected a base64 string, got {_type_name(value)}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("not valid base64") from None
+
+
+def _unstructure_bytes(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
 def _structure_enum(value: object, tp: type[enum.Enum]) -> enum.Enum:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise TypeError(f"expected a {tp.__name__} value, got {_type_name(value)}")
@@ -278,6 +296,8 @@ converter.register_structure_hook(str, _structure_str)
 converter.register_structure_hook(bool, _structure_bool)
 converter.register_structure_hook(int, _structure_int)
 converter.register_structure_hook(float, _structure_float)
+converter.register_structure_hook(bytes, _structure_bytes)
+converter.register_unstructure_hook(bytes, _unstructure_bytes)
 for _enum_base in (enum.Enum, enum.StrEnum, enum.IntEnum):
     converter.register_structure_hook(_enum_base, _structure_enum)
     converter.register_unstructure_hook(_enum_base, _unstructure_enum)
@@ -512,6 +532,9 @@ _BLOCKS_AND_SOURCES: Final[_TaggedUnions] = (
             (ReasoningBlock, "reasoning"),
             (ToolCallBlock, "tool-call"),
             (ToolResultBlock, "tool-result"),
+            (ImageBlock, "image"),
+            (AudioBlock, "audio"),
+            (FileBlock, "file"),
         ),
     ),
     (MessageSource, "MessageSource", "kind", ((UserSource, "user"), (PluginSource, "plugin"))),

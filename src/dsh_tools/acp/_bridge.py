@@ -30,18 +30,22 @@ output in ``_meta`` keys and the editor renders it in a terminal widget whose id
 
 from __future__ import annotations
 
+import base64
 import os.path
 from collections.abc import Iterable
-from typing import Final, NoReturn
+from typing import Final, NoReturn, cast
 
 from dsh_tools import (
+    AudioBlock,
     ContentBlock,
     DiffCallView,
     DiffResultView,
+    FileBlock,
     FileDiff,
     FileLocation,
     GenericCallView,
     GenericResultView,
+    ImageBlock,
     TerminalCallView,
     TerminalResultView,
     TextBlock,
@@ -53,6 +57,7 @@ from dsh_tools import (
     console_block,
     thaw_json,
 )
+from dsh_tools._for_integrations import block_payload
 
 __all__ = ["AcpSessionBridge", "relativize_title"]
 
@@ -280,8 +285,36 @@ def _text_item(text: str) -> dict[str, object]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
+def _media_item(block: ImageBlock | AudioBlock | FileBlock) -> dict[str, object]:
+    """A picture, sound or file as ACP tool-call content: an ``image`` or ``audio`` block of
+    its bytes, a ``resource`` holding a file's, or a ``resource_link`` to what has a URL.
+    """
+    payload = block_payload(block)
+    name = getattr(block, "name", None) or "attachment"
+    if payload is None:  # an https: URL
+        url = cast("str", getattr(block, "url", ""))
+        link = {"type": "resource_link", "uri": url, "name": name, "mimeType": block.media_type}
+        return {"type": "content", "content": link}
+    data = base64.b64encode(payload).decode("ascii")
+    if isinstance(block, ImageBlock | AudioBlock):
+        kind = "image" if isinstance(block, ImageBlock) else "audio"
+        return {
+            "type": "content",
+            "content": {"type": kind, "data": data, "mimeType": block.media_type},
+        }
+    resource = {"uri": name, "blob": data, "mimeType": block.media_type}
+    return {"type": "content", "content": {"type": "resource", "resource": resource}}
+
+
 def _text_content(blocks: Iterable[ContentBlock]) -> list[dict[str, object]]:
-    return [_text_item(block.text) for block in blocks if isinstance(block, TextBlock)]
+    """Text and media blocks as ACP tool-call content, in order (other blocks are not shown)."""
+    items: list[dict[str, object]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            items.append(_text_item(block.text))
+        elif isinstance(block, ImageBlock | AudioBlock | FileBlock):
+            items.append(_media_item(block))
+    return items
 
 
 def _locations(locations: Iterable[FileLocation]) -> list[dict[str, object]]:

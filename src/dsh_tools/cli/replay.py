@@ -35,14 +35,17 @@ from dsh_tools import (
     ApprovalDecidedEvent,
     ApprovalPolicyEvent,
     ApprovalRevokedEvent,
+    AudioBlock,
     BatchCallEvent,
     BatchEndEvent,
     BatchStartEvent,
     ContextMessageEvent,
     DiffCallView,
     DiffResultView,
+    FileBlock,
     FileDiff,
     GenericResultView,
+    ImageBlock,
     SessionEvent,
     SqliteSessionLog,
     TerminalCallView,
@@ -62,7 +65,7 @@ from dsh_tools import (
     read_session_log,
     thaw_json,
 )
-from dsh_tools._for_integrations import printable, unified_diff_lines
+from dsh_tools._for_integrations import describe_media, printable, unified_diff_lines
 from dsh_tools.cli._loading import load_registry
 
 __all__ = ["main_replay", "render_event"]
@@ -81,7 +84,14 @@ def _read_log(path: Path, session: str) -> list[SessionEvent]:
 
 
 def _texts(content: Iterable[object] | None) -> str:
-    return "\n".join(b.text for b in content or () if isinstance(b, TextBlock))
+    """The text of ``content``, a picture, sound or file as its description
+    (``[image/png 640x480, 12 kB]``).
+    """
+    return "\n".join(
+        b.text if isinstance(b, TextBlock) else describe_media(b)
+        for b in content or ()
+        if isinstance(b, TextBlock | ImageBlock | AudioBlock | FileBlock)
+    )
 
 
 def _line(text: str) -> str:

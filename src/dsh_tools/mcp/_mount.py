@@ -15,11 +15,15 @@ no deadline can interrupt.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import PurePosixPath
 from typing import Any, Final, TypeAlias, cast
+from urllib.parse import urlsplit
 
 import attrs
 import jsonschema
@@ -32,9 +36,12 @@ import trio
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 
 from dsh_tools import (
+    AudioBlock,
     ContentBlock,
     Disposer,
+    FileBlock,
     HarnessError,
+    ImageBlock,
     JsonSnapshotError,
     JsonValue,
     TextBlock,
@@ -44,6 +51,7 @@ from dsh_tools import (
     ToolRegistry,
     ToolRunContext,
     ToolScope,
+    error_message,
     snapshot_json,
     thaw_json,
 )
@@ -195,24 +203,59 @@ class _ArgsChecker:
 # --- result mapping ------------------------------------------------------------------------
 
 
-def _text(block: mcp.types.ContentBlock) -> str:
-    """The text of a text block; for any other block, a rendering that names its type."""
+# what some servers write for a type the blocks know by another name
+_MEDIA_ALIASES: Final = {
+    "image/jpg": "image/jpeg",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/mp3": "audio/mpeg",
+    "audio/x-flac": "audio/flac",
+}
+
+
+def _media(kind: str, mime_type: str | None, data: str, uri: str | None = None) -> ContentBlock:
+    """An MCP picture, sound or blob as a block, or (bytes that are not base64, a media type
+    the blocks do not know, bytes that are not what the type says) a text that says what came
+    and why it is not passed on: a server's odd block never fails the call.
+    """
+    media_type = (mime_type or "").strip().lower()
+    media_type = _MEDIA_ALIASES.get(media_type, media_type)
+    name = (PurePosixPath(urlsplit(uri).path).name or None) if uri else None
+    try:
+        raw = base64.b64decode(data, validate=True)
+        if kind == "image" or (kind == "resource" and media_type.startswith("image/")):
+            return ImageBlock(media_type=media_type, data=raw)
+        if kind == "audio" or (kind == "resource" and media_type.startswith("audio/")):
+            return AudioBlock(media_type=media_type, data=raw)
+        return FileBlock(media_type=media_type, data=raw, name=name)
+    except (binascii.Error, TypeError, ValueError) as exc:
+        where = f"{uri}, " if uri else ""
+        return TextBlock(
+            text=f"[{kind} content: {where}{mime_type or 'no media type'}, not passed on: "
+            f"{error_message(exc)}]"
+        )
+
+
+def _block(block: mcp.types.ContentBlock) -> ContentBlock:
+    """An MCP content block as a content block: text as text, pictures, sound and binary
+    resources as blocks, a link or a text resource as text that names it.
+    """
     if isinstance(block, mcp.types.TextContent):
-        return block.text
+        return TextBlock(text=block.text)
     if isinstance(block, mcp.types.ImageContent):
-        return f"[image content: {block.mime_type}, {len(block.data)} base64 characters]"
+        return _media("image", block.mime_type, block.data)
     if isinstance(block, mcp.types.AudioContent):
-        return f"[audio content: {block.mime_type}, {len(block.data)} base64 characters]"
+        return _media("audio", block.mime_type, block.data)
     if isinstance(block, mcp.types.ResourceLink):
-        return f"[resource link: {block.uri}]"
+        return TextBlock(text=f"[resource link: {block.uri}]")
     resource = block.resource  # the last kind: an embedded resource
     if isinstance(resource, mcp.types.TextResourceContents):
-        return f"[embedded resource: {resource.uri}]\n{resource.text}"
-    return f"[embedded resource: {resource.uri}, {resource.mime_type or 'binary'}]"
+        return TextBlock(text=f"[embedded resource: {resource.uri}]\n{resource.text}")
+    return _media("resource", resource.mime_type, resource.blob, str(resource.uri))
 
 
 def _content(blocks: Sequence[mcp.types.ContentBlock]) -> list[ContentBlock]:
-    return [TextBlock(text=_text(block)) for block in blocks]
+    return [_block(block) for block in blocks]
 
 
 def _output(remote: str, result: mcp.types.CallToolResult) -> ToolOutput:

@@ -21,9 +21,12 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from dsh_tools import (
+    AudioBlock,
     BatchNext,
     Disposer,
     ExecuteNext,
+    FileBlock,
+    ImageBlock,
     TextBlock,
     ToolBatch,
     ToolBatchInfo,
@@ -32,6 +35,7 @@ from dsh_tools import (
     ToolRegistry,
     ToolScope,
 )
+from dsh_tools._for_integrations import block_payload
 
 __all__ = ["BATCH_SPAN", "OTHER_ERROR", "install_tracing"]
 
@@ -139,6 +143,19 @@ def _error_text(result: ToolExecutionResult) -> str:
     return text.removeprefix("Error: ")
 
 
+def _record_media(span: trace.Span, result: ToolExecutionResult) -> None:
+    """The kinds and sizes of a result's pictures, sound and files, never their bytes."""
+    media = [
+        block for block in result.content if isinstance(block, ImageBlock | AudioBlock | FileBlock)
+    ]
+    if media:
+        span.set_attribute("dsh_tools.result.media_types", [block.media_type for block in media])
+        span.set_attribute(
+            "dsh_tools.result.media_bytes",
+            [len(block_payload(block) or b"") for block in media],
+        )
+
+
 def install_tracing(
     registry: ToolRegistry | ToolScope, *, tracer_provider: trace.TracerProvider | None = None
 ) -> Disposer:
@@ -165,6 +182,10 @@ def install_tracing(
     A call stopped by cancelling the caller's own trio scope
     ends its span with status ``ERROR`` and ``error.type = "Cancelled"`` before the
     cancellation propagates.
+
+    A result holding pictures, sound or files adds ``dsh_tools.result.media_types`` (their
+    media types, in order) and ``dsh_tools.result.media_bytes`` (their sizes in bytes; ``0``
+    for one given by an ``https:`` URL): kinds and sizes, never the bytes.
 
     Each progress report the call's body emits (``context.report_progress``, after
     coalescing) adds a ``tool.progress`` event to its span, with ``dsh_tools.progress.message``
@@ -237,6 +258,7 @@ def install_tracing(
                 if error is not None:
                     attributes["exception.type"] = error.name
                 span.add_event("exception", attributes)
+        _record_media(span, result)
         span.end()
         return result
 

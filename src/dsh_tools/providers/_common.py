@@ -6,8 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, cast
 
 from dsh_tools import (
+    AudioBlock,
     ContentBlock,
-    HookContext,
+    FileBlock,
+    ImageBlock,
     TextBlock,
     ToolBatch,
     ToolCallRequest,
@@ -15,6 +17,7 @@ from dsh_tools import (
     ToolSchema,
     converter,
 )
+from dsh_tools._for_integrations import describe_media
 
 __all__ = [
     "JsonDict",
@@ -24,7 +27,6 @@ __all__ = [
     "check_batch",
     "checked_schemas",
     "content_text",
-    "context_texts",
     "items_of",
     "plain_json",
     "require_str",
@@ -129,19 +131,20 @@ def _block_type(block: ContentBlock) -> str:
     return tag if isinstance(tag, str) else type(block).__name__
 
 
+def _block_text(block: ContentBlock) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ImageBlock | AudioBlock | FileBlock):
+        return describe_media(block)
+    return f"[{_block_type(block)} block]"
+
+
 def content_text(content: Sequence[ContentBlock]) -> str:
-    """The text a model reads for ``content``: text blocks as they are, every other block as
+    """The text a model reads for ``content``: text blocks as they are, a picture, sound or
+    file as its description (``[image/png 640x480, 12 kB]``), every other block as
     ``[<type> block]`` (its wire ``type`` tag), joined by newlines.
     """
-    return "\n".join(
-        block.text if isinstance(block, TextBlock) else f"[{_block_type(block)} block]"
-        for block in content
-    )
-
-
-def context_texts(contexts: Sequence[HookContext]) -> list[str]:
-    """Each context's text, in order."""
-    return [content_text(context.content) for context in contexts]
+    return "\n".join(_block_text(block) for block in content)
 
 
 def check_batch(

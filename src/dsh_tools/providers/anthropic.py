@@ -28,11 +28,11 @@ from ._common import (
     check_batch,
     checked_schemas,
     content_text,
-    context_texts,
     items_of,
     plain_json,
     require_str,
 )
+from ._media import anthropic_content, has_media
 
 __all__ = ["AnthropicTools", "ToolCallStream", "tool_calls", "tool_messages", "tool_params"]
 
@@ -125,10 +125,18 @@ def tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[Js
 
     Its content is one ``{"type": "tool_result", "tool_use_id", "content", "is_error"}`` block
     per result, in model order (``is_error`` is written for error results only; ``content``
-    is the result's text blocks joined by newlines, every other block written as
-    ``[<type> block]``, and left out when empty, since the API rejects empty text), then one
-    ``{"type": "text", "text"}`` block per non-empty context of the batch: Anthropic wants the
-    results first in the message that follows the assistant's ``tool_use``.
+    is the result's text blocks joined by newlines, other blocks written as ``[<type> block]``,
+    and left out when empty, since the API rejects empty text), then the content of each
+    context of the batch (its text as one ``{"type": "text", "text"}`` block when not empty):
+    Anthropic wants the results first in the message that follows the assistant's
+    ``tool_use``.
+
+    A result (or context) holding pictures or files carries them natively: its ``content`` is
+    a list of blocks, each run of text one ``text`` block, an :class:`~dsh_tools.ImageBlock`
+    an ``image`` block, a PDF or text :class:`~dsh_tools.FileBlock` a ``document`` block
+    (base64, plain text, or by URL), in order. Anthropic takes no sound: an
+    :class:`~dsh_tools.AudioBlock` is written as its description (``[audio/wav, 48 kB]``), as
+    is a text document given by URL.
 
     Args:
         calls: the calls the batch ran, in the order given to ``run_tool_calls``.
@@ -145,13 +153,18 @@ def tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[Js
     blocks: list[JsonDict] = []
     for call, result in check_batch(calls, batch):
         block: JsonDict = {"type": "tool_result", "tool_use_id": call.call_id}
-        text = content_text(result.content)
-        if text:
-            block["content"] = text
+        content: str | list[JsonDict] = (
+            anthropic_content(result.content)
+            if has_media(result.content)
+            else content_text(result.content)
+        )
+        if content:
+            block["content"] = content
         if result.is_error:
             block["is_error"] = True
         blocks.append(block)
-    blocks.extend({"type": "text", "text": text} for text in context_texts(batch.contexts) if text)
+    for context in batch.contexts:
+        blocks.extend(anthropic_content(context.content))
     return [{"role": "user", "content": blocks}]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import cast, final
 
 from dsh_tools import (
+    ContentBlock,
     FrozenJsonObject,
     ToolBatch,
     ToolCallRequest,
@@ -32,10 +33,18 @@ from ._common import (
     check_batch,
     checked_schemas,
     content_text,
-    context_texts,
     items_of,
     plain_json,
     require_str,
+)
+from ._media import (
+    MediaMode,
+    chat_media_parts,
+    chat_user_content,
+    check_media_mode,
+    has_media,
+    media_heading,
+    responses_content,
 )
 from ._openai_stream import ResponsesToolCallStream as ResponsesToolCallStream
 from ._openai_stream import ToolCallStream as ToolCallStream
@@ -199,31 +208,59 @@ def tool_calls(
     return calls
 
 
-def tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
+def tool_messages(
+    calls: Sequence[ToolCallRequest],
+    batch: ToolBatch,
+    *,
+    media: MediaMode = "user_message",
+) -> list[JsonDict]:
     """The Chat Completions messages that carry ``batch`` back to the model.
 
     First one ``{"role": "tool", "tool_call_id", "content"}`` per result, in model order (append
     them right after the assistant message that made the calls), then one
     ``{"role": "user", "content"}`` per context of the batch, in order. ``content`` is the
-    result's text blocks joined by newlines, every other block written as ``[<type> block]``.
+    result's text blocks joined by newlines, a picture, sound or file written as its
+    description (``[image/png 640x480, 12 kB]``), any other block as ``[<type> block]``.
 
     OpenAI has no error flag on a tool message: an error result is told apart only by its text
     (``Error: ...``).
 
+    A tool message takes text only. With ``media="user_message"`` (the default), the pictures
+    (``image_url``), sound (``input_audio``: WAV and MP3) and files (``file``) of the results
+    travel in one ``user`` message right after the tool messages, each result's introduced by
+    a text part ``Attached to the result of <tool> (call <id>):``; a context holding them is
+    a user message of text and media parts. With ``media="drop"`` only the descriptions are
+    sent. What Chat cannot take (other sound, a file by URL) stays its description.
+
     Args:
         calls: the calls the batch ran, in the order given to ``run_tool_calls``.
         batch: what ``run_tool_calls`` returned.
+        media: ``"user_message"`` or ``"drop"``.
 
     Raises:
         TypeError: ``batch`` is not a :class:`~dsh_tools.ToolBatch` or a call is not a
             :class:`~dsh_tools.ToolCallRequest`.
-        ValueError: ``calls`` and ``batch.results`` differ in length.
+        ValueError: ``calls`` and ``batch.results`` differ in length, or ``media`` is
+            another value.
     """
+    media = check_media_mode(media)
+    pairs = check_batch(calls, batch)
     messages: list[JsonDict] = [
         {"role": "tool", "tool_call_id": call.call_id, "content": content_text(result.content)}
-        for call, result in check_batch(calls, batch)
+        for call, result in pairs
     ]
-    messages.extend({"role": "user", "content": text} for text in context_texts(batch.contexts))
+    if media == "user_message":
+        parts: list[JsonDict] = []
+        for call, result in pairs:
+            if has_media(result.content):
+                parts.append({"type": "text", "text": media_heading(call)})
+                parts.extend(chat_media_parts(result.content))
+        if parts:
+            messages.append({"role": "user", "content": parts})
+    messages.extend(
+        {"role": "user", "content": chat_user_content(context.content, media)}
+        for context in batch.contexts
+    )
     return messages
 
 
@@ -273,6 +310,12 @@ def responses_tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) 
     :func:`tool_messages`; as there, an error result is told apart only by its ``Error: ...``
     text.
 
+    A result holding pictures or files carries them natively: its ``output`` is a list of
+    ``input_text`` (each run of text), ``input_image`` (an image's URL, or its bytes as a
+    ``data:`` URL) and ``input_file`` (``file_url``, or ``file_data`` with a ``filename``)
+    items, in order; a context holding them likewise. The Responses API takes no sound in a
+    tool's output: an :class:`~dsh_tools.AudioBlock` is written as its description.
+
     Raises:
         TypeError: as :func:`tool_messages`.
         ValueError: as :func:`tool_messages`.
@@ -281,12 +324,19 @@ def responses_tool_messages(calls: Sequence[ToolCallRequest], batch: ToolBatch) 
         {
             "type": "function_call_output",
             "call_id": call.call_id,
-            "output": content_text(result.content),
+            "output": _responses_text_or_items(result.content),
         }
         for call, result in check_batch(calls, batch)
     ]
-    items.extend({"role": "user", "content": text} for text in context_texts(batch.contexts))
+    items.extend(
+        {"role": "user", "content": _responses_text_or_items(context.content)}
+        for context in batch.contexts
+    )
     return items
+
+
+def _responses_text_or_items(content: Sequence[ContentBlock]) -> str | list[JsonDict]:
+    return responses_content(content) if has_media(content) else content_text(content)
 
 
 @final
@@ -385,9 +435,15 @@ class OpenAITools:
         """
         return responses_tool_calls(response, strict_schemas=self._strict_schemas())
 
-    def messages(self, calls: Sequence[ToolCallRequest], batch: ToolBatch) -> list[JsonDict]:
+    def messages(
+        self,
+        calls: Sequence[ToolCallRequest],
+        batch: ToolBatch,
+        *,
+        media: MediaMode = "user_message",
+    ) -> list[JsonDict]:
         """The Chat Completions messages for ``batch`` (see :func:`tool_messages`)."""
-        return tool_messages(calls, batch)
+        return tool_messages(calls, batch, media=media)
 
     def responses_messages(
         self, calls: Sequence[ToolCallRequest], batch: ToolBatch
