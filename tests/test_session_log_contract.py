@@ -9,9 +9,11 @@ does (a torn JSONL line, a SQLite format check, a PostgreSQL lost lock) stays in
 from __future__ import annotations
 
 import gc
+import sqlite3
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +22,17 @@ import pytest
 from dsh_tools import (
     BatchEndEvent,
     BatchStartEvent,
+    ImageBlock,
     JsonlSessionLog,
     MemorySessionLog,
     SessionLog,
+    SessionLogCorruptError,
     SessionLogLockedError,
     SqliteSessionLog,
+    TextBlock,
     ToolCallEvent,
     ToolCallRequest,
+    ToolResultEvent,
     TurnStartEvent,
 )
 from support import postgres_dsn
@@ -199,3 +205,64 @@ def test_a_session_id_past_the_limit_is_refused_by_every_keyed_log_before_any_ro
     with SqliteSessionLog(tmp_path / "log.db", session_id="é" * 512) as log:
         assert 0 == log.append(EVENTS[0])
     assert not (tmp_path / "refused.db").exists()  # refused before the file was made
+
+
+# --- pictures in a stored log --------------------------------------------------------------
+
+_PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
+    "0000000c4944415478da63f8cfc000000301010018dd8db00000000049454e44ae426082"
+)
+
+
+def _tamper(kind: str, tmp_path: Path, session: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the stored text of every event, behind the log's back."""
+    if kind == "jsonl":
+        path = tmp_path / "log.jsonl"
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    elif kind == "sqlite":
+        with closing(sqlite3.connect(tmp_path / "log.db")) as connection, connection:
+            connection.execute("UPDATE dsh_events SET event = replace(event, ?, ?)", (old, new))
+    else:
+        import psycopg
+
+        with psycopg.connect(postgres_dsn(), autocommit=True) as connection:
+            connection.execute(
+                "UPDATE dsh.events SET event = replace(event, %s, %s) FROM dsh.sessions s "
+                "WHERE s.id = dsh.events.session AND s.name = %s",
+                (old, new, session),
+            )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # one base64 character that is no base64: not a shorter picture, corruption
+        ("iVBORw0K", "iVBORw0!", "not valid base64"),
+        # bytes that decode but are no PNG any more
+        ("iVBORw0K", "R0lGODlh", "signature of image/png"),
+        ('"mediaType":"image/png"', '"mediaType":"image/bmp"', "unknown image media type"),
+    ],
+)
+def test_a_stored_picture_reads_back_exactly_and_a_changed_one_is_corruption(
+    open_log: Opener, tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    result = ToolResultEvent(
+        turn=1,
+        step=0,
+        call_id="c1",
+        content=(TextBlock(text="shot"), ImageBlock(media_type="image/png", data=_PIXEL)),
+        is_error=False,
+    )
+    log = open_log()
+    log.append(result)
+    assert [result] == log.events()
+    log.close()
+    reopened = open_log()
+    assert [result] == reopened.events()  # the same bytes
+    reopened.close()
+    kind = type(log).__name__.removesuffix("SessionLog").lower()
+    _tamper(kind, tmp_path, getattr(log, "session_id", ""), old, new)
+    with pytest.raises(SessionLogCorruptError, match=message) as caught:
+        open_log().events()
+    assert 1 == caught.value.line

@@ -5,6 +5,7 @@ Every payload is also checked against the ``agent-client-protocol`` package's ow
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -12,13 +13,16 @@ import pytest
 from acp_wire import assert_valid_update
 
 from dsh_tools import (
+    AudioBlock,
     ContextMessageEvent,
     DiffCallView,
     DiffResultView,
+    FileBlock,
     FileDiff,
     FileLocation,
     GenericCallView,
     GenericResultView,
+    ImageBlock,
     ReasoningBlock,
     TerminalCallView,
     TerminalResultView,
@@ -35,6 +39,7 @@ from dsh_tools import (
     UserSource,
 )
 from dsh_tools.acp import AcpSessionBridge, relativize_title
+from media_files import png, wav
 from support import call_event, registry_with, result_event, tool
 
 CWD = "/home/u/proj"
@@ -291,6 +296,57 @@ def test_a_generic_result_shows_only_text_content_and_its_title() -> None:
         "title": "Read 3 lines",
     }
     assert expected == _update_for(bridge, _result("raw"))
+
+
+def test_pictures_sound_and_files_of_a_result_reach_the_editor() -> None:
+    image, sound = png(2, 2), wav(8)
+    bridge = _bridge()
+    bridge.update_for(_call())
+    event = ToolResultEvent(
+        turn=0,
+        step=0,
+        call_id="c1",
+        content=[
+            TextBlock(text="see"),
+            ImageBlock(media_type="image/png", data=image),
+            AudioBlock(media_type="audio/wav", data=sound),
+            FileBlock(media_type="application/pdf", data=b"%PDF-1.4 x", name="r.pdf"),
+            ImageBlock(media_type="image/png", url="https://a.example/p.png"),
+        ],
+        is_error=False,
+    )
+    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+    assert [
+        _text("see"),
+        {
+            "type": "content",
+            "content": {"type": "image", "data": b64(image), "mimeType": "image/png"},
+        },
+        {
+            "type": "content",
+            "content": {"type": "audio", "data": b64(sound), "mimeType": "audio/wav"},
+        },
+        {
+            "type": "content",
+            "content": {
+                "type": "resource",
+                "resource": {
+                    "uri": "r.pdf",
+                    "blob": b64(b"%PDF-1.4 x"),
+                    "mimeType": "application/pdf",
+                },
+            },
+        },
+        {
+            "type": "content",
+            "content": {
+                "type": "resource_link",
+                "uri": "https://a.example/p.png",
+                "name": "attachment",
+                "mimeType": "image/png",
+            },
+        },
+    ] == _update_for(bridge, event)["content"]
 
 
 def _terminal_bridge(result: TerminalResultView, *, terminal: bool) -> AcpSessionBridge:

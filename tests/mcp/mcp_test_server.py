@@ -8,15 +8,28 @@ to, so a test in another process can see what the handler saw.
 
 from __future__ import annotations
 
+import base64
+import io
 import os
+import struct
 import sys
+import wave
+import zlib
 from pathlib import Path
 
 import anyio
 import pydantic
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ImageContent, TextContent, ToolAnnotations
+from mcp.types import (
+    AudioContent,
+    BlobResourceContents,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
 
 server = MCPServer("dsh-tools-test")
 
@@ -49,12 +62,83 @@ def configure(servers: list[Host]) -> str:
     return ", ".join(f"{item.host}:{item.port}" for item in servers)
 
 
+def _png_pixel() -> bytes:
+    """A real 1x1 red PNG, made with the standard library."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def _wav() -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(8000)
+        writer.writeframes(b"\0\0" * 80)
+    return out.getvalue()
+
+
+PNG_PIXEL = _png_pixel()
+WAV = _wav()
+PDF = b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
 @server.tool()
 def picture() -> list[TextContent | ImageContent]:
     """A caption and a one-pixel image."""
     return [
         TextContent(type="text", text="a red pixel"),
-        ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
+        ImageContent(type="image", data=_b64(PNG_PIXEL), mime_type="image/png"),
+    ]
+
+
+@server.tool()
+def media() -> list[AudioContent | EmbeddedResource | ResourceLink]:
+    """A recording, a PDF and a text note embedded, and a link."""
+    return [
+        AudioContent(type="audio", data=_b64(WAV), mime_type="audio/wav"),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///reports/q3.pdf", mime_type="application/pdf", blob=_b64(PDF)
+            ),
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///shots/a.png", mime_type="image/png", blob=_b64(PNG_PIXEL)
+            ),
+        ),
+        ResourceLink(type="resource_link", uri="file:///notes.txt", name="notes"),
+    ]
+
+
+@server.tool()
+def odd_media() -> list[ImageContent | AudioContent | EmbeddedResource]:
+    """Blocks a careless server sends: an unknown type, bytes that are not what they say, an
+    alias of a known type, a blob of a type no block knows."""
+    return [
+        ImageContent(type="image", data=_b64(b"BM6\x00\x00\x00"), mime_type="image/bmp"),
+        ImageContent(type="image", data=_b64(PNG_PIXEL), mime_type="image/jpeg"),
+        AudioContent(type="audio", data=_b64(WAV), mime_type="audio/x-wav"),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///a.zip", mime_type="application/zip", blob=_b64(b"PK\x03\x04")
+            ),
+        ),
     ]
 
 

@@ -51,7 +51,7 @@ def tool(name: str, schema: dict[str, object] | None = None) -> types.Tool:
     return types.Tool(name=name, input_schema=schema or {"type": "object"})
 
 
-async def test_every_kind_of_content_becomes_a_text_block_naming_its_type() -> None:
+async def test_content_no_block_can_carry_becomes_a_text_block_naming_it() -> None:
     listed[:] = [tool("media")]
     registry = ToolRegistry()
     async with mcp.Client(server) as client, mount_mcp(registry, client):
@@ -60,13 +60,23 @@ async def test_every_kind_of_content_becomes_a_text_block_naming_its_type() -> N
             [ToolCallRequest(call_id="1", name="media", arguments="")],
             signal=CancelSignal.never(),
         )
+    sound, link, text, blob, called = batch.results[0].content
+    # three zero bytes are no WAV file: named, not passed on
     assert (
-        TextBlock(text="[audio content: audio/wav, 4 base64 characters]"),
-        TextBlock(text="[resource link: file:///a.txt]"),
-        TextBlock(text="[embedded resource: file:///b.txt]\nhello"),
-        TextBlock(text="[embedded resource: file:///c.bin, application/octet-stream]"),
-        TextBlock(text="called media"),
-    ) == batch.results[0].content
+        TextBlock(
+            text="[audio content: audio/wav, not passed on: AudioBlock: the data does not start "
+            "with the signature of audio/wav (it starts b'\\x00\\x00\\x00')]"
+        )
+        == sound
+    )
+    assert TextBlock(text="[resource link: file:///a.txt]") == link
+    assert TextBlock(text="[embedded resource: file:///b.txt]\nhello") == text
+    assert isinstance(blob, TextBlock)
+    assert blob.text.startswith(
+        "[resource content: file:///c.bin, application/octet-stream, not passed on: "
+        "FileBlock: unknown file media type 'application/octet-stream'"
+    )
+    assert TextBlock(text="called media") == called
 
 
 async def test_a_tool_with_an_invalid_input_schema_mounts_and_its_calls_say_why() -> None:

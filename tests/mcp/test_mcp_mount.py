@@ -13,8 +13,11 @@ import trio
 import trio.testing
 
 from dsh_tools import (
+    AudioBlock,
     CancelController,
     CancelSignal,
+    FileBlock,
+    ImageBlock,
     TextBlock,
     ToolCallRequest,
     ToolErrorInfo,
@@ -31,6 +34,8 @@ SERVER_TOOLS = (
     "add",
     "configure",
     "picture",
+    "media",
+    "odd_media",
     "broken",
     "hang",
     "die",
@@ -160,16 +165,44 @@ async def test_arguments_the_validator_rejects_are_the_ones_jsonschema_rejects(
             assert (not oracle) == (is_error and text.startswith("Error: invalid arguments"))
 
 
-async def test_non_text_content_becomes_a_text_rendering_that_names_its_type(
-    client: mcp.Client,
-) -> None:
+async def test_pictures_sound_and_binary_resources_become_blocks(client: mcp.Client) -> None:
     registry = ToolRegistry()
     async with mount_mcp(registry, client):
-        batch = await run_calls(registry, call("picture", ""))
+        batch = await run_calls(registry, call("picture", ""), call("media", ""))
+    picture, media = batch.results
     assert (
         TextBlock(text="a red pixel"),
-        TextBlock(text="[image content: image/png, 12 base64 characters]"),
-    ) == batch.results[0].content
+        ImageBlock(media_type="image/png", data=mcp_test_server.PNG_PIXEL),
+    ) == picture.content
+    assert (
+        AudioBlock(media_type="audio/wav", data=mcp_test_server.WAV),
+        FileBlock(media_type="application/pdf", data=mcp_test_server.PDF, name="q3.pdf"),
+        ImageBlock(media_type="image/png", data=mcp_test_server.PNG_PIXEL),
+        TextBlock(text="[resource link: file:///notes.txt]"),
+    ) == media.content
+    assert not media.is_error
+
+
+async def test_a_careless_servers_media_is_text_that_says_what_came(client: mcp.Client) -> None:
+    registry = ToolRegistry()
+    async with mount_mcp(registry, client):
+        batch = await run_calls(registry, call("odd_media", ""))
+    (result,) = batch.results
+    assert not result.is_error  # one odd block never fails the call
+    bmp, mislabelled, alias, archive = result.content
+    assert isinstance(bmp, TextBlock)
+    assert bmp.text.startswith("[image content: image/bmp, not passed on: ImageBlock: unknown")
+    assert isinstance(mislabelled, TextBlock)
+    assert (
+        "not passed on: ImageBlock: the data does not start with the signature of image/jpeg"
+        in (mislabelled.text)
+    )
+    # a common alias of a known type is read as that type
+    assert AudioBlock(media_type="audio/wav", data=mcp_test_server.WAV) == alias
+    assert isinstance(archive, TextBlock)
+    assert archive.text.startswith(
+        "[resource content: file:///a.zip, application/zip, not passed on: FileBlock: unknown file"
+    )
 
 
 async def test_a_result_the_server_marks_is_error_is_an_error_result(client: mcp.Client) -> None:

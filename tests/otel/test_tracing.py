@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +16,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 from dsh_tools import (
     CancelController,
     CancelSignal,
+    ContentBlock,
     ExecuteNext,
+    ImageBlock,
+    TextBlock,
     ToolDefinition,
     ToolDispatchExecution,
     ToolExecutionResult,
@@ -26,6 +30,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools.otel import BATCH_SPAN, OTHER_ERROR, install_tracing
+from media_files import png
 from support import request, run_calls, spec_tool, string_tool
 
 
@@ -499,3 +504,28 @@ async def test_disposing_the_tracing_stops_the_progress_events(
     # the observer was the registry's own, and disposing removed it with the wrappers
     assert (1, ()) == (heard, registry.hooks.progress._list.for_agent(None))  # pyright: ignore[reportPrivateUsage]
     assert () == tool_spans(exporter)
+
+
+async def test_a_result_with_pictures_records_their_kinds_and_sizes_never_their_bytes(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    image = png(4, 4)
+    registry = ToolRegistry()
+
+    @registry.tool
+    def shot() -> list[ContentBlock]:
+        """A screenshot and a linked photo."""
+        return [
+            TextBlock(text="here"),
+            ImageBlock(media_type="image/png", data=image),
+            ImageBlock(media_type="image/jpeg", url="https://a.example/p.jpg"),
+        ]
+
+    install_tracing(registry, tracer_provider=provider)
+    await run_calls(registry, request("call-1", "shot"))
+    (span,) = tool_spans(exporter)
+    attributes = dict(span.attributes or {})
+    assert ("image/png", "image/jpeg") == attributes["dsh_tools.result.media_types"]
+    assert (len(image), 0) == attributes["dsh_tools.result.media_bytes"]
+    recorded = repr(attributes) + repr([event.attributes for event in span.events])
+    assert base64.b64encode(image).decode()[:16] not in recorded

@@ -264,15 +264,19 @@ def _make_typeddict_structure(cls: Any) -> Callable[[Any, Any], Any]:
     return make(twin, converter)
 
 
+class _SaysWhy(ValueError):
+    """A value a hook refused with a message that says more than cattrs' generic one."""
+
+
 def _structure_bytes(value: object, _tp: object) -> bytes:
     # bytes travel as standard base64, decoded strictly: a stray character is an error, not
     # a silently shorter payload
     if type(value) is not str:
-        raise TypeError(f"expected a base64 string, got {_type_name(value)}")
+        raise _SaysWhy(f"expected a base64 string, got {_type_name(value)}")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise ValueError("not valid base64") from None
+        raise _SaysWhy("not valid base64") from None
 
 
 def _unstructure_bytes(value: bytes) -> str:
@@ -355,6 +359,8 @@ def _class_error(exc: BaseException) -> str:
 def _note_messages(exc: BaseException, path: str, tp: Any) -> list[str]:
     if isinstance(exc, cattrs.ClassValidationError | IterableValidationError):
         return wire_error_messages(exc, path)
+    if isinstance(exc, _SaysWhy):
+        return [f"{exc} @ {path}"]
     return [f"{cattrs.v.format_exception(exc, tp)} @ {path}"]
 
 
