@@ -315,7 +315,10 @@ def test_pictures_sound_and_files_of_a_result_reach_the_editor() -> None:
         ],
         is_error=False,
     )
-    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
     assert [
         _text("see"),
         {
