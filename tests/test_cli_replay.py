@@ -14,8 +14,11 @@ from dsh_tools import (
     ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
+    ContentBlock,
     GenericCallView,
+    ImageBlock,
     JsonlSessionLog,
+    TextBlock,
     ToolCallRequest,
     ToolCallView,
     ToolRegistry,
@@ -23,8 +26,10 @@ from dsh_tools import (
     read_session_log,
 )
 from dsh_tools.__main__ import main
+from dsh_tools._values._media import format_size
 from dsh_tools.cli.demo import run_demo
 from dsh_tools.cli.replay import main_replay
+from media_files import png
 from support import registry_with, run_calls, tool
 
 
@@ -231,3 +236,32 @@ def test_a_registry_that_is_not_one_is_refused(tmp_path: Path) -> None:
 
 
 NOT_A_REGISTRY = 42
+
+
+def test_a_picture_in_a_result_is_described_with_its_type_dimensions_and_size(
+    tmp_path: Path,
+) -> None:
+    image = png(640, 480)
+    registry = ToolRegistry()
+
+    @registry.tool
+    def screenshot() -> list[ContentBlock]:
+        """A screenshot."""
+        return [TextBlock(text="the app"), ImageBlock(media_type="image/png", data=image)]
+
+    path = tmp_path / "shots.jsonl"
+    with JsonlSessionLog(path) as session:
+        trio.run(
+            functools.partial(
+                run_calls,
+                registry,
+                ToolCallRequest(call_id="s1", name="screenshot", arguments="{}"),
+                session=session,
+            )
+        )
+    code, text, errors = replay(path)
+
+    assert (0, []) == (code, errors)
+    assert "the app" in text
+    assert f"[image/png 640x480, {format_size(len(image))}]" in text
+    assert "iVBOR" not in text  # never the bytes

@@ -16,8 +16,10 @@ from dsh_tools import (
     CancelController,
     CancelSignal,
     DiffCallView,
+    FileBlock,
     FileDiff,
     GenericCallView,
+    ImageBlock,
     MemorySessionLog,
     TerminalCallView,
     TextBlock,
@@ -26,6 +28,7 @@ from dsh_tools import (
     describe_call,
     snapshot_json,
 )
+from media_files import png
 from support import approval_service
 
 
@@ -228,3 +231,21 @@ def test_a_command_is_shown_as_the_command_and_other_calls_as_their_arguments() 
         "",
         "search\nfor TODO\\x1b[2J",
     ] == [describe_call(r) for r in (terminal, generic, bare, _request(), described)]
+
+
+def test_a_picture_on_a_call_card_is_shown_as_its_description() -> None:
+    request = attrs.evolve(
+        _request(),
+        view=GenericCallView(
+            title="post the chart",
+            content=(
+                TextBlock(text="to #sales"),
+                ImageBlock(media_type="image/png", data=png(320, 200)),
+                FileBlock(media_type="text/csv", data=b"a,b\n", name="q3\x1b[2J.csv"),
+            ),
+        ),
+    )
+    shown = describe_call(request).splitlines()
+    assert shown[:2] == ["post the chart", "to #sales"]
+    assert shown[2].startswith("[image/png 320x200, ")
+    assert shown[3] == "[text/csv q3\\x1b[2J.csv, 4 B]"  # a file name is made printable too

@@ -4,11 +4,14 @@ agent scripts under ``examples/`` complete a conversation with the scripted endp
 from __future__ import annotations
 
 import inspect
+import io
+import json
 
 import anthropic
 import openai
 import pytest
 import trio
+from PIL import Image
 from provider_tools import (
     JsonDict,
     ScriptedEndpoint,
@@ -184,3 +187,64 @@ def test_the_page_shows_each_agent_script_s_loop_as_the_script_has_it(
 ) -> None:
     shown = example_source("docs/connecting-a-model.md", f"{marker}(\n")  # the multi-line call
     assert inspect.getsource(load_script(script).run_agent) == shown
+
+
+def test_the_chart_example_draws_a_real_png_and_prints_each_providers_shape(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    example = load_script("examples/chart_agent.py")
+    picture = Image.open(io.BytesIO(example.render_bar_chart([3, 7, 2, 9])))
+    assert ("PNG", (320, 200)) == (picture.format, picture.size)
+    # the tallest bar (the fourth) reaches higher than the first
+    assert picture.getpixel((300, 30)) != picture.getpixel((40, 30))
+
+    no_arguments: list[str] = []
+    trio.run(example.main, no_arguments)
+    out = capsys.readouterr().out.splitlines()
+    assert "the tool returned 'chart: 4 bars, tallest 9' and a image/png picture" == out[0]
+    assert ["Anthropic:", "OpenAI Responses:", "OpenAI Chat Completions:"] == [
+        line for line in out if not line.startswith(" ")
+    ][1:]
+    assert '"type": "image", "source": {"type": "base64", "media_type": "image/png"' in out[2]
+    assert '"type": "input_image", "image_url": "data:image/png;base64,' in out[4]
+    assert '"content": "chart: 4 bars, tallest 9\\n[image/png 320x200, ' in out[6]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
+async def test_the_chart_example_sends_the_picture_to_each_provider(api: str) -> None:
+    example = load_script("examples/chart_agent.py")
+    arguments = {"values": [1, 2]}
+
+    def sees_the_picture(body: JsonDict) -> None:
+        text = json.dumps(body)
+        assert "iVBORw0KGgo" in text  # the PNG's base64 is in the request
+
+    def turn2(body: JsonDict) -> JsonDict:
+        sees_the_picture(body)
+        if api == "anthropic":
+            return anthropic_answer("two bars")
+        if api == "responses":
+            return responses_output([responses_message("two bars")])
+        return chat_answer("two bars")
+
+    def first(_body: JsonDict) -> JsonDict:
+        if api == "anthropic":
+            return anthropic_tool_uses(("c1", "chart", arguments))
+        if api == "responses":
+            return responses_output([responses_function_call("c1", "chart", json.dumps(arguments))])
+        return chat_tool_calls(("c1", "chart", json.dumps(arguments)))
+
+    endpoint = ScriptedEndpoint([first, turn2])
+    if api == "anthropic":
+        client: object = anthropic.AsyncAnthropic(
+            api_key="k", base_url="http://model.test", http_client=endpoint.http_client()
+        )
+        answer = await example.anthropic_loop(client, "chart 1 and 2", model="m")
+    else:
+        client = openai.AsyncOpenAI(
+            api_key="k", base_url="http://model.test/v1", http_client=endpoint.http_client()
+        )
+        loop = example.responses_loop if api == "responses" else example.chat_loop
+        answer = await loop(client, "chart 1 and 2", model="m")
+    assert [] == endpoint.failures
+    assert "two bars" == answer
