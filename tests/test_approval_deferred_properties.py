@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from dsh_tools import (
     APPROVAL_PENDING,
+    Approval,
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     ApprovalNext,
@@ -118,7 +119,7 @@ def test_deferred_decisions_and_grants_keep_the_approval_and_batch_invariants(
     ran: list[str] = []
     remaining = list(answers)
 
-    async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+    async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome | Approval:
         if not remaining:
             return await next()  # unavailable
         outcome, delay = remaining.pop(0)

@@ -12,7 +12,7 @@ import pyte
 from support import run_in_a_terminal
 
 COLUMNS, LINES = 110, 200
-PROMPT = b"[y/N/a] "
+PROMPT = b"[y/N/a/e] "
 
 
 def test_each_question_shows_the_call_and_always_grants_the_tool(tmp_path: Path) -> None:
@@ -41,7 +41,9 @@ def test_each_question_shows_the_call_and_always_grants_the_tool(tmp_path: Path)
         notes - 1 : notes + 2
     ]
     assert "+TODO: error handling in src/app.py" in lines[notes + 3]
-    assert lines[notes + 4].startswith('Allow tool "write_file" (changes the workspace)? [y/N/a] y')
+    assert lines[notes + 4].startswith(
+        'Allow tool "write_file" (changes the workspace)? [y/N/a/e] y'
+    )
     assert "$ grep TODO" in text
     assert 'c8   denied                   Error: the user rejected tool "write_file"' in text
     assert "e3   ok" in text  # granted for the session: not asked again

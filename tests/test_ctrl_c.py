@@ -19,7 +19,7 @@ import pytest
 from dsh_tools import JsonlSessionLog, ToolResultEvent, read_session_log, recover_session
 from dsh_tools._sessions._reader import SessionReader
 
-PROMPT = b"[y/N/a]"
+PROMPT = b"[y/N/a/e]"
 
 
 def press_ctrl_c_at_the_prompt(*argv: str) -> tuple[int, bytes]:

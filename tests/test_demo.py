@@ -352,7 +352,7 @@ def test_the_ask_mode_reads_the_answers_from_stdin(tmp_path: Path) -> None:
     done = _run_ask_demo(tmp_path, "y\nno\nwhat?\nyes\nY\n\n")
 
     assert (done.returncode, done.stderr) == (0, "")
-    prompts = done.stdout.count("[y/N/a] ")
+    prompts = done.stdout.count("[y/N/a/e] ")
     assert 6 == prompts  # "what?" is asked again
     assert 'c8   denied                   Error: the user rejected tool "write_file"' in done.stdout
     assert (

@@ -269,6 +269,14 @@ INTERNAL: Final = frozenset(
         ("_sessions._log", "MAX_SESSION_ID_BYTES"),
         ("_sessions._wire", "row_text"),
         ("_sessions._log", "check_session_log"),
+        # approval bound to its arguments: the opening of an approved call (edited arguments
+        # validated again, the digest the body is held to), the reading of an answer, the
+        # digest a decision allows, and the texts of an edit and of a changed call
+        ("_pipeline._open", "approved"),
+        ("_values._execution", "read_approval"),
+        ("_values._execution", "decided_digest"),
+        ("_texts", "arguments_edited"),
+        ("_texts", "approved_arguments_changed"),
         # the one reader of a log, and what it says of one batch
         ("_sessions._reader", "BatchRecord"),
         ("_sessions._reader", "SessionReader"),

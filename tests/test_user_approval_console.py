@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from dsh_tools import (
+    Approval,
     ApprovalOutcome,
     ApprovalRequest,
     CancelController,
@@ -65,7 +66,7 @@ async def test_yes_allows_the_call_once() -> None:
     answer = console_answerer(read_line=read_line)
 
     assert ApprovalOutcome.ALLOWED_ONCE == await answer(_request(reason="writes"), _fallback)
-    assert ['Allow tool "write_file" (writes)? [y/N/a] '] == prompts
+    assert ['Allow tool "write_file" (writes)? [y/N/a/e] '] == prompts
 
 
 async def test_no_or_an_empty_line_rejects() -> None:
@@ -112,7 +113,7 @@ async def test_the_read_runs_in_a_worker_thread_while_the_loop_keeps_running() -
         return "y"
 
     answer = console_answerer(read_line=read_line)
-    outcomes: list[ApprovalOutcome] = []
+    outcomes: list[ApprovalOutcome | Approval] = []
 
     async with trio.open_nursery() as nursery:
 
@@ -168,7 +169,7 @@ async def test_one_question_at_a_time() -> None:
         return "y"
 
     answer = console_answerer(read_line=read_line)
-    results: list[ApprovalOutcome] = []
+    results: list[ApprovalOutcome | Approval] = []
 
     async def ask() -> None:
         results.append(await answer(_request(), _fallback))

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tools import (
+    Approval,
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     ApprovalNext,
@@ -71,7 +72,7 @@ def expected_run(
 
 
 def _answerer(index: int, step: Step, asked: list[int]):
-    async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+    async def answerer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome | Approval:
         asked.append(index)
         if step.delay:
             await trio.sleep(step.delay)
@@ -111,7 +112,7 @@ def test_one_pair_per_request_and_the_rules_decide(
     controller = CancelController()
     if pre_cancelled:
         controller.cancel("before")
-    outcomes: list[ApprovalOutcome] = []
+    outcomes: list[ApprovalOutcome | Approval] = []
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

@@ -146,6 +146,7 @@ from ._values._definition import ToolSchema as ToolSchema
 from ._values._disposer import Disposer as Disposer
 from ._values._execution import Accept as Accept
 from ._values._execution import Allow as Allow
+from ._values._execution import Approval as Approval
 from ._values._execution import ApprovalOutcome as ApprovalOutcome
 from ._values._execution import ApprovalRequest as ApprovalRequest
 from ._values._execution import ApprovalService as ApprovalService
@@ -163,6 +164,7 @@ from ._values._execution import ToolExecutionToken as ToolExecutionToken
 from ._values._execution import ToolGuard as ToolGuard
 from ._values._execution import ToolResult as ToolResult
 from ._values._execution import ToolRunContext as ToolRunContext
+from ._values._execution import arguments_digest as arguments_digest
 from ._values._json import MAX_DEPTH as MAX_DEPTH
 from ._values._json import FrozenJsonObject as FrozenJsonObject
 from ._values._json import JsonValue as JsonValue
@@ -204,6 +206,7 @@ __all__ = [
     "APPROVAL_PENDING",
     "Accept",
     "Allow",
+    "Approval",
     "ApprovalAnswerer",
     "ApprovalAskedEvent",
     "ApprovalDecidedEvent",
@@ -332,6 +335,7 @@ __all__ = [
     "UserApproval",
     "UserApprovalStatistics",
     "UserSource",
+    "arguments_digest",
     "ask_before",
     "assert_supported_output_schema",
     "batch_statistics",

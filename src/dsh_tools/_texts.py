@@ -33,6 +33,8 @@ __all__ = [
     "approval_not_supported",
     "approval_pending",
     "approval_rejected",
+    "approved_arguments_changed",
+    "arguments_edited",
     "approval_unavailable",
     "deny_reason_not_str",
     "error_message",
@@ -209,6 +211,14 @@ approval_pending: Final = _about_tool(
 approval_needs_agent: Final = _about_tool(
     'tool "{tool}" requires approval, but the call has no agent to route it through'
 )
+approved_arguments_changed: Final = _about_tool(
+    'the arguments of tool "{tool}" changed after they were approved: the call is denied'
+)
+
+
+def arguments_edited(tool: str, arguments: str) -> str:
+    """The context that tells the model the person edited a call before it ran."""
+    return f"The user changed the arguments of {tool} before it ran: {arguments}"
 
 
 def pre_execute_returned(described: str) -> str:

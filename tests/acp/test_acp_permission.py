@@ -12,6 +12,7 @@ from acp.schema import RequestPermissionRequest, RequestPermissionResponse
 from acp_wire import assert_valid
 
 from dsh_tools import (
+    Approval,
     ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
@@ -51,7 +52,7 @@ NEVER_SIGNAL = CancelController().signal
 
 async def _ask(
     answerer: AcpPermissionAnswerer, *, agent: object = AGENT, call_id: str | None = "c7"
-) -> tuple[ApprovalOutcome, list[str]]:
+) -> tuple[ApprovalOutcome | Approval, list[str]]:
     """Ask through a real UserApproval whose next answerer says ``rejected`` (and notes it)."""
     heard: list[str] = []
 

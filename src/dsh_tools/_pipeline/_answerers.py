@@ -15,7 +15,12 @@ from typing import Final, TypeAlias, cast
 
 import trio
 
-from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest, read_approval_outcome
+from dsh_tools._values._execution import (
+    Approval,
+    ApprovalOutcome,
+    ApprovalRequest,
+    read_approval,
+)
 
 from ._hooks import waterfall
 
@@ -24,11 +29,14 @@ __all__ = ["ApprovalAnswerer", "ApprovalNext", "answer_chain"]
 logger: Final = logging.getLogger("dsh_tools")
 
 
-ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome]]
+ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome | Approval]]
 """Asks the rest of the answerers (``UNAVAILABLE`` at the end of the chain)."""
 
-ApprovalAnswerer: TypeAlias = Callable[[ApprovalRequest, ApprovalNext], Awaitable[ApprovalOutcome]]
-"""``async (request, next) -> ApprovalOutcome``: answer, or delegate with ``return await next()``."""
+ApprovalAnswerer: TypeAlias = Callable[
+    [ApprovalRequest, ApprovalNext], Awaitable[ApprovalOutcome | Approval]
+]
+"""``async (request, next) -> ApprovalOutcome | Approval``: answer (an :class:`Approval` to
+approve edited arguments or add a note), or delegate with ``return await next()``."""
 
 
 def answer_chain(answerers: Sequence[ApprovalAnswerer], request: ApprovalRequest) -> ApprovalNext:
@@ -38,7 +46,7 @@ def answer_chain(answerers: Sequence[ApprovalAnswerer], request: ApprovalRequest
     return waterfall(tuple(_checked(answerer) for answerer in answerers), (request,), _unavailable)
 
 
-async def _unavailable() -> ApprovalOutcome:
+async def _unavailable() -> ApprovalOutcome | Approval:
     await trio.lowlevel.checkpoint()
     return ApprovalOutcome.UNAVAILABLE
 
@@ -48,23 +56,23 @@ def _checked(answerer: ApprovalAnswerer) -> ApprovalAnswerer:
     annotation is not trusted; anything else is a rogue answer, read as unavailable).
     """
 
-    async def step(request: ApprovalRequest, rest: ApprovalNext) -> ApprovalOutcome:
+    async def step(request: ApprovalRequest, rest: ApprovalNext) -> ApprovalOutcome | Approval:
         pending = cast(object, answerer(request, rest))
         if not inspect.isawaitable(pending):
             await trio.lowlevel.checkpoint()
             return _rogue(request, pending, "returned (not awaitable)")
         answer = cast(object, await pending)
-        known = read_approval_outcome(answer)
+        known, approval = read_approval(answer)
         if known is None:
             return _rogue(request, answer, "answered")
-        return known
+        return known if approval is None else approval
 
     return step
 
 
 def _rogue(request: ApprovalRequest, answer: object, how: str) -> ApprovalOutcome:
     logger.warning(
-        "tool %r call %r: an approval answerer %s %r, not an ApprovalOutcome: unavailable",
+        "tool %r call %r: an approval answerer %s %r, not an ApprovalOutcome or Approval: unavailable",
         request.tool_name,
         request.call_id,
         how,

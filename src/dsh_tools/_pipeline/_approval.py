@@ -52,7 +52,13 @@ from dsh_tools._sessions._log import SessionLog
 from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._texts import error_message
 from dsh_tools._values._disposer import AgentScope
-from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
+from dsh_tools._values._execution import (
+    Approval,
+    ApprovalOutcome,
+    ApprovalRequest,
+    arguments_digest,
+    decided_digest,
+)
 from dsh_tools._values._signal import linked_cancel_scope
 
 from ._answerers import ApprovalAnswerer, answer_chain
@@ -202,7 +208,7 @@ class UserApproval:
         """
         self._session.append(ApprovalPolicyEvent(policy=check_approval_policy(policy)))
 
-    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome | Approval:
         """Decide ``request`` and record it (``approval/asked`` then ``approval/decided``).
 
         A checkpoint on entry, before anything is appended. Cancellation through
@@ -224,6 +230,11 @@ class UserApproval:
         policy = reader.policy(self._default_policy)
         request_id = str(uuid.uuid4())
         name = agent_name(request.agent)
+        asked_digest = (
+            None
+            if request.arguments is None
+            else arguments_digest(request.tool_name, request.arguments)
+        )
         self._session.append(
             ApprovalAskedEvent(
                 id=request_id,
@@ -231,6 +242,7 @@ class UserApproval:
                 call_id=request.call_id,
                 reason=request.reason,
                 agent=name,
+                arguments_digest=asked_digest,
             )
         )
         if (
@@ -240,7 +252,10 @@ class UserApproval:
         ):
             self._session.append(
                 ApprovalDecidedEvent(
-                    id=request_id, outcome=ApprovalOutcome.ALLOWED_SESSION, answered_by="grant"
+                    id=request_id,
+                    outcome=ApprovalOutcome.ALLOWED_SESSION,
+                    answered_by="grant",
+                    arguments_digest=asked_digest,
                 )
             )
             return ApprovalOutcome.ALLOWED_SESSION
@@ -259,8 +274,11 @@ class UserApproval:
             raise
         finally:
             self._pending -= 1
-        if outcome is not ApprovalOutcome.DEFERRED:
-            self._session.append(ApprovalDecidedEvent(id=request_id, outcome=outcome))
+        if type(outcome) is Approval:
+            outcome = _bound(request, outcome, asked_digest)
+        decided = outcome.outcome if type(outcome) is Approval else outcome
+        if decided is not ApprovalOutcome.DEFERRED:
+            self._session.append(_decided_event(request, request_id, outcome, asked_digest))
         return outcome
 
     def revoke(self, tool_name: str, *, agent: object = None) -> None:
@@ -285,14 +303,16 @@ class UserApproval:
         """
         return SessionReader(self._session.events()).grants()
 
-    async def _decide(self, request: ApprovalRequest, policy: ApprovalPolicy) -> ApprovalOutcome:
+    async def _decide(
+        self, request: ApprovalRequest, policy: ApprovalPolicy
+    ) -> ApprovalOutcome | Approval:
         signal = request.signal
         if signal.cancelled:
             return ApprovalOutcome.CANCELLED  # noqa: ASYNC910 - request() checkpointed
         if policy == "never":
             return ApprovalOutcome.REJECTED  # noqa: ASYNC910 - request() checkpointed
         answerers = self._answerer_list.for_agent(request.agent)
-        outcome = ApprovalOutcome.UNAVAILABLE
+        outcome: ApprovalOutcome | Approval = ApprovalOutcome.UNAVAILABLE
         with linked_cancel_scope(signal):
             try:
                 outcome = await answer_chain(answerers, request)()
@@ -317,6 +337,57 @@ class UserApproval:
 
     def __repr__(self) -> str:
         return f"<UserApproval session={self._session!r}>"
+
+
+def _bound(
+    request: ApprovalRequest, approval: Approval, asked: str | None
+) -> ApprovalOutcome | Approval:
+    """``approval``, if it may apply to ``request``: one whose ``digest`` names other arguments
+    than the request's is refused (logged; the request is then unavailable), as are edited
+    arguments for a request that carried none (it is not a tool call's).
+    """
+    if approval.digest is not None and approval.digest != asked:
+        logger.warning(
+            "tool %r call %r: an approval for arguments of digest %s does not apply to the "
+            "request (digest %s): unavailable",
+            request.tool_name,
+            request.call_id,
+            approval.digest,
+            asked,
+        )
+        return ApprovalOutcome.UNAVAILABLE
+    if approval.arguments is not None and request.arguments is None:
+        logger.warning(
+            "tool %r: an approval edited the arguments of a request that has none: unavailable",
+            request.tool_name,
+        )
+        return ApprovalOutcome.UNAVAILABLE
+    return approval
+
+
+def _decided_event(
+    request: ApprovalRequest,
+    request_id: str,
+    answer: ApprovalOutcome | Approval,
+    asked: str | None,
+) -> ApprovalDecidedEvent:
+    """The ``approval/decided`` of ``answer``: its outcome, and (allowing) the digest of the
+    arguments it allows, edited arguments and a note when it has them.
+    """
+    decision = answer if type(answer) is Approval else Approval(answer)
+    digest = (
+        None
+        if asked is None and decision.arguments is None
+        else decided_digest(request.tool_name, request.arguments, decision)
+    )
+    allowed = digest is not None
+    return ApprovalDecidedEvent(
+        id=request_id,
+        outcome=decision.outcome,
+        arguments_digest=digest,
+        arguments=decision.arguments if allowed else None,
+        note=decision.note,
+    )
 
 
 def _check_open_turn(reader: SessionReader) -> None:

@@ -225,6 +225,7 @@ class PreparedCall:
     """
 
     __slots__ = (
+        "approved",
         "arguments",
         "body",
         "deferred",
@@ -262,6 +263,8 @@ class PreparedCall:
         # the body's progress and idle deadline (made on the first report, or by an idle
         # timeout), which also counts the runs of a retried body
         self.progress: ProgressState | None = None
+        # the digest of the arguments an approval allowed: the body starts only with them
+        self.approved: str | None = None
 
     def final_result(self, result: ToolExecutionResult) -> PreparedCall:
         """Settle on a final-result (it skips ``post_execute``)."""

@@ -22,12 +22,14 @@ from dsh_tools._errors import (
     ToolNotFoundError,
 )
 from dsh_tools._texts import (
+    approved_arguments_changed,
     sync_body_returned_awaitable,
 )
 from dsh_tools._values._execution import (
     ToolDispatchExecution,
     ToolExecutionResult,
     ToolRunContext,
+    arguments_digest,
     run_context,
     text_success,
 )
@@ -169,6 +171,10 @@ async def _run_wrappers(
     )
 
     async def body() -> ToolExecutionResult:
+        if prepared.approved is not None and not _as_approved(
+            prepared, dispatch_execution.arguments
+        ):
+            return _changed(prepared)  # noqa: ASYNC910 (a wrapper forced new arguments in)
         upstream = dispatch_execution.signal
         if upstream is caller:
             return await invoke(prepared, caller)
@@ -182,6 +188,23 @@ async def _run_wrappers(
             detach()
 
     return await waterfall(wrappers, (dispatch_execution,), body)()
+
+
+def _as_approved(prepared: PreparedCall, arguments: object) -> bool:
+    """Whether ``arguments`` are those the call's approval allowed (their digest)."""
+    try:
+        return arguments_digest(prepared.name, arguments) == prepared.approved
+    except Exception:  # not even JSON data: not what was approved
+        return False
+
+
+def _changed(prepared: PreparedCall) -> ToolExecutionResult:
+    logger.warning(
+        'tool "%s" (%s): the arguments changed after they were approved; the call is denied',
+        prepared.name,
+        prepared.call_id,
+    )
+    return text_error(approved_arguments_changed(prepared.name))
 
 
 async def invoke(
@@ -199,6 +222,8 @@ async def invoke(
     """
     if signal is not _NEVER and signal.cancelled:
         return ABORTED_BEFORE_DISPATCH  # noqa: ASYNC910 (the caller's stages checkpoint)
+    if prepared.approved is not None and not _as_approved(prepared, prepared.arguments):
+        return _changed(prepared)  # noqa: ASYNC910
     env = prepared.env
     request = prepared.request
     tool = env.host.lookup(request.name, env.agent)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Final, cast
 
+import attrs
 import trio
 
 from dsh_tools._errors import (
@@ -26,11 +27,14 @@ from dsh_tools._texts import (
     approval_not_supported,
     approval_rejected,
     approval_unavailable,
+    arguments_edited,
     deny_reason_not_str,
     pre_execute_returned,
 )
+from dsh_tools._values._content import HookContext, UserSource, text_block
 from dsh_tools._values._execution import (
     Allow,
+    Approval,
     ApprovalOutcome,
     ApprovalRequest,
     Ask,
@@ -38,9 +42,16 @@ from dsh_tools._values._execution import (
     PreToolDecision,
     ToolExecution,
     ToolExecutionInput,
-    read_approval_outcome,
+    arguments_digest,
+    read_approval,
 )
-from dsh_tools._values._json import CHECKED_BY, FrozenJsonObject, JsonValue, snapshot_json
+from dsh_tools._values._json import (
+    CHECKED_BY,
+    FrozenJsonObject,
+    JsonValue,
+    dumps_json,
+    snapshot_json,
+)
 from dsh_tools._values._presentation import call_view_of
 from dsh_tools._values._signal import (
     CancelSignal,
@@ -72,7 +83,7 @@ from ._results import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["apply_policies", "open_call", "prepare", "resume_suspended"]
+__all__ = ["apply_policies", "approved", "open_call", "prepare", "resume_suspended"]
 
 _ALLOW: Final = Allow()
 _NEVER: Final = CancelSignal.never()
@@ -188,7 +199,9 @@ async def apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
     approval_cancelled = False
     if not isinstance(decision, Deny) and isinstance(decision, Ask):
         try:
-            decision, approval_cancelled = await _resolve_ask(host, prepared.execution(), decision)
+            decision, approval_cancelled, approval = await _resolve_ask(
+                host, prepared.execution(), decision
+            )
         except Exception as exc:
             log_raised(prepared, "the approval service", exc)
             prepared.final_result(error_result(exc))
@@ -196,14 +209,50 @@ async def apply_policies(prepared: PreparedCall) -> None:  # noqa: ASYNC910
         if decision is _DEFERRED:
             prepared.suspend()
             return  # noqa: ASYNC910
+        if decision is _ALLOW:
+            approved(prepared, approval)
+            return  # noqa: ASYNC910
     _decided(prepared, decision, approval_cancelled=approval_cancelled)
 
 
+def approved(prepared: PreparedCall, approval: Approval | None) -> PreparedCall:
+    """Stages 5-6 of a call its approval allowed: edited arguments (``approval.arguments``)
+    replace the model's and are validated again (invalid: ``INVALID_ARGS``, nothing runs),
+    the model is told of the edit in the result's contexts, and the body may start only with
+    arguments of the approved digest (checked in :func:`~._execute.invoke`).
+    """
+    edited = None if approval is None else approval.arguments
+    if edited is None:
+        prepared.approved = arguments_digest(prepared.name, prepared.arguments)
+        return _decided(prepared, _ALLOW, approval_cancelled=False)
+    prepared.arguments = edited
+    prepared.view = prepared.token  # every later view shows the edited arguments
+    told = HookContext(
+        content=(text_block(arguments_edited(prepared.name, dumps_json(edited))),),
+        source=UserSource(),
+    )
+    found = violations(prepared)
+    if found:
+        settled = _invalid(prepared, found)
+    else:
+        prepared.approved = arguments_digest(prepared.name, edited)
+        settled = _decided(prepared, _ALLOW, approval_cancelled=False)
+    result = settled.result
+    if result is None:  # allowed: the context joins the body's result
+        prepared.deferred = [told]
+    else:
+        settled.result = attrs.evolve(
+            result, additional_contexts=(told, *result.additional_contexts)
+        )
+    return settled
+
+
 def resume_suspended(
-    env: CallEnv, request: CallRequest, arguments: object, outcome: ApprovalOutcome | None
+    env: CallEnv, request: CallRequest, arguments: object, decision: Approval | None
 ) -> PreparedCall:
-    """A suspended call of a resumed batch, settled on its deferred approval's ``outcome``
-    (``None``: still undecided, so suspended again).
+    """A suspended call of a resumed batch, settled on its deferred approval's ``decision``
+    (``None``: still undecided, so suspended again; edited arguments apply as in
+    :func:`approved`).
 
     Its ``pre_execute`` listeners decided ``Ask`` before the batch was suspended and do not
     run again: stage 0 (the arguments), validation, then stages 4-6 from the decision
@@ -216,7 +265,7 @@ def resume_suspended(
     except JsonSnapshotError:
         return PreparedCall(env, request, None).final_result(INVALID_ARGUMENTS)
     prepared = PreparedCall(env, request, frozen)
-    if outcome is None:
+    if decision is None:
         return prepared.suspend()
     signal = env.signal
     if signal is not _NEVER and signal.cancelled:
@@ -224,10 +273,13 @@ def resume_suspended(
     found = violations(prepared)
     if found:
         return _invalid(prepared, found)
-    decision, approval_cancelled = _decision_for(request.name, outcome, outcome)
-    if decision is _DEFERRED:
+    outcome = decision.outcome
+    settled, approval_cancelled = _decision_for(request.name, outcome, outcome)
+    if settled is _DEFERRED:
         return prepared.suspend()
-    return _decided(prepared, decision, approval_cancelled=approval_cancelled)
+    if settled is _ALLOW:
+        return approved(prepared, decision)
+    return _decided(prepared, settled, approval_cancelled=approval_cancelled)
 
 
 def _decided(prepared: PreparedCall, decision: object, *, approval_cancelled: bool) -> PreparedCall:
@@ -296,7 +348,7 @@ def _deny_reason(call: CallRequest, decision: Deny) -> str | None:
 
 async def _resolve_ask(
     host: PipelineHost, execution: ToolExecution, ask: Ask
-) -> tuple[PreToolDecision, bool]:
+) -> tuple[PreToolDecision, bool, Approval | None]:
     name = execution.name
     reason = _read_reason(ask)
     if reason is not None and not isinstance(reason, str):
@@ -313,11 +365,9 @@ async def _resolve_ask(
         )
         if reason is None:
             reason = approval_not_supported(name)
-        return Deny(reason), False  # noqa: ASYNC910
+        return Deny(reason), False, None  # noqa: ASYNC910
     if execution.agent is None:
-        return Deny(  # noqa: ASYNC910
-            approval_needs_agent(name)
-        ), False
+        return Deny(approval_needs_agent(name)), False, None  # noqa: ASYNC910
     # the service is a plug-in: do not trust its annotation
     arguments = execution.arguments
     tool = host.lookup(name, execution.agent)
@@ -338,7 +388,27 @@ async def _resolve_ask(
             )
         ),
     )
-    return _decision_for(name, read_approval_outcome(answer), answer)
+    known, approval = read_approval(answer)
+    if approval is not None and not _applies(approval, name, arguments):
+        known, approval = ApprovalOutcome.UNAVAILABLE, None
+    decision, cancelled = _decision_for(name, known, answer)
+    return decision, cancelled, approval
+
+
+def _applies(approval: Approval, name: str, arguments: object) -> bool:
+    """Whether ``approval`` may decide the request about ``arguments`` (its ``digest``, when
+    it names one, is theirs); a refused one is logged.
+    """
+    digest = approval.digest
+    if digest is None or digest == arguments_digest(name, arguments):
+        return True
+    logger.warning(
+        'tool "%s": an approval of arguments with digest %s does not apply to this call\'s '
+        "arguments: unavailable",
+        name,
+        digest,
+    )
+    return False
 
 
 _DEFERRED: Final[Any] = object()

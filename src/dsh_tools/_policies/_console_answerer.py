@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
+import tempfile
 from collections.abc import Callable
-from typing import Final
+from pathlib import Path
+from typing import Final, cast
 
 import trio
 
 from dsh_tools._pipeline._answerers import ApprovalAnswerer, ApprovalNext
 from dsh_tools._values._content import TextBlock
-from dsh_tools._values._execution import ApprovalOutcome, ApprovalRequest
+from dsh_tools._values._execution import Approval, ApprovalOutcome, ApprovalRequest
+from dsh_tools._values._json import thaw_json
 from dsh_tools._values._media import AudioBlock, FileBlock, ImageBlock, describe_media
 from dsh_tools._values._presentation import DiffCallView, TerminalCallView, unified_diff_lines
 from dsh_tools._values._printable import printable
 
 __all__ = ["console_answerer", "describe_call"]
 
-_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N/a] '
+_DEFAULT_PROMPT: Final = 'Allow tool "{tool_name}"{reason}? [y/N/a/e] '
 
 
 def describe_call(request: ApprovalRequest) -> str:
@@ -59,6 +63,47 @@ def describe_call(request: ApprovalRequest) -> str:
         elif isinstance(block, ImageBlock | AudioBlock | FileBlock):
             lines.append(printable(describe_media(block), multiline=False))
     return "\n".join(lines)
+
+
+async def _edit(
+    request: ApprovalRequest, reader: Callable[[str], str], show: Callable[[str], object]
+) -> dict[str, object] | None:
+    """The arguments the person wrote instead of the request's, or ``None`` (shown why) when
+    there is nothing to edit or what they wrote is not a JSON object.
+    """
+    if request.arguments is None:
+        show("this request has no arguments to edit")
+        return None
+    current = json.dumps(thaw_json(request.arguments), indent=2, ensure_ascii=False)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if editor:
+        with tempfile.TemporaryDirectory(prefix="dsh-tools-edit-") as directory:
+            path = Path(directory) / "arguments.json"
+            path.write_text(current + "\n", encoding="utf-8")
+            finished = await trio.run_process(
+                [*shlex.split(editor), str(path)], stdin=None, check=False
+            )
+            if finished.returncode != 0:
+                show(f"the editor exited with status {finished.returncode}: nothing changed")
+                return None
+            text = path.read_text(encoding="utf-8")
+    else:
+        show(current)
+        try:
+            text = await trio.to_thread.run_sync(
+                reader, "New arguments (one line of JSON): ", abandon_on_cancel=True
+            )
+        except EOFError:
+            return None
+    try:
+        edited = json.loads(text)
+    except ValueError as exc:
+        show(f"not JSON ({exc}): nothing changed")
+        return None
+    if not isinstance(edited, dict):
+        show(f"the arguments must be a JSON object, not {type(edited).__name__}: nothing changed")
+        return None
+    return cast("dict[str, object]", edited)
 
 
 def _json_text(value: object) -> str:
@@ -109,8 +154,14 @@ def console_answerer(
     r"""An answerer that asks on the terminal: it shows the call (its card: a diff for an
     edit, the command for a shell tool, the arguments otherwise), then reads ``y`` / ``yes``
     (allow this call once), ``a`` / ``always`` (allow it, and this tool for the rest of the
-    session: ``allowed-session``), ``n`` / ``no`` / an empty line (reject); anything else asks
-    again.
+    session: ``allowed-session``), ``e`` / ``edit`` (edit the arguments, then allow the edited
+    call once), ``n`` / ``no`` / an empty line (reject); anything else asks again.
+
+    ``e`` opens the arguments as indented JSON in ``$VISUAL`` (else ``$EDITOR``) and reads the
+    file back when the editor exits; with neither set it reads the new arguments as one line of
+    JSON. What is not a JSON object (or an editor that fails) is shown, and the question is
+    asked again; the edited arguments are validated again by the pipeline before anything runs
+    (an :class:`~dsh_tools.Approval` with ``arguments``).
 
     The line is read in a worker thread (``trio.to_thread.run_sync``), so the event loop keeps
     running while the user thinks. When the request is cancelled the answerer returns at once
@@ -132,7 +183,7 @@ def console_answerer(
     lock = trio.Lock()
     reader = read_terminal_line if read_line is None else read_line
 
-    async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+    async def answer(request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome | Approval:
         # the request's texts come from the model, a tool or a server: shown, never interpreted
         text = prompt.format(
             tool_name=printable(request.tool_name, multiline=False),
@@ -157,6 +208,10 @@ def console_answerer(
                     return ApprovalOutcome.ALLOWED_SESSION
                 if reply in ("", "n", "no"):
                     return ApprovalOutcome.REJECTED
+                if reply in ("e", "edit"):
+                    edited = await _edit(request, reader, show)
+                    if edited is not None:
+                        return Approval(ApprovalOutcome.ALLOWED_ONCE, edited)
         return await next()
 
     return answer

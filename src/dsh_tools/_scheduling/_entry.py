@@ -11,7 +11,7 @@ from dsh_tools._pipeline._registry import ToolRegistry
 from dsh_tools._sessions._log import SessionLog, check_session_log
 from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._checks import check_int
-from dsh_tools._values._execution import ApprovalOutcome, read_approval_outcome
+from dsh_tools._values._execution import Approval, ApprovalOutcome, read_approval
 from dsh_tools._values._signal import CancelSignal
 
 from ._capacity import check_capacity_limits
@@ -75,21 +75,23 @@ def check_session(session: object) -> SessionLog:
     return log
 
 
-def check_approvals(approvals: object) -> dict[str, ApprovalOutcome]:
-    """``resume_tool_calls``' decisions: call ids mapped to one of the three decisions."""
+def check_approvals(approvals: object) -> dict[str, Approval]:
+    """``resume_tool_calls``' decisions: call ids mapped to one of the three decisions (an
+    outcome, or an :class:`~dsh_tools.Approval` of one).
+    """
     if approvals is None:
         return {}
     if not isinstance(approvals, Mapping):
         raise TypeError(f"approvals must map call ids to outcomes, not {type(approvals).__name__}")
-    checked: dict[str, ApprovalOutcome] = {}
+    checked: dict[str, Approval] = {}
     for call_id, answer in cast("Mapping[object, object]", approvals).items():
         if not isinstance(call_id, str):
             raise TypeError(f"approvals: {call_id!r} is not a call id (str)")
-        outcome = read_approval_outcome(answer)
+        outcome, approval = read_approval(answer)
         if outcome is None or outcome not in _DECISIONS:
             raise ValueError(
                 f'approvals[{call_id!r}] must be one of "allowed-once", "rejected" or '
-                f'"allowed-session", not {answer!r}'
+                f'"allowed-session" (or an Approval of one), not {answer!r}'
             )
-        checked[call_id] = outcome
+        checked[call_id] = Approval(outcome) if approval is None else approval
     return checked

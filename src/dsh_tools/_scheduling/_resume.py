@@ -37,7 +37,7 @@ from dsh_tools._sessions._log import SessionLog
 from dsh_tools._sessions._reader import SessionReader
 from dsh_tools._values._batch import ToolBatch, ToolCallRequest
 from dsh_tools._values._content import HookContext
-from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
+from dsh_tools._values._execution import Approval, ApprovalOutcome, ToolExecutionResult
 from dsh_tools._values._signal import CancelSignal
 
 from ._bracket import run_batch
@@ -68,8 +68,9 @@ class _OpenBatch:
     # the batch's context/message events logged after its last tool/result
     logged_contexts: tuple[HookContext, ...]
     # the started calls without a result whose approval was deferred: the pending request's
-    # id, and the decision a resume logged already (None: still undecided)
-    deferred: dict[int, tuple[str, ApprovalOutcome | None]]
+    # id, the decision a resume logged already (None: still undecided), and the digest of
+    # the arguments it asked about (None: an old log's request, or one without arguments)
+    deferred: dict[int, tuple[str, ApprovalOutcome | None, str | None]]
     # its last batch/end says "suspended"
     suspended: bool
     # its calls repeat a call id (recover_session closes it; a resume refuses it)
@@ -219,7 +220,7 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
             logged_contexts.append(
                 HookContext(content=event.content, source=event.source, meta=event.meta)
             )
-    deferred: dict[int, tuple[str, ApprovalOutcome | None]] = {}
+    deferred: dict[int, tuple[str, ApprovalOutcome | None, str | None]] = {}
     pending: set[str] = set()  # requests given to a call already (a repeated id asks once)
     for index in range(len(call_seqs)):
         request = asked.get(ids[index])
@@ -228,10 +229,10 @@ def _open_batch(events: Sequence[SessionEvent]) -> _OpenBatch | None:
         pending.add(request.id)
         decision = decided.get(request.id)
         if decision is None:
-            deferred[index] = (request.id, None)
+            deferred[index] = (request.id, None, request.arguments_digest)
         elif decision.answered_by == _RESUME and decision.outcome not in _ALLOWING:
             # decided on an earlier resume that stopped before its result: the body never ran
-            deferred[index] = (request.id, decision.outcome)
+            deferred[index] = (request.id, decision.outcome, request.arguments_digest)
     return _OpenBatch(
         start=start,
         calls=calls,
@@ -344,7 +345,11 @@ async def resume_tool_calls(
         max_parallel_tool_calls: as for :func:`~dsh_tools.run_tool_calls`.
         capacity_limits: as for :func:`~dsh_tools.run_tool_calls`.
         approvals: decisions for the calls whose approval was deferred, by call id:
-            ``"allowed-once"``, ``"rejected"`` or ``"allowed-session"`` (a session grant).
+            ``"allowed-once"``, ``"rejected"`` or ``"allowed-session"`` (a session grant), or
+            an :class:`~dsh_tools.Approval` of one: with ``arguments``, the call runs with
+            those (validated again) and the model is told; with ``digest``, it applies only
+            when the pending request asked about arguments of that digest (its
+            ``argumentsDigest``).
             Each is logged as the pending request's ``approval/decided`` (``answeredBy:
             "resume"``) and the call continues from it: allowed, its guards run and its body
             runs; rejected, it gets ``Error: the user rejected tool "<name>"``. A deferred
@@ -400,7 +405,7 @@ async def _resume(
     agent: object | None,
     cap: int,
     limits: dict[str, int],
-    decisions: Mapping[str, ApprovalOutcome],
+    decisions: Mapping[str, Approval],
     on_interrupted: OnInterrupted,
 ) -> ToolBatch | None:
     batch = _open_batch(session.events())
@@ -443,18 +448,26 @@ async def _resume(
         else:
             attempts[index] = env_attempts[call.call_id] = batch.attempts[index] + 1
     prefix = batch.prefix
-    deferred: dict[int, tuple[str, ApprovalOutcome | None, bool]] = {}
-    for index, (request_id, logged) in batch.deferred.items():
-        given = decisions.get(calls[index].call_id)
-        if logged is not None and given is not None and given != logged:
+    deferred: dict[int, tuple[str, Approval | None, bool]] = {}
+    for index, (request_id, logged, asked) in batch.deferred.items():
+        call_id = calls[index].call_id
+        given = decisions.get(call_id)
+        if given is not None and given.digest is not None and given.digest != asked:
             raise ValueError(
-                f"approvals: call {calls[index].call_id!r} was decided already: {logged.value} "
+                f"approvals: the decision for call {call_id!r} is for arguments of digest "
+                f"{given.digest}, but its pending request asked about {asked or 'no digest'}: "
+                "it does not apply"
+            )
+        if logged is not None and given is not None and given.outcome != logged:
+            raise ValueError(
+                f"approvals: call {call_id!r} was decided already: {logged.value} "
                 f"(its approval/decided is in the log, and a logged decision stands), so "
-                f"{given.value!r} cannot apply"
+                f"{given.outcome.value!r} cannot apply"
             )
         # a decision already logged stands; one given now is new (its approval/decided is due)
         new = logged is None and given is not None
-        deferred[index] = (request_id, logged if logged is not None else given, new)
+        decision = Approval(logged) if logged is not None else given
+        deferred[index] = (request_id, decision, new)
     log = _primed_log(
         _Settled(session) if _nothing_to_decide(batch, deferred) else session, batch, attempts
     )
@@ -484,7 +497,7 @@ async def _resume(
 
 
 def _nothing_to_decide(
-    batch: _OpenBatch, deferred: Mapping[int, tuple[str, ApprovalOutcome | None, bool]]
+    batch: _OpenBatch, deferred: Mapping[int, tuple[str, Approval | None, bool]]
 ) -> bool:
     """Whether the batch is suspended and stays so unchanged: every call has its logged
     result or waits for a decision that nobody gives now (nor logged on an earlier resume).
@@ -552,9 +565,9 @@ def recover_session(session: SessionLog) -> tuple[ToolResultEvent, ...]:
             events.append(logged)
         elif index in batch.deferred:
             # its body never ran; its pending approval is closed as cancelled
-            request_id, decision = batch.deferred[index]
+            request_id, decision, _asked = batch.deferred[index]
             if decision is None:
-                log.decided(request_id, ApprovalOutcome.CANCELLED)
+                log.decided(request_id, Approval(ApprovalOutcome.CANCELLED))
             events.append(log.result(index, ABORTED_BEFORE_DISPATCH))
         else:
             events.append(log.result(index, INTERRUPTED))

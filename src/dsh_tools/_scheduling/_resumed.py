@@ -13,7 +13,7 @@ from dsh_tools._pipeline._complete import complete_now
 from dsh_tools._pipeline._open import resume_suspended
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, INTERRUPTED
 from dsh_tools._values._arguments import parse_call_arguments
-from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
+from dsh_tools._values._execution import Approval, ToolExecutionResult, decided_digest
 
 from ._lane import Batch
 
@@ -41,8 +41,8 @@ class ResumedBatch(Batch):
     logged: dict[int, ToolExecutionResult] = attrs.field(
         factory=lambda: dict[int, ToolExecutionResult]()
     )
-    deferred: dict[int, tuple[str, ApprovalOutcome | None, bool]] = attrs.field(
-        factory=lambda: dict[int, tuple[str, ApprovalOutcome | None, bool]]()
+    deferred: dict[int, tuple[str, Approval | None, bool]] = attrs.field(
+        factory=lambda: dict[int, tuple[str, Approval | None, bool]]()
     )
 
     def prime(self, results: list[ToolExecutionResult]) -> None:
@@ -69,13 +69,15 @@ class ResumedBatch(Batch):
             prepared = PreparedCall(self.env, call, None).replay(self.logged[index])
         elif index in self.deferred:
             arguments = self._take_arguments(index)
-            request_id, outcome, new = self.deferred[index]
+            request_id, decision, new = self.deferred[index]
             if new:
                 # a resumed batch always has its log; a new decision always has an outcome
                 assert self.log is not None
-                assert outcome is not None
-                self.log.decided(request_id, outcome)
-            prepared = resume_suspended(self.env, call, arguments, outcome)
+                assert decision is not None
+                self.log.decided(
+                    request_id, decision, decided_digest(call.name, arguments, decision)
+                )
+            prepared = resume_suspended(self.env, call, arguments, decision)
         elif index in self.interrupted:
             self._take_arguments(index)
             prepared = PreparedCall(self.env, call, None).final_result(INTERRUPTED)

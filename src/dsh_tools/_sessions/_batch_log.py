@@ -15,7 +15,7 @@ from typing import Final
 
 from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._content import HookContext
-from dsh_tools._values._execution import ApprovalOutcome, ToolExecutionResult
+from dsh_tools._values._execution import Approval, ToolExecutionResult
 
 from ._events import (
     ApprovalDecidedEvent,
@@ -100,9 +100,20 @@ class BatchLog:
         """The session's events, read back (to find a suspended call's pending request)."""
         return self._session.events()
 
-    def decided(self, request_id: str, outcome: ApprovalOutcome) -> None:
-        """Append the ``approval/decided`` of a deferred request, decided on resume."""
-        self._append(ApprovalDecidedEvent(id=request_id, outcome=outcome, answered_by="resume"))
+    def decided(self, request_id: str, decision: Approval, digest: str | None = None) -> None:
+        """Append the ``approval/decided`` of a deferred request, decided on resume: its
+        outcome, the digest of the arguments it allows, edited arguments and a note.
+        """
+        self._append(
+            ApprovalDecidedEvent(
+                id=request_id,
+                outcome=decision.outcome,
+                answered_by="resume",
+                arguments_digest=digest,
+                arguments=decision.arguments,
+                note=decision.note,
+            )
+        )
 
     def start(self) -> None:
         """Append the batch's ``batch/start``: every call known now (a streamed batch's later

@@ -399,6 +399,9 @@ class ApprovalAskedEvent:
     agent: str | None = None
     """The name of the agent that asked (a ``str`` agent, or an agent's ``name``), when it
     has one: session grants are recorded per (agent name, tool name)."""
+    arguments_digest: str | None = None
+    """:func:`~dsh_tools.arguments_digest` of the tool name and the arguments asked about
+    (wire ``argumentsDigest``), when the request carried arguments."""
 
 
 @attrs.frozen(kw_only=True)
@@ -413,6 +416,13 @@ class ApprovalDecidedEvent:
     id: str = attrs.field(validator=_nonempty_str)
     outcome: ApprovalOutcome = attrs.field(converter=ApprovalOutcome)
     answered_by: str | None = None
+    arguments_digest: str | None = None
+    """The digest of the arguments this decision allows (wire ``argumentsDigest``): the asked
+    ones, or the edited ``arguments``; a body starts only with arguments of this digest."""
+    arguments: JsonValue = attrs.field(default=None, converter=snapshot_json)
+    """The arguments the person approved in place of the model's, when they edited them."""
+    note: str | None = None
+    """A word from the person who decided, when they gave one."""
 
 
 @attrs.frozen(kw_only=True)

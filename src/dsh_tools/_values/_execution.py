@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
+import json
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import (
@@ -28,13 +30,14 @@ import attrs
 from dsh_tools._texts import ToolErrorInfo
 
 from ._content import ContentBlock, HookContext, TextBlock, content_blocks, unchecked_meta
-from ._json import MAX_SAFE_INTEGER, JsonValue
+from ._json import MAX_SAFE_INTEGER, FrozenJsonObject, JsonValue, snapshot_json, thaw_json
 from ._presentation import ToolCallView
 from ._signal import CancelSignal
 
 __all__ = [
     "Accept",
     "Allow",
+    "Approval",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalService",
@@ -57,6 +60,9 @@ __all__ = [
     "ToolRunContext",
     "check_progress_amount",
     "new_execution_token",
+    "arguments_digest",
+    "decided_digest",
+    "read_approval",
     "read_approval_outcome",
     "run_context",
     "success_result",
@@ -621,6 +627,88 @@ def read_approval_outcome(answer: object) -> ApprovalOutcome | None:
     return _OUTCOMES.get(str.__str__(answer))
 
 
+def _approved_arguments(value: object) -> JsonValue:
+    if value is None:
+        return None
+    frozen = snapshot_json(value)
+    if not isinstance(frozen, FrozenJsonObject):
+        raise TypeError(f"Approval.arguments must be a JSON object, not {type(value).__name__}")
+    return frozen
+
+
+def _optional_str(name: str) -> Callable[[object, object, object], None]:
+    def check(_instance: object, _attribute: object, value: object) -> None:
+        if value is not None and type(value) is not str:
+            raise TypeError(f"Approval.{name} must be a str or None, not {type(value).__name__}")
+
+    return check
+
+
+@attrs.frozen
+class Approval:
+    """An answer that says more than an :class:`ApprovalOutcome`: answerers, approval services
+    and ``resume_tool_calls(approvals=...)`` may give one wherever an outcome is taken.
+
+    ``arguments``: with an allowing outcome, the arguments the person approved in place of the
+    model's (edited before the call runs). They are validated again (invalid: the call's
+    ``INVALID_ARGS`` result, nothing runs), replace the model's for everything after the
+    decision (guards, wrappers, the body), and the model is told in the result's contexts.
+    ``note``: a word from the person, kept in the log's ``approval/decided``. ``digest``: the
+    :func:`~dsh_tools.arguments_digest` of the request this decision is meant for; a decision
+    whose digest does not match the request's is refused.
+
+    Raises:
+        ValueError: ``outcome`` is not an outcome.
+        TypeError: ``arguments`` is not a JSON object (or not lossless JSON data: then
+            ``JsonSnapshotError``), or ``note`` / ``digest`` is not a ``str``.
+    """
+
+    outcome: ApprovalOutcome = attrs.field(converter=ApprovalOutcome)
+    arguments: JsonValue = attrs.field(default=None, converter=_approved_arguments)
+    note: str | None = attrs.field(default=None, validator=_optional_str("note"), kw_only=True)
+    digest: str | None = attrs.field(default=None, validator=_optional_str("digest"), kw_only=True)
+
+
+def read_approval(answer: object) -> tuple[ApprovalOutcome | None, Approval | None]:
+    """The outcome ``answer`` (a plug-in's reply) names, and the :class:`Approval` it is when
+    it is one (``(None, None)``: neither). The one reading of an answer.
+    """
+    if type(answer) is Approval:
+        return answer.outcome, answer
+    return read_approval_outcome(answer), None
+
+
+def arguments_digest(tool_name: str, arguments: object) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``{"arguments": arguments, "name": tool_name}``:
+    keys sorted at every level, no spaces, UTF-8. Equal arguments give equal digests whatever
+    the order of their keys; any change of a value or of the name changes it.
+
+    Raises:
+        JsonSnapshotError: ``arguments`` is not lossless JSON data.
+    """
+    canonical = json.dumps(
+        {"arguments": thaw_json(snapshot_json(arguments)), "name": tool_name},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def decided_digest(tool_name: str, asked: object, decision: Approval) -> str | None:
+    """The digest of the arguments ``decision`` allows (its edited ``arguments``, else the
+    ``asked`` ones), or ``None`` when it allows nothing (or the arguments are not JSON data).
+    """
+    if decision.outcome not in (ApprovalOutcome.ALLOWED_ONCE, ApprovalOutcome.ALLOWED_SESSION):
+        return None
+    arguments = asked if decision.arguments is None else decision.arguments
+    try:
+        return arguments_digest(tool_name, arguments)
+    except (TypeError, ValueError):
+        return None
+
+
 @attrs.frozen(kw_only=True)
 class ApprovalRequest:
     """One request for the user's approval of a call.
@@ -645,4 +733,4 @@ class ApprovalService(Protocol):
     may run. ``request`` should return ``CANCELLED`` promptly once ``request.signal`` fires.
     """
 
-    def request(self, request: ApprovalRequest, /) -> Awaitable[ApprovalOutcome]: ...
+    def request(self, request: ApprovalRequest, /) -> Awaitable[ApprovalOutcome | Approval]: ...

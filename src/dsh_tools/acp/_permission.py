@@ -8,7 +8,7 @@ from typing import Final, TypeAlias, cast
 
 import trio
 
-from dsh_tools import ApprovalOutcome, ApprovalRequest, error_message
+from dsh_tools import Approval, ApprovalNext, ApprovalOutcome, ApprovalRequest, error_message
 
 __all__ = ["ALLOW_ALWAYS", "ALLOW_ONCE", "REJECT_ONCE", "AcpPermissionAnswerer", "SendRequest"]
 
@@ -29,8 +29,6 @@ _REJECT_OPTION: Final = {"optionId": REJECT_ONCE, "name": "Reject", "kind": "rej
 SendRequest: TypeAlias = Callable[[str, Mapping[str, object]], Awaitable[object]]
 """``async (method, params) -> result``: send a JSON-RPC request to the client; raising means
 the request failed."""
-
-ApprovalNext: TypeAlias = Callable[[], Awaitable[ApprovalOutcome]]
 
 
 class AcpPermissionAnswerer:
@@ -79,7 +77,9 @@ class AcpPermissionAnswerer:
                 return session_id
         return None
 
-    async def __call__(self, request: ApprovalRequest, next: ApprovalNext) -> ApprovalOutcome:
+    async def __call__(
+        self, request: ApprovalRequest, next: ApprovalNext
+    ) -> ApprovalOutcome | Approval:
         """Answer ``request`` (see the class docs).
 
         A checkpoint on every path. Cancellation propagates (the request's pending RPC is
