@@ -277,6 +277,12 @@ INTERNAL: Final = frozenset(
         ("_values._execution", "decided_digest"),
         ("_texts", "arguments_edited"),
         ("_texts", "approved_arguments_changed"),
+        # a keyed log's chain: the check of a key, a chain from a log's start, and a stored
+        # line made readable (verified, or its MAC taken off when there is no key)
+        ("_sessions._log", "check_integrity_key"),
+        ("_sessions._log", "fresh_chain"),
+        ("_sessions._wire", "MacChain"),
+        ("_sessions._wire", "readable_line"),
         # the one reader of a log, and what it says of one batch
         ("_sessions._reader", "BatchRecord"),
         ("_sessions._reader", "SessionReader"),

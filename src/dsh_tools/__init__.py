@@ -43,6 +43,7 @@ from ._errors import JsonTypeError as JsonTypeError
 from ._errors import JsonValueError as JsonValueError
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import SessionLogCorruptError as SessionLogCorruptError
+from ._errors import SessionLogIntegrityError as SessionLogIntegrityError
 from ._errors import SessionLogLockedError as SessionLogLockedError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -276,6 +277,7 @@ __all__ = [
     "SessionEvent",
     "SessionLog",
     "SessionLogCorruptError",
+    "SessionLogIntegrityError",
     "SessionLogLockedError",
     "SqliteSessionLog",
     "StructuredOutputSchema",

@@ -12,6 +12,7 @@ The tree::
     │   ├── JsonTypeError         (also a TypeError) a type JSON cannot carry
     │   └── JsonValueError        (also a ValueError) a value that cannot cross losslessly
     ├── SessionLogCorruptError    (a ValueError) a log line that is not an event
+    │   └── SessionLogIntegrityError  an event a keyed log's MAC chain does not vouch for
     ├── SessionLogLockedError     (an OSError) another writer holds the log (an SQLite log:
     │                             the session)
     └── ApprovalSetupWarning      (a UserWarning) approval wired so that it can never ask
@@ -34,6 +35,7 @@ __all__ = [
     "JsonValueError",
     "OutputSchemaError",
     "SessionLogCorruptError",
+    "SessionLogIntegrityError",
     "SessionLogLockedError",
     "ToolArgsError",
     "ToolNotFoundError",
@@ -147,6 +149,23 @@ class SessionLogCorruptError(ValueError):
         super().__init__(f"{path}, line {line}: {reason}")
         self.path = path
         self.line = line
+
+
+class SessionLogIntegrityError(SessionLogCorruptError):
+    """A session log kept with an ``integrity_key`` holds an event its chain of MACs does not
+    vouch for: changed, forged, reordered, removed, or written without the key.
+
+    ``seq`` is the sequence number (the one ``append`` returned) of the first event that fails;
+    ``line`` is ``seq + 1``, as for :class:`SessionLogCorruptError`.
+    """
+
+    seq: int
+
+    def __init__(self, path: str, seq: int, reason: str) -> None:
+        super().__init__(
+            path, seq + 1, f"integrity check failed at sequence number {seq}: {reason}"
+        )
+        self.seq = seq
 
 
 class SessionLogLockedError(OSError):

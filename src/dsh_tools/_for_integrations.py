@@ -13,9 +13,9 @@ from ._extras import raise_missing_extra
 from ._scheduling._entry import check_calls, check_limits, check_signal
 from ._scheduling._observed import ObservedBatch, observed_batch
 from ._scheduling._resume import logged_result
-from ._sessions._log import SessionRowsLog, check_session_id
+from ._sessions._log import SessionRowsLog, check_integrity_key, check_session_id, fresh_chain
 from ._sessions._reader import SessionReader
-from ._sessions._wire import encode_event_line, events_from_rows
+from ._sessions._wire import MacChain, encode_event_line, events_from_rows
 from ._values._checks import check_int, check_seconds
 from ._values._json import MAX_SAFE_INTEGER
 from ._values._media import block_payload, describe_media
@@ -42,6 +42,10 @@ __all__ = [
     "SessionRowsLog",
     "check_session_id",
     "events_from_rows",
+    # ... and its MAC chain when it is kept with an integrity key
+    "MacChain",
+    "check_integrity_key",
+    "fresh_chain",
     # reading a log back (the Temporal runner and worker, the deferred-approval demo): the
     # one reader of a log, and the result a logged tool/result records
     "SessionReader",

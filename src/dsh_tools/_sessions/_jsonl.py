@@ -9,8 +9,8 @@ from pathlib import Path
 from dsh_tools._errors import SessionLogLockedError
 
 from ._events import SessionEvent
-from ._log import SessionLogBase
-from ._wire import encode_event_line, parse_lines
+from ._log import SessionLogBase, check_integrity_key, fresh_chain
+from ._wire import parse_lines
 
 __all__ = ["JsonlSessionLog", "read_session_log"]
 
@@ -25,11 +25,18 @@ class JsonlSessionLog(SessionLogBase):
         fsync: also ``os.fsync`` after every event, so an appended event survives a power
             loss, not just a crash of this process. Every event reaches the operating system
             before ``append`` returns either way.
+        integrity_key: a secret (32 random bytes, say) that makes the log tamper-evident:
+            every event's line carries ``"mac"``, HMAC-SHA256 over the previous event's MAC
+            and the line, and reading (here, :meth:`events`, :func:`read_session_log` with the
+            key, and so resuming and folding grants) verifies the chain. Without a key the
+            lines are what they always were.
 
     Raises:
-        TypeError: ``fsync`` is not a ``bool``.
+        TypeError: ``fsync`` is not a ``bool``, or ``integrity_key`` not ``bytes``.
         SessionLogLockedError: another writer holds the file.
         SessionLogCorruptError: the existing file holds a line that is not an event.
+        SessionLogIntegrityError: with a key, the existing file holds an event the chain does
+            not vouch for (its ``seq`` names the first).
         OSError: the file cannot be opened or created.
 
     One writer per file. The log keeps the file open and holds an exclusive advisory lock on it
@@ -60,19 +67,28 @@ class JsonlSessionLog(SessionLogBase):
     reads back as that character.
     """
 
-    __slots__ = ("_broken", "_end", "_file", "_fsync", "_path")
+    __slots__ = ("_broken", "_end", "_file", "_fsync", "_key", "_path")
 
     _path: Path
     _fsync: bool
     _end: int
     _broken: bool
     _file: io.FileIO | None
+    _key: bytes | None
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: bool = False,
+        integrity_key: bytes | None = None,
+    ) -> None:
         self._closed = True  # until the file is open and locked (so __del__ has nothing to do)
         self._file = None
         if type(fsync) is not bool:
             raise TypeError(f"fsync must be a bool, not {fsync!r}")
+        self._key = check_integrity_key(integrity_key)
+        self._chain = chain = fresh_chain(self._key)
         self._path = Path(path)
         self._fsync = fsync
         created = not self._path.exists()
@@ -80,7 +96,7 @@ class JsonlSessionLog(SessionLogBase):
         try:
             _lock(file, self._path)
             raw = _read_all(file)
-            events, good_end, needs_newline = parse_lines(raw, str(self._path))
+            events, good_end, needs_newline = parse_lines(raw, str(self._path), chain)
             if good_end is not None:
                 # a torn tail from an earlier crash: cut it off so the next event starts clean
                 file.truncate(good_end)
@@ -104,7 +120,7 @@ class JsonlSessionLog(SessionLogBase):
         """The file this log appends to."""
         return self._path
 
-    def _store(self, seq: int, event: SessionEvent) -> None:
+    def _store(self, seq: int, line: bytes) -> None:
         """Write ``event`` as one line (and ``fsync`` it when configured).
 
         A write that fails (a full disk, a file-size limit, an I/O error) may have written part
@@ -125,7 +141,7 @@ class JsonlSessionLog(SessionLogBase):
                 f"append to a JsonlSessionLog whose failed append left a partial line it could "
                 f"not cut off ({self._path}); reopen the log, which cuts it"
             )
-        line = encode_event_line(event)
+        line = line + b"\n"
         end = self._end
         try:
             _write_all(file, line)
@@ -160,7 +176,7 @@ class JsonlSessionLog(SessionLogBase):
         """Read every event back, in order, tolerating a torn last line."""
         file = self._file
         assert file is not None
-        return parse_lines(_read_all(file), str(self._path))[0]
+        return parse_lines(_read_all(file), str(self._path), fresh_chain(self._key))[0]
 
     def _release(self) -> None:
         file = self._file
@@ -175,7 +191,9 @@ class JsonlSessionLog(SessionLogBase):
         return str(self._path)
 
 
-def read_session_log(path: str | os.PathLike[str]) -> list[SessionEvent]:
+def read_session_log(
+    path: str | os.PathLike[str], *, integrity_key: bytes | None = None
+) -> list[SessionEvent]:
     """Read every event of a JSON Lines session log, in order, without writing or locking.
 
     Safe while a :class:`JsonlSessionLog` in another process is appending: a torn last line
@@ -185,12 +203,18 @@ def read_session_log(path: str | os.PathLike[str]) -> list[SessionEvent]:
     than the recursion limit, a number longer than ``int`` converts) is no event, so it is
     reported as corruption like any other such line, or skipped as a torn last line.
 
+    With ``integrity_key`` (the key the log was written with), every complete line is verified
+    (see :class:`JsonlSessionLog`); without it a keyed log reads as well, unchecked.
+
     Raises:
         FileNotFoundError: there is no such file.
         SessionLogCorruptError: a line other than a torn last one is not an event.
+        SessionLogIntegrityError: with a key, an event the chain does not vouch for.
+        TypeError, ValueError: ``integrity_key`` is not non-empty ``bytes``.
     """
+    chain = fresh_chain(check_integrity_key(integrity_key))
     raw = Path(path).read_bytes()
-    return parse_lines(raw, str(path))[0]
+    return parse_lines(raw, str(path), chain)[0]
 
 
 try:

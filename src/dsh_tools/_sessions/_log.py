@@ -13,7 +13,7 @@ import warnings
 from typing import Any, Final, Protocol, Self, cast, runtime_checkable
 
 from ._events import SessionEvent, check_event
-from ._wire import row_text
+from ._wire import MacChain, encode_event_line
 
 __all__ = [
     "SessionLog",
@@ -21,7 +21,9 @@ __all__ = [
     "MAX_SESSION_ID_BYTES",
     "SessionRowsLog",
     "check_session_id",
+    "check_integrity_key",
     "check_session_log",
+    "fresh_chain",
 ]
 
 
@@ -95,6 +97,29 @@ def check_session_log(session: object, *, optional: bool = False) -> SessionLog 
     return cast(SessionLog, session)
 
 
+def check_integrity_key(key: object) -> bytes | None:
+    """``key`` if it can key a log's MAC chain: ``None`` (no chain) or non-empty ``bytes``.
+
+    Raises:
+        TypeError: not ``bytes`` (a ``str`` too: encode it, or better, use random bytes).
+        ValueError: empty.
+    """
+    if key is None:
+        return None
+    if type(key) is not bytes:
+        raise TypeError(
+            f"integrity_key must be bytes (32 random bytes, say) or None, not {type(key).__name__}"
+        )
+    if not key:
+        raise ValueError("integrity_key must not be empty")
+    return key
+
+
+def fresh_chain(key: bytes | None) -> MacChain | None:
+    """A chain that starts at a log's first event (reading the log again from the start)."""
+    return None if key is None else MacChain(key)
+
+
 class SessionLogBase:
     """The lifecycle every stored session log shares: the closed state, the context manager,
     the ``ResourceWarning`` of a log garbage-collected while open, the ``repr``, and the
@@ -102,17 +127,18 @@ class SessionLogBase:
     number, count it).
 
     A store implements four methods and nothing else of the lifecycle: :meth:`_store` (write
-    one event under a sequence number; raise, with nothing stored, when it cannot),
+    one event's line under a sequence number; raise, with nothing stored, when it cannot),
     :meth:`_read` (every event, in order), :meth:`_release` (free the file, connection and
     lock; called once, by :meth:`close`) and :meth:`_describe` (where the log is, for
     messages). Its ``__init__`` sets ``_closed = True`` first (so that a constructor that
     fails leaves nothing for ``__del__``), opens and locks, then calls :meth:`_opened`.
     """
 
-    __slots__ = ("_closed", "_next_seq")
+    __slots__ = ("_chain", "_closed", "_next_seq")
 
     _closed: bool
     _next_seq: int
+    _chain: MacChain | None
 
     @property
     def closed(self) -> bool:
@@ -121,7 +147,8 @@ class SessionLogBase:
 
     def _opened(self, next_seq: int) -> None:
         """Mark the log open, its next event numbered ``next_seq`` (the end of a store's
-        ``__init__``, once it holds its file or connection and its lock).
+        ``__init__``, once it holds its file or connection and its lock, and has read its
+        events: a keyed log's chain then holds the last one's MAC).
         """
         self._next_seq = next_seq
         self._closed = False
@@ -139,7 +166,14 @@ class SessionLogBase:
         if self._closed:
             raise ValueError(f"append to a closed {type(self).__name__} ({self._where()})")
         seq = self._next_seq
-        self._store(seq, event)
+        line = encode_event_line(event)[:-1]
+        chain = self._chain
+        if chain is None:
+            self._store(seq, line)
+        else:
+            line, mac = chain.seal(line)
+            self._store(seq, line)
+            chain.mac = mac
         self._next_seq = seq + 1
         return seq
 
@@ -180,7 +214,10 @@ class SessionLogBase:
 
     # --- what a store implements ---------------------------------------------------------
 
-    def _store(self, seq: int, event: SessionEvent) -> None:
+    def _store(self, seq: int, line: bytes) -> None:
+        """Store one event's line (UTF-8 JSON, no newline) under ``seq``; raise with nothing
+        stored.
+        """
         raise NotImplementedError
 
     def _read(self) -> list[SessionEvent]:
@@ -204,11 +241,12 @@ class SessionRowsLog(SessionLogBase):
     connection (which frees the session's lock).
     """
 
-    __slots__ = ("_connection", "_key", "_session_id")
+    __slots__ = ("_connection", "_integrity_key", "_key", "_session_id")
 
     _connection: Any
     _key: int
     _session_id: str
+    _integrity_key: bytes | None
 
     @property
     def session_id(self) -> str:
@@ -216,13 +254,35 @@ class SessionRowsLog(SessionLogBase):
         return self._session_id
 
     def _opened_session(self, connection: Any, key: int, next_seq: int) -> None:
-        """Mark the log open on ``connection``, its session's rows keyed ``key``."""
+        """Mark the log open on ``connection``, its session's rows keyed ``key`` (a keyed log
+        verifies the session's events now: its chain goes on from the last one's MAC).
+
+        Raises:
+            SessionLogIntegrityError: with a key, a stored event the chain does not vouch for
+                (the connection is closed).
+        """
         self._key = key
         self._connection = connection
+        chain = fresh_chain(self._integrity_key)
+        if chain is not None:
+            try:
+                self._read_chained(chain)
+            except BaseException:
+                self._connection = None
+                connection.close()
+                raise
+        self._chain = chain
         self._opened(next_seq)
 
-    def _store(self, seq: int, event: SessionEvent) -> None:
-        self._insert(self._connection, seq, row_text(event))
+    def _read(self) -> list[SessionEvent]:
+        return self._read_chained(fresh_chain(self._integrity_key))
+
+    def _read_chained(self, chain: MacChain | None) -> list[SessionEvent]:
+        """Every event of the session, verified with ``chain`` when it is not ``None``."""
+        raise NotImplementedError
+
+    def _store(self, seq: int, line: bytes) -> None:
+        self._insert(self._connection, seq, line.decode("utf-8"))
 
     def _insert(self, connection: Any, seq: int, text: str) -> None:
         """Store one event's row (``connection``: the open one); raise with nothing stored."""

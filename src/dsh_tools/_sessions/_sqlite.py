@@ -28,8 +28,8 @@ from typing import Final, Literal
 from dsh_tools._errors import SessionLogLockedError
 
 from ._events import SessionEvent
-from ._log import SessionRowsLog, check_session_id
-from ._wire import events_from_rows
+from ._log import SessionRowsLog, check_integrity_key, check_session_id, fresh_chain
+from ._wire import MacChain, events_from_rows
 
 try:
     import fcntl
@@ -72,6 +72,10 @@ class SqliteSessionLog(SessionRowsLog):
         synchronous: ``"normal"`` (the default): every event whose ``append`` returned
             survives a crash of the process (``SIGKILL`` included). ``"full"``: it also
             survives a power loss (SQLite syncs the write-ahead log on every commit).
+        integrity_key: a secret that makes the session tamper-evident, as for
+            :class:`~dsh_tools.JsonlSessionLog`: every row carries ``"mac"``, and opening,
+            reading and :meth:`read` with the key verify the chain
+            (:class:`~dsh_tools.SessionLogIntegrityError` at the first bad event).
 
     Raises:
         TypeError: ``session_id`` is not a ``str`` or ``synchronous`` not a ``str``.
@@ -113,11 +117,13 @@ class SqliteSessionLog(SessionRowsLog):
         *,
         session_id: str = "default",
         synchronous: Literal["normal", "full"] = "normal",
+        integrity_key: bytes | None = None,
     ) -> None:
         self._closed = True  # until the database is open and the session locked
         self._connection = None
         self._lock = None
         check_session_id(session_id)
+        self._integrity_key = check_integrity_key(integrity_key)
         if not isinstance(synchronous, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f'synchronous must be "normal" or "full", not {synchronous!r}')
         if synchronous not in _SYNCHRONOUS:
@@ -146,7 +152,12 @@ class SqliteSessionLog(SessionRowsLog):
                 os.close(self._lock)
                 self._lock = None
             raise
-        self._opened_session(connection, key, next_seq)
+        try:
+            self._opened_session(connection, key, next_seq)
+        except BaseException:  # a keyed session that fails its check: the lock goes too
+            lock, self._lock = self._lock, None
+            os.close(lock)
+            raise
 
     @property
     def path(self) -> Path:
@@ -167,23 +178,32 @@ class SqliteSessionLog(SessionRowsLog):
                 str(self._path), self._session_id, log_class="SqliteSessionLog"
             ) from None
 
-    def _read(self) -> list[SessionEvent]:
+    def _read_chained(self, chain: MacChain | None) -> list[SessionEvent]:
         connection = self._connection
         assert connection is not None
-        return _read_events(connection, self._key, self._describe())
+        return _read_events(connection, self._key, self._describe(), chain)
 
     @staticmethod
-    def read(path: str | os.PathLike[str], session_id: str = "default") -> list[SessionEvent]:
+    def read(
+        path: str | os.PathLike[str],
+        session_id: str = "default",
+        *,
+        integrity_key: bytes | None = None,
+    ) -> list[SessionEvent]:
         """Read every event of session ``session_id`` of the database at ``path``, in order,
         without writing or locking: safe while a writer (in this process or another) appends.
+        With ``integrity_key``, every event is verified (a keyed log reads without it too,
+        unchecked).
 
         Raises:
             FileNotFoundError: there is no such file.
             LookupError: the file holds no session ``session_id``.
             ValueError: the file is not a dsh-tools session log.
             SessionLogCorruptError: a stored event is not an event.
+            SessionLogIntegrityError: with a key, an event the chain does not vouch for.
         """
         check_session_id(session_id)
+        chain = fresh_chain(check_integrity_key(integrity_key))
         file = Path(path)
         if not file.is_file():
             raise FileNotFoundError(f"no session log at {file}")
@@ -197,7 +217,7 @@ class SqliteSessionLog(SessionRowsLog):
             ).fetchone()
             if row is None:
                 raise LookupError(f"{file}: no session {session_id!r}")
-            return _read_events(connection, row[0], f"{file} (session {session_id!r})")
+            return _read_events(connection, row[0], f"{file} (session {session_id!r})", chain)
         finally:
             connection.close()
 
@@ -291,7 +311,9 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
         raise
 
 
-def _read_events(connection: sqlite3.Connection, key: int, name: str) -> list[SessionEvent]:
+def _read_events(
+    connection: sqlite3.Connection, key: int, name: str, chain: MacChain | None
+) -> list[SessionEvent]:
     # a text row comes back as its stored bytes, decoded (strictly) by the one reader of rows:
     # sqlite3 would otherwise fail the whole read on a row that is not UTF-8, quoting its bytes
     rows = connection.execute(
@@ -299,4 +321,4 @@ def _read_events(connection: sqlite3.Connection, key: int, name: str) -> list[Se
         "FROM dsh_events WHERE session = ? ORDER BY seq",
         (key,),
     )
-    return events_from_rows(rows, name)
+    return events_from_rows(rows, name, chain)

@@ -10,6 +10,8 @@ and nowhere else.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 import sys
@@ -18,7 +20,7 @@ from typing import Any, Final, cast
 
 import cattrs
 
-from dsh_tools._errors import SessionLogCorruptError
+from dsh_tools._errors import SessionLogCorruptError, SessionLogIntegrityError
 from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._converter import (
     converter,
@@ -51,6 +53,8 @@ __all__ = [
     "events_from_rows",
     "json_problem",
     "parse_lines",
+    "readable_line",
+    "MacChain",
     "row_text",
     "session_event_from_json",
 ]
@@ -184,28 +188,127 @@ def _escape_surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def events_from_rows(rows: Iterable[tuple[object, ...]], name: str) -> list[SessionEvent]:
+# --- the chain of a keyed log ---------------------------------------------------------------
+
+# what sealing adds to an event's line: its MAC as the line's last key
+_MAC_HEAD: Final = b',"mac":"'
+_MAC_TAIL: Final = b'"}'
+_SEALED_EXTRA: Final = len(_MAC_HEAD) + 64 + len(_MAC_TAIL)
+
+
+class MacChain:
+    """The HMAC chain of a log kept with an ``integrity_key`` (internal).
+
+    Event ``n`` is stored as its line with ``"mac"`` added as the last key:
+    ``HMAC-SHA256(key, mac(n-1) + line)`` in hex, where ``line`` is the event's own line
+    (UTF-8, no newline) and ``mac(-1)`` is empty. The MAC is checked against the stored line
+    itself (its bytes up to the ``"mac"`` key), so nothing is serialized twice, and any change
+    of a byte, a removal, a reordering or an insertion breaks the chain at that event.
+    """
+
+    __slots__ = ("key", "mac")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.mac = b""  # the last event's MAC (none yet)
+
+    def seal(self, line: bytes) -> tuple[bytes, bytes]:
+        """``line`` with its MAC added, and the MAC (the chain moves on only once the sealed
+        line is stored: the caller sets :attr:`mac`).
+        """
+        mac = hmac.new(self.key, self.mac + line, hashlib.sha256).digest()
+        return line[:-1] + _MAC_HEAD + mac.hex().encode("ascii") + _MAC_TAIL, mac
+
+    def open(self, sealed: bytes, name: str, seq: int) -> bytes:
+        """The event line ``sealed`` carries, once its MAC is the chain's next; moves on.
+
+        Raises:
+            SessionLogIntegrityError: no MAC, or not the one the key and the chain give.
+        """
+        line = _unsealed(sealed)
+        if line is None:
+            raise SessionLogIntegrityError(name, seq, "the event carries no MAC")
+        expected = hmac.new(self.key, self.mac + line, hashlib.sha256).digest()
+        if not hmac.compare_digest(expected.hex().encode("ascii"), sealed[-66:-2]):
+            raise SessionLogIntegrityError(
+                name,
+                seq,
+                "its MAC does not match (the event, or one before it, was changed, removed, "
+                "reordered or forged, or the key is not the log's)",
+            )
+        self.mac = expected
+        return line
+
+
+def _unsealed(sealed: bytes) -> bytes | None:
+    """The line inside ``sealed`` (its ``"mac"`` key taken off), or ``None`` when it has none."""
+    if len(sealed) <= _SEALED_EXTRA or not sealed.endswith(_MAC_TAIL):
+        return None
+    at = len(sealed) - _SEALED_EXTRA
+    if sealed[at : at + len(_MAC_HEAD)] != _MAC_HEAD:
+        return None
+    digits = sealed[at + len(_MAC_HEAD) : -len(_MAC_TAIL)]
+    if not all(c in b"0123456789abcdef" for c in digits):
+        return None
+    return sealed[:at] + b"}"
+
+
+_SEAL: Final = re.compile(rb',"mac":"[0-9a-f]{64}"\}')
+
+
+def _sealed_then_more(chunk: bytes) -> bool:
+    """Whether ``chunk`` holds the end of a sealed line with bytes after it (what no torn
+    write of a keyed log leaves).
+    """
+    found = _SEAL.search(chunk)
+    return found is not None and found.end() < len(chunk)
+
+
+def readable_line(line: bytes, chain: MacChain | None, name: str, seq: int) -> bytes:
+    """The event line to parse of a stored ``line``: verified and unsealed with ``chain``;
+    without one, a sealed line is read with its MAC taken off, unchecked (a keyed log can be
+    read without its key, and then nothing is verified).
+    """
+    if chain is not None:
+        return chain.open(line, name, seq)
+    unsealed = _unsealed(line) if line.endswith(_MAC_TAIL) else None
+    return line if unsealed is None else unsealed
+
+
+def events_from_rows(
+    rows: Iterable[tuple[object, ...]], name: str, chain: MacChain | None = None
+) -> list[SessionEvent]:
     """The events of a database log's rows ``(seq, JSONL line)``, read in ``seq`` order
     (internal: the SQLite and PostgreSQL logs). A line may come as the ``bytes`` it is stored
-    as (decoded here, strictly: the error never quotes them).
+    as (decoded here, strictly: the error never quotes them). With ``chain`` (a keyed log),
+    every row is verified in order; :attr:`MacChain.mac` is then the last row's.
 
     Raises:
         SessionLogCorruptError: a gap in the sequence numbers, or a row that is not text, not
             JSON or not a session event (``name`` and the 1-based row number say where).
+        SessionLogIntegrityError: with ``chain``, a gap or a row the chain does not vouch for.
     """
     events: list[SessionEvent] = []
     for number, (seq, text) in enumerate(rows, start=1):
         if seq != number - 1:
+            if chain is not None:
+                raise SessionLogIntegrityError(
+                    name, number - 1, f"the event is missing (the next stored is {seq})"
+                )
             raise SessionLogCorruptError(name, number, f"sequence number {seq}, not {number - 1}")
-        if isinstance(text, bytes):  # a row's text as stored: UTF-8, or corruption
+        if isinstance(text, str):
+            raw = text.encode("utf-8", "surrogatepass")
+        elif isinstance(text, bytes):  # a row's text as stored: UTF-8, or corruption
+            raw = text
             try:
-                text = text.decode("utf-8")
+                text.decode("utf-8")
             except UnicodeDecodeError:
                 raise SessionLogCorruptError(name, number, "not UTF-8 text") from None
-        if not isinstance(text, str):
+        else:
             raise SessionLogCorruptError(name, number, "not text")
+        line = readable_line(raw, chain, name, number - 1)
         try:
-            data = json.loads(text)
+            data = json.loads(line)
         except (ValueError, RecursionError) as exc:
             raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
         events.append(event_at(data, name, number))
@@ -233,9 +336,17 @@ def json_problem(exc: ValueError | RecursionError) -> str:
     return str(exc)
 
 
-def parse_lines(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, bool]:
+def parse_lines(
+    raw: bytes, name: str, chain: MacChain | None = None
+) -> tuple[list[SessionEvent], int | None, bool]:
     """Parse a log's bytes: (events, offset to truncate a torn tail at or None, whether the
-    last complete event lacks its newline).
+    last complete event lacks its newline). With ``chain`` (a keyed log), every complete line
+    is verified in order (a torn last line is a crash's, not tampering: no proper prefix of an
+    event's line is JSON, so it is told apart before its MAC is looked at).
+
+    Raises:
+        SessionLogCorruptError: a line other than a torn last one is not an event.
+        SessionLogIntegrityError: with ``chain``, a complete line the chain does not vouch for.
     """
     events: list[SessionEvent] = []
     start = 0
@@ -246,6 +357,9 @@ def parse_lines(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, 
         end = raw.find(b"\n", start)
         last = end == -1
         chunk = raw[start:] if last else raw[start:end]
+        if chain is not None and not last:
+            # a complete line of a keyed log: the chain first, so that any change is tampering
+            chunk = chain.open(chunk, name, number - 1)
         try:
             text = chunk.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -259,8 +373,20 @@ def parse_lines(raw: bytes, name: str) -> tuple[list[SessionEvent], int | None, 
             # number longer than int() converts (ValueError). Last, it reads as a torn write: no
             # proper prefix of an event line is JSON, and no event holds either.
             if last:
+                if chain is not None and _sealed_then_more(chunk):
+                    # a write torn partway never holds a whole sealed line and more: something
+                    # was written after an event's end (its newline changed, say)
+                    raise SessionLogIntegrityError(
+                        name, number - 1, "bytes follow the end of its sealed line"
+                    ) from exc
                 return events, start, False
             raise SessionLogCorruptError(name, number, f"not JSON ({json_problem(exc)})") from exc
+        if (last and chain is not None) or (chain is None and chunk.endswith(_MAC_TAIL)):
+            # the last line is whole (it is JSON): now its MAC; unkeyed, a sealed line is read
+            # without its MAC
+            line = readable_line(chunk, chain, name, number - 1)
+            if line is not chunk:
+                data = json.loads(line)
         events.append(event_at(data, name, number))
         if last:
             return events, None, True

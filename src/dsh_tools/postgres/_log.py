@@ -33,7 +33,13 @@ from dsh_tools import (
     SessionEvent,
     SessionLogLockedError,
 )
-from dsh_tools._for_integrations import SessionRowsLog, events_from_rows
+from dsh_tools._for_integrations import (
+    MacChain,
+    SessionRowsLog,
+    check_integrity_key,
+    events_from_rows,
+    fresh_chain,
+)
 from dsh_tools._for_integrations import check_session_id as check_session_text
 
 from ._watchdog import WATCHDOG
@@ -126,6 +132,9 @@ class PostgresSessionLog(SessionRowsLog):
             (PostgreSQL's ``synchronous_commit = off``): a crash of this process still loses
             nothing, a crash of the server may lose the last fraction of a second of events,
             and an append waits for no disk flush (faster, the more so the busier the disk).
+        integrity_key: a secret that makes the session tamper-evident, as for
+            :class:`~dsh_tools.JsonlSessionLog`: every row carries ``"mac"``, and opening,
+            reading and :meth:`read` with the key verify the chain.
 
     Raises:
         TypeError: an argument has the wrong type.
@@ -166,11 +175,13 @@ class PostgresSessionLog(SessionRowsLog):
         schema: str = DEFAULT_SCHEMA,
         synchronous_commit: bool = True,
         append_timeout: float | None = DEFAULT_APPEND_TIMEOUT,
+        integrity_key: bytes | None = None,
     ) -> None:
         self._closed = True  # until the connection is open and the session locked
         self._connection = None
         _check_conninfo(conninfo)
         check_session_id(session_id)
+        self._integrity_key = check_integrity_key(integrity_key)
         _check_schema(schema)
         if not isinstance(synchronous_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"synchronous_commit must be a bool, not {synchronous_commit!r}")
@@ -252,15 +263,22 @@ class PostgresSessionLog(SessionRowsLog):
             "session once the server answers"
         )
 
-    def _read(self) -> list[SessionEvent]:
+    def _read_chained(self, chain: MacChain | None) -> list[SessionEvent]:
         connection = self._connection
         assert connection is not None
-        return _read_events(connection, self._schema, self._key, self._describe())
+        return _read_events(connection, self._schema, self._key, self._describe(), chain)
 
     @staticmethod
-    def read(conninfo: str, session_id: str, *, schema: str = DEFAULT_SCHEMA) -> list[SessionEvent]:
+    def read(
+        conninfo: str,
+        session_id: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        integrity_key: bytes | None = None,
+    ) -> list[SessionEvent]:
         """Read every event of session ``session_id``, in order, without writing or locking:
-        safe while a writer (on this machine or another) appends.
+        safe while a writer (on this machine or another) appends. With ``integrity_key``, every
+        event is verified (:class:`~dsh_tools.SessionLogIntegrityError` at the first bad one).
 
         Raises:
             LookupError: the database holds no session ``session_id``.
@@ -273,6 +291,7 @@ class PostgresSessionLog(SessionRowsLog):
         _check_conninfo(conninfo)
         check_session_id(session_id)
         _check_schema(schema)
+        chain = fresh_chain(check_integrity_key(integrity_key))
         place = describe_conninfo(conninfo)
         with psycopg.connect(conninfo, autocommit=True) as connection:
             _check_database(connection, schema, place)
@@ -286,7 +305,7 @@ class PostgresSessionLog(SessionRowsLog):
                 raise LookupError(f"{place}: no session {session_id!r} in schema {schema!r}")
             key = row[0]
             assert isinstance(key, int)
-            return _read_events(connection, schema, key, f"{place} (session {session_id!r})")
+            return _read_events(connection, schema, key, f"{place} (session {session_id!r})", chain)
 
     def _describe(self) -> str:
         return f"{self._place} schema {self._schema!r} session {self._session_id!r}"
@@ -376,7 +395,11 @@ def _check_database(
 
 
 def _read_events(
-    connection: psycopg.Connection[tuple[object, ...]], schema: str, key: int, name: str
+    connection: psycopg.Connection[tuple[object, ...]],
+    schema: str,
+    key: int,
+    name: str,
+    chain: MacChain | None,
 ) -> list[SessionEvent]:
     rows = connection.execute(
         sql.SQL("SELECT seq, event FROM {}.events WHERE session = %s ORDER BY seq").format(
@@ -384,4 +407,4 @@ def _read_events(
         ),
         (key,),
     )
-    return events_from_rows(rows, name)
+    return events_from_rows(rows, name, chain)
