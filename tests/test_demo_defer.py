@@ -96,3 +96,56 @@ def test_resuming_a_finished_batch_is_an_error_that_writes_nothing(tmp_path: Pat
     assert "the log has no suspended batch to resume" in again.stderr
     with open_file_log(log) as session:
         assert before == session.events()
+
+
+def test_an_approved_call_runs_with_the_edited_arguments_given_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "defer.jsonl"
+    assert 0 == _demo("--log", str(log)).returncode
+
+    done = _demo(
+        "--log",
+        str(log),
+        "--approve",
+        "e1",
+        "--arguments",
+        'e1={"command": "ls"}',
+        "--reject",
+        "e2",
+        "--reject",
+        "e3",
+    )
+
+    assert (done.returncode, done.stderr) == (0, "")
+    with open_file_log(log) as session:
+        events = session.events()
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent) and e.call_id == "e1"]
+    assert "src" in str(result.content)  # ls ran, not the model's grep
+    assert "The user changed the arguments of run_command before it ran" in str(result.contexts)
+    decided = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert {"command": "ls"} == decided[0].arguments
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--approve", "e1", "--arguments", "e1=[1]"], "must be a JSON object"),
+        (["--approve", "e1", "--arguments", "e1={oops"], "is not JSON"),
+        (["--reject", "e1", "--arguments", 'e1={"command": "ls"}'], "which is not approved"),
+        (
+            ["--approve", "e1", "--approve", "e2", "--arguments", '{"command": "ls"}'],
+            "needs exactly one --approve",
+        ),
+    ],
+)
+def test_edited_arguments_that_cannot_apply_are_an_error_that_writes_nothing(
+    tmp_path: Path, argv: list[str], message: str
+) -> None:
+    log = tmp_path / "defer.jsonl"
+    assert 0 == _demo("--log", str(log)).returncode
+    before = log.read_bytes()
+    done = _demo("--log", str(log), *argv)
+    assert 2 == done.returncode
+    assert message in done.stderr
+    assert before == log.read_bytes()

@@ -3,10 +3,14 @@ tests/test_demo.py, which pipes answers into ``dsh-tools demo --ask``)."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
+import pytest
 import trio
 import trio.testing
 
@@ -250,3 +254,86 @@ def test_a_picture_on_a_call_card_is_shown_as_its_description() -> None:
     assert shown[:2] == ["post the chart", "to #sales"]
     assert shown[2].startswith("[image/png 320x200, ")
     assert shown[3] == "[text/csv q3\\x1b[2J.csv, 4 B]"  # a file name is made printable too
+
+
+# --- e: edit the arguments ------------------------------------------------------------------
+
+
+def _with_arguments() -> ApprovalRequest:
+    return attrs.evolve(_request(), arguments=snapshot_json({"path": "a.txt", "text": "hi"}))
+
+
+async def test_e_reads_new_arguments_as_one_line_without_an_editor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    shown: list[str] = []
+    read_line, prompts = _lines("e", '{"path": "b.txt", "text": "hi"}')
+    answer = console_answerer(read_line=read_line, show=shown.append)
+
+    decided = await answer(_with_arguments(), _fallback)
+
+    assert Approval(ApprovalOutcome.ALLOWED_ONCE, {"path": "b.txt", "text": "hi"}) == decided
+    assert "New arguments (one line of JSON): " == prompts[-1]
+    assert '{\n  "path": "a.txt",\n  "text": "hi"\n}' in shown  # the current ones, to copy
+
+
+@pytest.mark.parametrize(
+    ("typed", "why"),
+    [("{oops", "not JSON ("), ("[1, 2]", "the arguments must be a JSON object, not list")],
+)
+async def test_an_edit_that_is_not_a_json_object_is_shown_and_asked_again(
+    monkeypatch: pytest.MonkeyPatch, typed: str, why: str
+) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    shown: list[str] = []
+    read_line, _prompts = _lines("e", typed, "n")
+    answer = console_answerer(read_line=read_line, show=shown.append)
+
+    assert ApprovalOutcome.REJECTED == await answer(_with_arguments(), _fallback)
+    assert any(why in line for line in shown)
+
+
+async def test_e_opens_the_arguments_in_the_visual_editor(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a real editor process: it rewrites the file it is given, as a person would
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import json, sys\n"
+        "path = sys.argv[1]\n"
+        "data = json.load(open(path))\n"
+        "data['path'] = 'notes/' + data['path']\n"
+        "json.dump(data, open(path, 'w'))\n"
+    )
+    monkeypatch.setenv("VISUAL", f"{shlex.quote(sys.executable)} {shlex.quote(str(editor))}")
+    read_line, _prompts = _lines("e")
+    answer = console_answerer(read_line=read_line, show=lambda _text: None)
+
+    decided = await answer(_with_arguments(), _fallback)
+
+    assert Approval(ApprovalOutcome.ALLOWED_ONCE, {"path": "notes/a.txt", "text": "hi"}) == decided
+
+
+async def test_an_editor_that_fails_changes_nothing_and_the_question_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{shlex.quote(sys.executable)} -c 'raise SystemExit(3)'")
+    shown: list[str] = []
+    read_line, _prompts = _lines("e", "y")
+    answer = console_answerer(read_line=read_line, show=shown.append)
+
+    assert ApprovalOutcome.ALLOWED_ONCE == await answer(_with_arguments(), _fallback)
+    assert "the editor exited with status 3: nothing changed" in shown
+
+
+async def test_a_request_without_arguments_has_nothing_to_edit() -> None:
+    shown: list[str] = []
+    read_line, _prompts = _lines("e", "y")
+    answer = console_answerer(read_line=read_line, show=shown.append)
+
+    assert ApprovalOutcome.ALLOWED_ONCE == await answer(_request(), _fallback)
+    assert "this request has no arguments to edit" in shown

@@ -142,6 +142,15 @@ def _parser() -> argparse.ArgumentParser:
             metavar="CALL_ID",
             help=f"with --defer: {meaning} (repeatable)",
         )
+    demo.add_argument(
+        "--arguments",
+        action="append",
+        default=[],
+        metavar="[CALL_ID=]JSON",
+        help="with --defer and --approve / --always: run the approved call with these "
+        "arguments instead of the model's (validated again; repeatable, CALL_ID= needed when "
+        "several calls are approved)",
+    )
     return parser
 
 
@@ -220,7 +229,11 @@ def _run(arguments: list[str]) -> int:
 
         try:
             return main_defer_demo(
-                log=args.log, approve=args.approve, reject=args.reject, always=args.always
+                log=args.log,
+                approve=args.approve,
+                reject=args.reject,
+                always=args.always,
+                arguments=args.arguments,
             )
         except BrokenPipeError:
             raise

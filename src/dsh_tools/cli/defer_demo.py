@@ -10,6 +10,7 @@ resumes the batch from the same log with ``resume_tool_calls(..., approvals=...)
 from __future__ import annotations
 
 import functools
+import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ import trio
 import trio.testing
 
 from dsh_tools import (
+    Approval,
     ApprovalNext,
     ApprovalOutcome,
     ApprovalRequest,
@@ -60,7 +62,7 @@ async def _suspend(session: SessionLog, calls: Sequence[ToolCallRequest]) -> Too
         )
 
 
-async def _resume(session: SessionLog, approvals: Mapping[str, str]) -> ToolBatch | None:
+async def _resume(session: SessionLog, approvals: Mapping[str, str | Approval]) -> ToolBatch | None:
     approval = UserApproval(session)
     approval.answerers.add(_nobody_now)  # a call the model makes meanwhile still waits
     registry = build_registry(sample_workspace(), approval=approval)
@@ -112,18 +114,50 @@ def _print_results(batch: ToolBatch, calls: Sequence[ToolCallRequest], out: Text
         print(f"  {call.call_id:4} {call.name:12} {_text(batch, index)}", file=out)
 
 
+def _edited(given: Sequence[str], approved: Sequence[str]) -> dict[str, object] | str:
+    """``--arguments`` by call id, or what is wrong with them."""
+    edited: dict[str, object] = {}
+    for value in given:
+        if value.lstrip().startswith("{"):
+            if len(approved) != 1:
+                return (
+                    "--arguments JSON needs exactly one --approve or --always; with several, "
+                    "write --arguments CALL_ID=JSON"
+                )
+            call_id, text = approved[0], value
+        else:
+            call_id, equals, text = value.partition("=")
+            if not equals:
+                return f"--arguments takes CALL_ID=JSON or a JSON object, not {value!r}"
+        if call_id not in approved:
+            return f"--arguments for {call_id!r}, which is not approved (--approve or --always)"
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            return f"--arguments for {call_id!r} is not JSON: {exc}"
+        if not isinstance(parsed, dict):
+            return f"--arguments for {call_id!r} must be a JSON object"
+        edited[call_id] = parsed
+    return edited
+
+
 def main_defer_demo(
     *,
     log: Path | None,
     approve: Sequence[str] = (),
     reject: Sequence[str] = (),
     always: Sequence[str] = (),
+    arguments: Sequence[str] = (),
     out: TextIO | None = None,
 ) -> int:
     """Suspend the demo's asking batch (no decisions given), or resume it with the decisions.
 
-    Returns the process exit code: 2 for a missing ``--log``, or decisions that name no
-    pending call of the log's suspended batch.
+    ``arguments``: edited arguments for approved calls, each ``CALL_ID=JSON`` (or just ``JSON``
+    when one call is approved): the call runs with them, validated again.
+
+    Returns the process exit code: 2 for a missing ``--log``, decisions that name no pending
+    call of the log's suspended batch, or edited arguments that are not a JSON object of an
+    approved call.
     """
     stream = out if out is not None else sys.stdout
     if log is None:
@@ -146,6 +180,16 @@ def main_defer_demo(
                     file=sys.stderr,
                 )
                 return 2
+    edited = _edited(arguments, [*approve, *always])
+    if isinstance(edited, str):
+        print(f"dsh-tools demo: error: {edited}", file=sys.stderr)
+        return 2
+    decisions: dict[str, str | Approval] = {
+        call_id: Approval(ApprovalOutcome(outcome), edited[call_id])
+        if call_id in edited
+        else outcome
+        for call_id, outcome in approvals.items()
+    }
     clock = trio.testing.MockClock(autojump_threshold=0)
     with open_file_log(log) as session:
         if not approvals:
@@ -179,7 +223,7 @@ def main_defer_demo(
             )
             return 2
         try:
-            resumed = trio.run(functools.partial(_resume, session, approvals), clock=clock)
+            resumed = trio.run(functools.partial(_resume, session, decisions), clock=clock)
         except ValueError as exc:
             print(f"dsh-tools demo: error: {exc}", file=sys.stderr)
             return 2
