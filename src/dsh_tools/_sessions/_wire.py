@@ -240,6 +240,9 @@ class MacChain:
         return line
 
 
+_HEX: Final = re.compile(rb"[0-9a-f]{64}")
+
+
 def _unsealed(sealed: bytes) -> bytes | None:
     """The line inside ``sealed`` (its ``"mac"`` key taken off), or ``None`` when it has none."""
     if len(sealed) <= _SEALED_EXTRA or not sealed.endswith(_MAC_TAIL):
@@ -247,8 +250,7 @@ def _unsealed(sealed: bytes) -> bytes | None:
     at = len(sealed) - _SEALED_EXTRA
     if sealed[at : at + len(_MAC_HEAD)] != _MAC_HEAD:
         return None
-    digits = sealed[at + len(_MAC_HEAD) : -len(_MAC_TAIL)]
-    if not all(c in b"0123456789abcdef" for c in digits):
+    if _HEX.fullmatch(sealed, at + len(_MAC_HEAD), len(sealed) - len(_MAC_TAIL)) is None:
         return None
     return sealed[:at] + b"}"
 
