@@ -13,6 +13,7 @@ from support import ROOT
 
 MODULES = [
     "dsh_tools",
+    "dsh_tools.aio",
     "dsh_tools.providers",
     "dsh_tools.providers.openai",
     "dsh_tools.providers.anthropic",

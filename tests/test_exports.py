@@ -236,6 +236,7 @@ INTERNAL: Final = frozenset(
         ("_scheduling._entry", "check_runner"),
         ("_scheduling._entry", "check_session"),
         ("_scheduling._entry", "check_signal"),
+        ("_scheduling._entry", "check_trio"),
         ("_scheduling._bodies", "BODY_TASK"),
         ("_scheduling._bodies", "dispatch_reporting"),
         ("_scheduling._bodies", "linked_bodies"),

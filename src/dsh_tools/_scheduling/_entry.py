@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final, cast
 
+import trio
+
 from dsh_tools._pipeline._registry import ToolRegistry
 from dsh_tools._sessions._log import SessionLog, check_session_log
 from dsh_tools._values._batch import ToolCallRequest
@@ -23,6 +25,7 @@ __all__ = [
     "check_runner",
     "check_session",
     "check_signal",
+    "check_trio",
 ]
 
 _DECISIONS: Final = (
@@ -40,6 +43,22 @@ def check_limits(
     """
     cap = check_int("max_parallel_tool_calls", max_parallel_tool_calls)
     return cap, check_capacity_limits(capacity_limits)
+
+
+def check_trio(entry: str) -> None:
+    """Refuse a call from outside trio (asyncio, say) with an error that names the door.
+
+    Raises:
+        RuntimeError: no trio task runs this call.
+    """
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        raise RuntimeError(
+            f"{entry}() runs under trio (trio.run), and no trio task is running here. From "
+            f"asyncio, await dsh_tools.aio.{entry}(...) instead: it runs the batch in trio's "
+            "guest mode on your asyncio loop"
+        ) from None
 
 
 def check_signal(signal: object) -> CancelSignal:

@@ -42,7 +42,14 @@ from dsh_tools._values._signal import CancelSignal
 
 from ._bracket import run_batch
 from ._capacity import capacity_of
-from ._entry import check_approvals, check_limits, check_runner, check_session, check_signal
+from ._entry import (
+    check_approvals,
+    check_limits,
+    check_runner,
+    check_session,
+    check_signal,
+    check_trio,
+)
 from ._resumed import ResumedBatch
 from ._scheduler import DEFAULT_MAX_PARALLEL_TOOL_CALLS
 
@@ -377,6 +384,7 @@ async def resume_tool_calls(
 
     This is a checkpoint on every path.
     """
+    check_trio("resume_tool_calls")
     cap, limits = check_limits(max_parallel_tool_calls, capacity_limits)
     check_signal(signal)
     session = check_session(session)

@@ -42,7 +42,7 @@ from dsh_tools._values._signal import CancelSignal
 
 from ._bracket import run_batch
 from ._capacity import capacity_of
-from ._entry import check_calls, check_limits, check_runner, check_signal
+from ._entry import check_calls, check_limits, check_runner, check_signal, check_trio
 from ._lane import Batch
 
 __all__ = ["DEFAULT_MAX_PARALLEL_TOOL_CALLS", "run_tool_calls"]
@@ -123,6 +123,7 @@ async def run_tool_calls(
 
     This is a checkpoint on every path.
     """
+    check_trio("run_tool_calls")
     cap, limits = check_limits(max_parallel_tool_calls, capacity_limits)
     check_signal(signal)
     check_runner(registry, session, turn, step)
