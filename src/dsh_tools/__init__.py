@@ -87,6 +87,8 @@ from ._policies._timeline import TimelineSpan as TimelineSpan
 from ._policies._timeout import install_timeout_policy as install_timeout_policy
 from ._scheduling._active import batch_statistics as batch_statistics
 from ._scheduling._active import inject_context as inject_context
+from ._scheduling._conversation import conversation as conversation
+from ._scheduling._conversation import next_turn as next_turn
 from ._scheduling._resume import recover_session as recover_session
 from ._scheduling._resume import resume_tool_calls as resume_tool_calls
 from ._scheduling._scheduler import run_tool_calls as run_tool_calls
@@ -99,6 +101,7 @@ from ._sessions._events import BatchCallEvent as BatchCallEvent
 from ._sessions._events import BatchEndEvent as BatchEndEvent
 from ._sessions._events import BatchStartEvent as BatchStartEvent
 from ._sessions._events import ContextMessageEvent as ContextMessageEvent
+from ._sessions._events import MessageEvent as MessageEvent
 from ._sessions._events import SessionEvent as SessionEvent
 from ._sessions._events import ToolCallEvent as ToolCallEvent
 from ._sessions._events import ToolProgressEvent as ToolProgressEvent
@@ -259,6 +262,7 @@ __all__ = [
     "JsonlSessionLog",
     "MAX_DEPTH",
     "MemorySessionLog",
+    "MessageEvent",
     "MessageSource",
     "OutputSchemaError",
     "PluginSource",
@@ -343,6 +347,7 @@ __all__ = [
     "batch_statistics",
     "console_answerer",
     "console_block",
+    "conversation",
     "converter",
     "define_tool",
     "describe_call",
@@ -354,6 +359,7 @@ __all__ = [
     "install_retry_policy",
     "install_timeout_policy",
     "linked_cancel_scope",
+    "next_turn",
     "parse_call_arguments",
     "progress_text",
     "read_session_log",

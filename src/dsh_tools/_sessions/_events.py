@@ -23,7 +23,7 @@ from dsh_tools._values._converter import (
     content_block_classes,
 )
 from dsh_tools._values._execution import ApprovalOutcome, check_progress_amount
-from dsh_tools._values._json import MAX_SAFE_INTEGER, JsonValue, snapshot_json
+from dsh_tools._values._json import MAX_SAFE_INTEGER, FrozenJsonObject, JsonValue, snapshot_json
 
 __all__ = [
     "ApprovalAskedEvent",
@@ -31,6 +31,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalPolicyEvent",
     "ApprovalRevokedEvent",
+    "MessageEvent",
     "BatchCallEvent",
     "BatchEndEvent",
     "BatchEndReason",
@@ -448,6 +449,34 @@ class ApprovalPolicyEvent:
     policy: Literal["ask", "never"] = attrs.field(validator=_check_policy)
 
 
+def _json_object(value: object) -> JsonValue:
+    frozen = snapshot_json(value)
+    if not isinstance(frozen, FrozenJsonObject):
+        raise TypeError(f"message must be a JSON object, not {type(value).__name__}")
+    return frozen
+
+
+def _role(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not str or not value:
+        raise TypeError(f"role must be a non-empty str, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class MessageEvent:
+    """A message of the conversation, as the loop sent or received it (wire ``message``).
+
+    ``message`` is the provider's own shape (an OpenAI chat message, a Responses item, an
+    Anthropic message), a JSON object; ``role`` says whose it is (``"user"``,
+    ``"assistant"``, ...). A loop that appends its messages (and lets the batches log the tool
+    results) can be resumed from the log alone: :func:`~dsh_tools.conversation` reads them back
+    and :func:`~dsh_tools.next_turn` says which turn comes next.
+    """
+
+    turn: int = attrs.field(validator=_turn_number)
+    role: str = attrs.field(validator=_role)
+    message: JsonValue = attrs.field(converter=_json_object)
+
+
 SessionEvent: TypeAlias = (
     ToolCallEvent
     | ToolProgressEvent
@@ -462,6 +491,7 @@ SessionEvent: TypeAlias = (
     | ApprovalDecidedEvent
     | ApprovalPolicyEvent
     | ApprovalRevokedEvent
+    | MessageEvent
 )
 """Every event the library appends: the scheduler's (a batch's bounds, its calls, results and
 contexts), a turn's bounds, approval audit events."""
@@ -482,6 +512,7 @@ _EVENT_CLASSES: Final = frozenset(
         ApprovalDecidedEvent,
         ApprovalPolicyEvent,
         ApprovalRevokedEvent,
+        MessageEvent,
     )
 )
 

@@ -38,6 +38,7 @@ from ._events import (
     BatchEndReason,
     BatchStartEvent,
     ContextMessageEvent,
+    MessageEvent,
     SessionEvent,
     ToolCallEvent,
     ToolProgressEvent,
@@ -98,6 +99,7 @@ for _cls, _tag in (
     (ApprovalDecidedEvent, "approval/decided"),
     (ApprovalPolicyEvent, "approval/policy"),
     (ApprovalRevokedEvent, "approval/revoked"),
+    (MessageEvent, "message"),
 ):
     register_wire_class(
         _cls, tag_key="type", tag=_tag, union=SessionEvent, union_name="SessionEvent"

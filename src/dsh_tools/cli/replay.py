@@ -46,6 +46,7 @@ from dsh_tools import (
     FileDiff,
     GenericResultView,
     ImageBlock,
+    MessageEvent,
     SessionEvent,
     SqliteSessionLog,
     TerminalCallView,
@@ -245,8 +246,13 @@ def render_event(presenter: ToolPresenter, event: SessionEvent) -> RenderableTyp
         return Text(f"batch {_line(event.batch_id)}: {calls}", "dim")
     if isinstance(event, BatchCallEvent):
         return Text(f"batch {_line(event.batch_id)}: + {_line(event.call.call_id)}", "dim")
-    if isinstance(event, BatchEndEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(event, BatchEndEvent):
         return Text(f"end of batch {_line(event.batch_id)} ({_line(event.reason)})", "dim")
+    if isinstance(event, MessageEvent):  # pyright: ignore[reportUnnecessaryIsInstance]
+        text = dumps_json(event.message)
+        if len(text) > 300:
+            text = text[:297] + "..."
+        return Text.assemble((f"{_line(event.role)}: ", "bold cyan"), _shown(text))
     return Text(_line(repr(event)), "dim")  # an event type added later
 
 
