@@ -283,6 +283,9 @@ INTERNAL: Final = frozenset(
         # a keyed log's chain: the check of a key, a chain from a log's start, and a stored
         # line made readable (verified, or its MAC taken off when there is no key)
         ("_sessions._log", "check_integrity_key"),
+        # an append wakes the subscribers of its log (subscribe)
+        ("_sessions._log", "notify_appended"),
+        ("_sessions._log", "wait_appended"),
         ("_sessions._log", "fresh_chain"),
         ("_sessions._wire", "MacChain"),
         ("_sessions._wire", "readable_line"),

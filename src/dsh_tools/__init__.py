@@ -108,6 +108,7 @@ from ._sessions._events import ToolProgressEvent as ToolProgressEvent
 from ._sessions._events import ToolResultEvent as ToolResultEvent
 from ._sessions._events import TurnEndEvent as TurnEndEvent
 from ._sessions._events import TurnStartEvent as TurnStartEvent
+from ._sessions._follow import subscribe as subscribe
 from ._sessions._jsonl import JsonlSessionLog as JsonlSessionLog
 from ._sessions._jsonl import read_session_log as read_session_log
 from ._sessions._log import SessionLog as SessionLog
@@ -371,6 +372,7 @@ __all__ = [
     "session_event_from_json",
     "session_turn",
     "snapshot_json",
+    "subscribe",
     "thaw_json",
     "tool",
     "tool_result_from_event",

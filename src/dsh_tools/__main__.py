@@ -2,6 +2,7 @@
 
 Subcommands: ``demo`` (a scripted agent turn; a live ``rich`` view, or ``--plain`` ASCII),
 ``bench`` (the parallel-dispatch benchmark), ``replay`` (a session log through the presenter),
+``watch`` (a session drawn live as another process writes it),
 ``acp`` (an ACP agent over stdio) and ``worker`` (a Temporal worker for tool batches).
 Everything that needs ``rich`` (the ``[cli]`` extra) lives in :mod:`dsh_tools.cli` and is
 imported only by the command that uses it, so ``dsh-tools demo --plain`` works with the core
@@ -104,6 +105,32 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE:NAME",
         help="the ToolRegistry (or a function returning one) whose presenters draw the cards "
         "(default: none, every call gets the generic card of its tool name and arguments)",
+    )
+
+    watch = commands.add_parser(
+        "watch",
+        help="draw a session live while another process writes it",
+        description=(
+            "Follow a session log (JSON Lines or SQLite, or PostgreSQL with --postgres) and "
+            "draw each event as it is appended, with the cards replay draws, until Ctrl-C."
+        ),
+    )
+    watch.add_argument(
+        "log",
+        metavar="LOG",
+        help="the log to follow: a JSON Lines or SQLite file, or with --postgres a "
+        "PostgreSQL connection string",
+    )
+    watch.add_argument(
+        "--session", default="default", metavar="ID", help="which session (default: %(default)s)"
+    )
+    watch.add_argument(
+        "--postgres", action="store_true", help="LOG is a PostgreSQL connection string"
+    )
+    watch.add_argument(
+        "--registry",
+        metavar="MODULE:NAME",
+        help="the ToolRegistry whose presenters draw the cards (default: the generic card)",
     )
 
     commands.add_parser(
@@ -274,6 +301,12 @@ def _run(arguments: list[str]) -> int:
         from .cli.replay import main_replay
 
         return main_replay(args.log, registry=args.registry, session=args.session)
+    if command == "watch":
+        from .cli.watch import main_watch
+
+        return main_watch(
+            args.log, session=args.session, postgres=args.postgres, registry=args.registry
+        )
     raise AssertionError(f"unhandled command {command!r}")  # argparse rejects the rest
 
 

@@ -115,7 +115,7 @@ async def _guest_run(
                 _deliver(guest, on_cancel if on_cancel is not None else scope.cancel)
     if cancelled:
         raise asyncio.CancelledError
-    return result.unwrap()
+    return result.unwrap()  # noqa: ASYNC910 - asyncio code: it awaited asyncio's future
 
 
 def _deliver(guest: _Guest, action: Callable[[], None]) -> None:

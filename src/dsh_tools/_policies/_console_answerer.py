@@ -71,6 +71,7 @@ async def _edit(
     """The arguments the person wrote instead of the request's, or ``None`` (shown why) when
     there is nothing to edit or what they wrote is not a JSON object.
     """
+    await trio.lowlevel.checkpoint()
     if request.arguments is None:
         show("this request has no arguments to edit")
         return None

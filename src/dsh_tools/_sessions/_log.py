@@ -9,8 +9,11 @@ thread for one small write per event, as a logging handler would.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any, Final, Protocol, Self, cast, runtime_checkable
+
+import trio
 
 from ._events import SessionEvent, check_event
 from ._wire import MacChain, encode_event_line
@@ -24,6 +27,8 @@ __all__ = [
     "check_integrity_key",
     "check_session_log",
     "fresh_chain",
+    "notify_appended",
+    "wait_appended",
 ]
 
 
@@ -120,6 +125,29 @@ def fresh_chain(key: bytes | None) -> MacChain | None:
     return None if key is None else MacChain(key)
 
 
+# the subscribers waiting for the next append of a log object, by its id (see _follow): an
+# append only looks the dict up, and only when someone waits at all
+_WAITING: Final[dict[int, trio.Event]] = {}
+
+
+def notify_appended(log: object) -> None:
+    """Wake the subscribers waiting for an append to ``log`` (every log calls it after one)."""
+    if not _WAITING:
+        return
+    event = _WAITING.pop(id(log), None)
+    if event is not None:
+        with contextlib.suppress(RuntimeError):  # an append made outside trio: a poll finds it
+            event.set()
+
+
+async def wait_appended(log: object) -> None:
+    """Wait until ``log`` (this object, in this process) is appended to."""
+    event = _WAITING.get(id(log))
+    if event is None:
+        event = _WAITING[id(log)] = trio.Event()
+    await event.wait()
+
+
 class SessionLogBase:
     """The lifecycle every stored session log shares: the closed state, the context manager,
     the ``ResourceWarning`` of a log garbage-collected while open, the ``repr``, and the
@@ -175,6 +203,8 @@ class SessionLogBase:
             self._store(seq, line)
             chain.mac = mac
         self._next_seq = seq + 1
+        if _WAITING:
+            notify_appended(self)
         return seq
 
     def events(self) -> list[SessionEvent]:

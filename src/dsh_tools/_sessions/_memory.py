@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from ._events import SessionEvent, check_event
+from ._log import notify_appended
 
 __all__ = ["MemorySessionLog"]
 
@@ -23,6 +24,7 @@ class MemorySessionLog:
         """
         check_event(event)
         self._events.append(event)
+        notify_appended(self)
         return len(self._events) - 1
 
     def events(self) -> list[SessionEvent]:

@@ -269,6 +269,8 @@ def _check_format(connection: sqlite3.Connection, path: Path) -> None:
         application_id = connection.execute("PRAGMA application_id").fetchone()[0]
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         tables = connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+    except sqlite3.OperationalError:
+        raise  # the file is busy or cannot be opened now (another process is creating it)
     except sqlite3.DatabaseError as exc:
         raise ValueError(
             f"{path} is not a dsh-tools session log (not an SQLite database: {exc})"
