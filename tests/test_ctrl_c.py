@@ -229,3 +229,27 @@ def test_ctrl_c_in_a_body_or_a_log_write_leaves_a_log_a_resume_finishes(
                 assert "tool call aborted" in str(stopped.content)
 
     trio.run(resume)
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        b"\x1b[?25l",  # as the view starts (it hid the cursor): rich's start is not safe there
+        b"still writin",  # calls in flight, the model still streaming its message
+    ],
+)
+def test_ctrl_c_in_the_live_view_restores_the_terminal_and_exits_130(
+    tmp_path: Path, marker: bytes
+) -> None:
+    log = tmp_path / "live.jsonl"
+    hide_cursor, show_cursor = b"\x1b[?25l", b"\x1b[?25h"
+    code, output = press_ctrl_c_when(marker, "-m", "dsh_tools", "demo", "--log", str(log))
+
+    assert 130 == code, output
+    assert b"dsh-tools: interrupted" in output
+    assert b"Traceback" not in output
+    # the live view gave the cursor back after it hid it
+    assert output.rindex(show_cursor) > output.index(hide_cursor)
+    with JsonlSessionLog(log) as session:
+        recover_session(session)  # whatever the interrupt left open is closed
+        assert SessionReader(session.events()).open_batch() is None

@@ -10,10 +10,13 @@ the model still writes the next. The view learns everything through public hooks
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
 import sys
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Final
 
@@ -296,6 +299,22 @@ class _ObservedSession:
         return self.inner.events()
 
 
+@contextlib.contextmanager
+def _interrupts_deferred() -> Generator[None]:
+    """Hold a Ctrl-C (SIGINT) pressed inside the block until it ends, then raise it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[bool] = []
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: pressed.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pressed:
+            raise KeyboardInterrupt
+
+
 def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
     """Run the demo in real time under a live view; then print what the model received."""
     console = console if console is not None else Console()
@@ -308,12 +327,20 @@ def main_live_demo(*, log: Path | None, console: Console | None = None) -> int:
             "[bold]dsh-tools demo[/bold]: a scripted agent turn through the registry, pipeline, "
             "timeout policy and scheduler (real time)"
         )
-        with Live(get_renderable=view.render, console=console, refresh_per_second=15):
+        live = Live(get_renderable=view.render, console=console, refresh_per_second=15)
+        try:
+            # rich's start and stop are not safe against a KeyboardInterrupt landing halfway
+            # (a hidden cursor, a render hook half pushed): Ctrl-C waits until each is done
+            with _interrupts_deferred():
+                live.start(refresh=True)
             batches = trio.run(
                 functools.partial(
                     run_demo, _ObservedSession(session, view), recorder=recorder, stream=True
                 )
             )
+        finally:
+            with _interrupts_deferred():
+                live.stop()  # the refresh thread ends, the cursor comes back
         console.print()
         for demo in batches:
             console.print(f"[bold]{demo.title}[/bold]: what the model receives")
