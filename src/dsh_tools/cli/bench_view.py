@@ -21,19 +21,24 @@ def _ratio(value: float, good: float, fair: float) -> str:
 
 
 def _spread(spread: dict[str, float] | None, fastest: float) -> str:
-    if not spread:
+    """The median and how far the rounds strayed from it (the larger side, in percent): short
+    enough for 80 columns, and honest that one number is not the whole story.
+    """
+    if not spread or not spread["median"]:
         return f"{fastest:.2f}"
-    return f"{spread['min']:.2f} / {spread['median']:.2f} / {spread['max']:.2f}"
+    median = spread["median"]
+    stray = max(spread["max"] - median, median - spread["min"]) / median * 100
+    return f"{median:.2f} ±{stray:.0f}%"
 
 
 def render_report(report: dict[str, Any]) -> list[Table]:
     """The report as tables: overhead per N, overlap and barriers, memory."""
     overhead = Table(
-        title="Per-call overhead (CPU µs per call, min / median / max over rounds; lower is "
-        "better; ratios of the minimums)",
+        title="Per-call overhead: CPU µs per call, the median ±how far rounds strayed "
+        "(lower is better; the ratios compare the fastest rounds)",
         title_justify="left",
     )
-    for column in ("N", "run_tool_calls", "bare nursery", "loads + checks"):
+    for column in ("N", "ours", "bare nursery", "loads+checks"):
         overhead.add_column(column, justify="right", no_wrap=True)
     overhead.add_column("vs bare", justify="right", no_wrap=True)
     overhead.add_column("vs hand", justify="right", no_wrap=True)
@@ -48,7 +53,7 @@ def render_report(report: dict[str, Any]) -> list[Table]:
             ),
             _ratio(row["ratio_to_bare"], 4, 8),
             _ratio(row["ratio_to_hand_rolled"], 3, 6),
-            "[red]noisy: do not trust these ratios[/red]" if row.get("noisy") else "",
+            "[red]noisy[/red]" if row.get("noisy") else "",
         )
 
     timing = Table(
@@ -137,7 +142,9 @@ def main_bench(*, quick: bool, console: Console | None = None) -> int:
     console.print(
         "Ratios: run_tool_calls' cost over the floor (1.00x = free); 'vs hand' is against a "
         "nursery doing json.loads + hand checks. The barrier batch: "
-        f"{report['barriers']['shape']}. Read the docs page 'Benchmarking parallel dispatch' "
-        "for what each floor includes."
+        f"{report['barriers']['shape']}. Wall-clock numbers on a shared machine move by "
+        "30-50% between runs: a row marked noisy strayed too far to trust its ratios, and "
+        "only ratios measured in one sitting compare. Read the docs page 'Benchmarking "
+        "parallel dispatch' for what each floor includes."
     )
     return 0
