@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.bench_media import _postgres  # pyright: ignore[reportPrivateUsage]
+from benchmarks.bench_postgres import optional_database
 from benchmarks.bench_session import sample_events
 from dsh_tools import JsonlSessionLog, SessionLog, SqliteSessionLog
 
@@ -71,16 +70,9 @@ def run(quick: bool) -> dict[str, object]:
     appends, rounds = (300, 3) if quick else (2_000, 5)
     report: dict[str, object] = {"appends": appends, "rounds": rounds}
     with contextlib.ExitStack() as stack:
-        dsn: str | None
-        try:
-            dsn = stack.enter_context(_postgres())
-            from dsh_tools.postgres import create_schema
-
-            create_schema(dsn)
-        except Exception as exc:  # no server here: the file logs still count
-            print(f"# integrity: postgres skipped: {exc}", file=sys.stderr)
-            dsn = None
-            report["postgres"] = {"skipped": str(exc)}
+        dsn = optional_database(stack, "integrity")
+        if dsn is None:
+            report["postgres"] = {"skipped": "no PostgreSQL here"}
         with tempfile.TemporaryDirectory() as directory:
             for name, opener in _kinds(Path(directory), dsn).items():
                 plain_append, plain_read = _measure(opener, None, appends, rounds)

@@ -23,7 +23,6 @@ import contextlib
 import os
 import statistics
 import struct
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import trio
 
+from benchmarks.bench_postgres import optional_database
 from dsh_tools import (
     CancelSignal,
     ImageBlock,
@@ -99,19 +99,6 @@ def _call(picture: bytes, rounds: int) -> dict[str, object]:
     return {**_summary(samples), "same_bytes": same}
 
 
-@contextlib.contextmanager
-def _postgres() -> Generator[str]:
-    url = os.environ.get("DATABASE_URL")
-    if url:
-        yield url
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-    import local_servers
-
-    with local_servers.postgres_cluster() as dsn:
-        yield dsn
-
-
 def _stores(directory: Path, dsn: str | None) -> Generator[tuple[str, Callable[[], SessionLog]]]:
     yield "memory", MemorySessionLog
     yield "jsonl", lambda: JsonlSessionLog(directory / f"{uuid.uuid4()}.jsonl")
@@ -150,16 +137,9 @@ def run(quick: bool) -> dict[str, object]:
     picture = one_megabyte_png()
     logs: dict[str, object] = {}
     with contextlib.ExitStack() as stack:
-        dsn: str | None
-        try:
-            dsn = stack.enter_context(_postgres())
-            from dsh_tools.postgres import create_schema
-
-            create_schema(dsn)
-        except Exception as exc:  # no server here: the other logs still count
-            print(f"# media: postgres skipped: {exc}", file=sys.stderr)
-            dsn = None
-            logs["postgres"] = {"skipped": str(exc)}
+        dsn = optional_database(stack, "media")
+        if dsn is None:
+            logs["postgres"] = {"skipped": "no PostgreSQL here"}
         with tempfile.TemporaryDirectory() as directory:
             for name, opener in _stores(Path(directory), dsn):
                 logs[name] = _log(opener, picture, rounds)

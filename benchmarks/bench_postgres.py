@@ -31,6 +31,20 @@ from pathlib import Path
 from benchmarks.bench_session import sample_events
 
 
+def optional_database(stack: contextlib.ExitStack, area: str) -> str | None:
+    """A database for ``area``'s PostgreSQL rows (its schema made), held by ``stack``, or
+    ``None`` (said on stderr) when none can be had here: the other rows still count."""
+    try:
+        dsn = stack.enter_context(_database())
+        from dsh_tools.postgres import create_schema
+
+        create_schema(dsn)
+    except Exception as exc:
+        print(f"# {area}: postgres skipped: {exc}", file=sys.stderr)
+        return None
+    return dsn
+
+
 @contextlib.contextmanager
 def _database() -> Generator[str]:
     url = os.environ.get("DATABASE_URL")

@@ -25,35 +25,7 @@ PROMPT = b"[y/N/a/e]"
 def press_ctrl_c_at_the_prompt(*argv: str) -> tuple[int, bytes]:
     """Run ``dsh-tools argv`` on a pty, press Ctrl-C at the first approval prompt; its exit
     status and all it wrote."""
-    pid, master = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.execv(sys.executable, [sys.executable, "-m", "dsh_tools", *argv])
-    output = bytearray()
-    pressed = False
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            output += chunk
-            if not pressed and PROMPT in output:
-                os.write(master, b"\x03")
-                pressed = True
-        else:
-            os.kill(pid, 9)
-            pytest.fail(f"the command did not end; it wrote: {bytes(output)!r}")
-    finally:
-        os.close(master)
-    _, status = os.waitpid(pid, 0)
-    assert pressed, f"no prompt came; the command wrote: {bytes(output)!r}"
-    return os.waitstatus_to_exitcode(status), bytes(output)
+    return press_ctrl_c_when(PROMPT, "-m", "dsh_tools", *argv)
 
 
 def test_ctrl_c_at_the_prompt_ends_cleanly_with_130_and_a_log_that_can_be_finished(

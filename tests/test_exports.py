@@ -270,7 +270,7 @@ INTERNAL: Final = frozenset(
         ("_sessions._log", "SessionLogBase"),
         ("_sessions._log", "SessionRowsLog"),
         ("_sessions._log", "MAX_SESSION_ID_BYTES"),
-        ("_sessions._wire", "row_text"),
+        ("_sessions._wire", "event_line"),
         ("_sessions._log", "check_session_log"),
         # approval bound to its arguments: the opening of an approved call (edited arguments
         # validated again, the digest the body is held to), the reading of an answer, the

@@ -329,26 +329,7 @@ def test_any_single_mutation_of_a_keyed_log_is_detected(tmp_path_factory: Any, d
 async def test_a_forged_approval_makes_no_body_run(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
     ran: list[str] = []
-    session = JsonlSessionLog(path, integrity_key=KEY)
-
-    async def defer(_request: object, _next: object) -> ApprovalOutcome:
-        await trio.lowlevel.checkpoint()
-        return ApprovalOutcome.DEFERRED
-
-    approval = UserApproval(session)
-    approval.answerers.add(defer)
-    registry = ToolRegistry(approval=approval)
-
-    @registry.tool
-    def delete_everything() -> str:
-        """Delete every file."""
-        ran.append("deleted")
-        return "done"
-
-    registry.hooks.pre_execute.add(ask_before("delete_everything"))
-    call = ToolCallRequest(call_id="d1", name="delete_everything", arguments="{}")
-    await run_in_turn(registry, [call], session=session, agent="agent")
-    session.close()
+    registry = await _suspended_keyed_log(path, ran)
     # someone with write access to the file, but not the key, approves the call
     lines = path.read_bytes().splitlines()
     asked = next(json.loads(line) for line in lines if b'"approval/asked"' in line)

@@ -10,6 +10,7 @@ integration needs it, rather than importing a private module from an integration
 from __future__ import annotations
 
 from ._extras import raise_missing_extra
+from ._scheduling._conversation import logged_batch
 from ._scheduling._entry import check_calls, check_limits, check_signal
 from ._scheduling._observed import ObservedBatch, observed_batch
 from ._scheduling._resume import logged_result
@@ -49,6 +50,7 @@ __all__ = [
     # reading a log back (the Temporal runner and worker, the deferred-approval demo): the
     # one reader of a log, and the result a logged tool/result records
     "SessionReader",
+    "logged_batch",
     "logged_result",
     # the testing kit's explorers: the batch a trio task runs, seen from an instrument
     "ObservedBatch",

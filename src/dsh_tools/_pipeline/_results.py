@@ -327,8 +327,7 @@ def _capped_content(
     """
     capped: list[ContentBlock] | None = None
     for index, block in enumerate(content):
-        cls = type(block)
-        if cls is TextBlock or not (cls is ImageBlock or cls is AudioBlock or cls is FileBlock):
+        if type(block) not in _MEDIA_TYPES:
             continue
         payload = block_payload(cast("MediaBlock", block))
         if payload is None or len(payload) <= limit:

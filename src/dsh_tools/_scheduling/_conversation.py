@@ -20,14 +20,14 @@ from dsh_tools._sessions._events import (
     ToolResultEvent,
 )
 from dsh_tools._sessions._log import SessionLog, check_session_log
-from dsh_tools._sessions._reader import SessionReader
+from dsh_tools._sessions._reader import BatchRecord, SessionReader
 from dsh_tools._values._batch import ToolBatch, ToolCallRequest
 from dsh_tools._values._content import HookContext
 from dsh_tools._values._json import thaw_json
 
 from ._resume import logged_result
 
-__all__ = ["ToolMessages", "conversation", "next_turn"]
+__all__ = ["ToolMessages", "conversation", "logged_batch", "next_turn"]
 
 ToolMessages = Callable[[Sequence[ToolCallRequest], ToolBatch], list[dict[str, Any]]]
 """An adapter's ``tool_messages(calls, batch)``: the messages that carry a batch back."""
@@ -87,10 +87,18 @@ def conversation(
 def _finished(
     reader: SessionReader, batch_id: str
 ) -> tuple[tuple[ToolCallRequest, ...], ToolBatch] | None:
-    """The calls and results of batch ``batch_id`` when it has a result for every call."""
+    """The calls and results of batch ``batch_id`` when it has ended with a result per call."""
     record = reader.batch(batch_id)
     if record is None or record.end is None or record.end.reason == "suspended":
         return None
+    batch = logged_batch(record)
+    return None if batch is None or not record.calls else (record.calls, batch)
+
+
+def logged_batch(record: BatchRecord) -> ToolBatch | None:
+    """The batch ``record`` as the log holds it: one result per call of its ``batch/start``
+    in model order (each call's last), and its contexts; ``None`` when a call has no result.
+    """
     results: dict[str, ToolResultEvent] = {}
     contexts: list[HookContext] = []
     for _, event in record.events:
@@ -100,11 +108,9 @@ def _finished(
             contexts.append(
                 HookContext(content=event.content, source=event.source, meta=event.meta)
             )
-    calls = record.calls
-    if not calls or any(call.call_id not in results for call in calls):
+    if any(call.call_id not in results for call in record.calls):
         return None
-    batch = ToolBatch(
-        results=tuple(logged_result(results[call.call_id]) for call in calls),
+    return ToolBatch(
+        results=tuple(logged_result(results[call.call_id]) for call in record.calls),
         contexts=tuple(contexts),
     )
-    return calls, batch

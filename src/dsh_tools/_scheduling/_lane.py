@@ -172,40 +172,8 @@ class Batch:
             finally:
                 self.parked = False
 
-    def arrive(self, call: object) -> None:
-        """Take a call the stream gave (on the reader's task): it joins the batch in model
-        order, its ``batch/call`` is logged, and a lane waiting for calls is woken.
-
-        Raises:
-            TypeError: it is not a :class:`ToolCallRequest` (the stream fails).
-        """
-        if type(call) is not ToolCallRequest and not isinstance(call, ToolCallRequest):
-            raise TypeError(
-                f"the call stream gave {type(call).__name__}, not a ToolCallRequest "
-                f"(call {len(self.calls)})"
-            )
-        calls = self.calls
-        assert isinstance(calls, list)  # a streamed batch's
-        index = len(calls)
-        calls.append(call)
-        self.prepared.append(None)
-        self.ready.append(0)
-        self.results.append(None)
-        if self.log is not None:
-            self.log.arrived(index)
-        self._wake()
-
-    def stream_ended(self, error: BaseException | None) -> None:
-        """The stream is exhausted (``error`` ``None``), stopped, or raised ``error``: no call
-        arrives any more; a failed stream starts no further call (a pool stops filling).
-        """
-        self.stream_done = True
-        if error is not None:
-            self.stream_error = error
-            self.pool_closed = True
-        self._wake()
-
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """Wake the lane if it waits (for a settled call, or for a call to arrive)."""
         if self.parked:
             self.parked = False
             self.lot.unpark()

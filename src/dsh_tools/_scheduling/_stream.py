@@ -15,6 +15,7 @@ from typing import Final, cast
 
 import trio
 
+from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._signal import linked_cancel_scope
 
 from ._lane import Batch
@@ -36,12 +37,47 @@ async def read_calls(batch: Batch, stream: AsyncIterator[object]) -> None:
     try:
         with linked_cancel_scope(batch.signal):
             async for call in stream:
-                batch.arrive(call)
+                _arrive(batch, call)
     except Exception as exc:
         error = exc
     finally:
-        batch.stream_ended(error)
+        _ended(batch, error)
         await _close(stream)
+
+
+def _arrive(batch: Batch, call: object) -> None:
+    """Take a call the stream gave: it joins the batch in model order, its ``batch/call`` is
+    logged, and a lane waiting for calls is woken.
+
+    Raises:
+        TypeError: it is not a :class:`ToolCallRequest` (the stream fails).
+    """
+    if type(call) is not ToolCallRequest and not isinstance(call, ToolCallRequest):
+        raise TypeError(
+            f"the call stream gave {type(call).__name__}, not a ToolCallRequest "
+            f"(call {len(batch.calls)})"
+        )
+    calls = batch.calls
+    assert isinstance(calls, list)  # a streamed batch's
+    index = len(calls)
+    calls.append(call)
+    batch.prepared.append(None)
+    batch.ready.append(0)
+    batch.results.append(None)
+    if batch.log is not None:
+        batch.log.arrived(index)
+    batch.wake()
+
+
+def _ended(batch: Batch, error: BaseException | None) -> None:
+    """The stream is exhausted (``error`` ``None``), stopped, or raised ``error``: no call
+    arrives any more; a failed stream starts no further call (a pool stops filling).
+    """
+    batch.stream_done = True
+    if error is not None:
+        batch.stream_error = error
+        batch.pool_closed = True
+    batch.wake()
 
 
 async def _close(stream: AsyncIterator[object]) -> None:  # noqa: ASYNC910 (shielded: no cancel point)

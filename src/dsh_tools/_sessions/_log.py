@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol, Self, cast, runtime_checkable
 import trio
 
 from ._events import SessionEvent, check_event
-from ._wire import MacChain, encode_event_line
+from ._wire import MacChain, event_line
 
 __all__ = [
     "SessionLog",
@@ -194,7 +194,7 @@ class SessionLogBase:
         if self._closed:
             raise ValueError(f"append to a closed {type(self).__name__} ({self._where()})")
         seq = self._next_seq
-        line = encode_event_line(event)[:-1]
+        line = event_line(event)
         chain = self._chain
         if chain is None:
             self._store(seq, line)
@@ -267,7 +267,7 @@ class SessionLogBase:
 class SessionRowsLog(SessionLogBase):
     """A store that keeps the events of several sessions in one database, a row per event under
     its session's key: the connection, the key, the session id, an append as one row
-    (:meth:`_insert`, given the event's :func:`~._wire.row_text`), and the release of the
+    (:meth:`_insert`, given the event's line as text), and the release of the
     connection (which frees the session's lock).
     """
 

@@ -56,7 +56,7 @@ __all__ = [
     "parse_lines",
     "readable_line",
     "MacChain",
-    "row_text",
+    "event_line",
     "session_event_from_json",
 ]
 
@@ -165,22 +165,21 @@ def _describe_error(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-def row_text(event: SessionEvent) -> str:
-    """One event as a database log stores it: its JSON Lines line, without the newline."""
-    return encode_event_line(event)[:-1].decode("utf-8")
-
-
-def encode_event_line(event: SessionEvent) -> bytes:
-    """One event's line as written to a JSON Lines log (UTF-8, newline-terminated)."""
+def event_line(event: SessionEvent) -> bytes:
+    """One event's line as a log stores it: its wire JSON, compact, UTF-8, no newline."""
     line = json.dumps(
         event_to_wire(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False
     )
     try:
-        data = line.encode("utf-8")
+        return line.encode("utf-8")
     except UnicodeEncodeError:
         # lone surrogates can only occur inside JSON strings: their \u escape is lossless
-        data = _SURROGATE.sub(_escape_surrogate, line).encode("utf-8")
-    return data + b"\n"
+        return _SURROGATE.sub(_escape_surrogate, line).encode("utf-8")
+
+
+def encode_event_line(event: SessionEvent) -> bytes:
+    """One event's line as written to a JSON Lines log (UTF-8, newline-terminated)."""
+    return event_line(event) + b"\n"
 
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")

@@ -13,8 +13,6 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from dsh_tools import (
     CancelSignal,
-    ContextMessageEvent,
-    HookContext,
     SessionEvent,
     ToolBatch,
     ToolCallRequest,
@@ -27,7 +25,7 @@ from dsh_tools._for_integrations import (
     check_limits,
     check_seconds,
     check_signal,
-    logged_result,
+    logged_batch,
 )
 from dsh_tools.postgres import PostgresSessionLog
 from dsh_tools.postgres._log import check_session_id
@@ -210,29 +208,18 @@ def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
     record = SessionReader(events).batch(batch_id)
     if record is None:
         raise LookupError(f"the session log holds no batch {batch_id}")
-    results: dict[str, ToolResultEvent] = {}
-    contexts: list[HookContext] = []
-    # the batch's own events, by the one bracket rule every reader of a log follows
-    for _, event in record.events:
-        if isinstance(event, ToolResultEvent):
-            results[event.call_id] = event
-        elif isinstance(event, ContextMessageEvent):
-            contexts.append(
-                HookContext(content=event.content, source=event.source, meta=event.meta)
-            )
     reason = None if record.end is None else record.end.reason
     if reason == "suspended":
         raise LookupError(
             f"batch {batch_id} is suspended: a deferred approval waits for its decision "
             "(resume_tool_calls(..., approvals=...) on a machine that reads the session log)"
         )
-    missing = [call.call_id for call in record.calls if call.call_id not in results]
-    if reason is None or missing:
+    batch = None if reason is None else logged_batch(record)
+    if batch is None:
+        answered = {e.call_id for _, e in record.events if isinstance(e, ToolResultEvent)}
+        missing = [call.call_id for call in record.calls if call.call_id not in answered]
         raise LookupError(
             f"batch {batch_id} is not finished in the session log (calls without a result: "
             f"{missing})"
         )
-    return ToolBatch(
-        results=tuple(logged_result(results[call.call_id]) for call in record.calls),
-        contexts=tuple(contexts),
-    )
+    return batch
