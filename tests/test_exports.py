@@ -237,8 +237,10 @@ INTERNAL: Final = frozenset(
         ("_scheduling._entry", "check_session"),
         ("_scheduling._entry", "check_signal"),
         ("_scheduling._entry", "check_trio"),
-        # what conversation() takes: an adapter's tool_messages
+        # what conversation() takes: an adapter's tool_messages; a logged batch as results,
+        # for conversation and the Temporal runner
         ("_scheduling._conversation", "ToolMessages"),
+        ("_scheduling._conversation", "logged_batch"),
         ("_scheduling._bodies", "BODY_TASK"),
         ("_scheduling._bodies", "dispatch_reporting"),
         ("_scheduling._bodies", "linked_bodies"),
