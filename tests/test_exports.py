@@ -119,6 +119,9 @@ INTERNAL: Final = frozenset(
         ("_extras", "raise_missing_extra"),
         # the text for an exception whose str() raises
         ("_texts", "UNPRINTABLE"),
+        # how the pipeline logs an exception: one line, the traceback at DEBUG
+        ("_texts", "one_line"),
+        ("_texts", "debug_traceback"),
         # the pipeline's model-facing texts, in the one module of texts
         ("_texts", "approval_cancelled"),
         ("_texts", "approval_needs_agent"),

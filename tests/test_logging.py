@@ -1,7 +1,8 @@
 """Failures a developer can see: what the pipeline logs on the ``dsh_tools`` logger.
 
-Every exception a body, hook, guard, wrapper or observer raises is logged once, with its
-traceback, naming the tool and the call id (WARNING; DEBUG for a ``HarnessError``). Every
+Every exception a body, hook, guard, wrapper or observer raises is logged once, in one line
+naming the tool, the call id and the exception (WARNING; DEBUG for a ``HarnessError``), with
+its traceback when the logger is enabled for DEBUG. Every
 stage-9 failure and every argument the boundary rejects is logged at WARNING with the detail.
 The model-facing texts stay the original's.
 """
@@ -10,6 +11,10 @@ from __future__ import annotations
 
 import logging
 import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -60,7 +65,12 @@ async def test_a_raising_body_is_logged_once_with_its_traceback(
     result = await _registry(_raise_key_error).execute(_input())
 
     expected = [
-        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): the tool body raised KeyError', True)
+        (
+            "dsh_tools",
+            logging.WARNING,
+            "tool \"t\" (call-7): the tool body raised KeyError: 'path'",
+            True,
+        )
     ]
     assert ("Error: 'path'", expected) == (first_text(result), _records(caplog))
     assert caplog.records[0].exc_info is not None
@@ -74,7 +84,12 @@ async def test_a_harness_error_is_logged_at_debug(caplog: pytest.LogCaptureFixtu
     await registry.execute(_input())
 
     expected = [
-        ("dsh_tools", logging.DEBUG, 'tool "t" (call-7): the tool body raised ToolArgsError', True)
+        (
+            "dsh_tools",
+            logging.DEBUG,
+            'tool "t" (call-7): the tool body raised ToolArgsError: invalid arguments: missing required property "x"',
+            True,
+        )
     ]
     assert expected == _records(caplog)
 
@@ -126,20 +141,20 @@ async def test_each_hook_kind_that_raises_is_logged_naming_itself(
         (
             "dsh_tools",
             logging.WARNING,
-            'tool "t" (call-7): a pre_execute listener raised ValueError',
+            'tool "t" (call-7): a pre_execute listener raised ValueError: pre',
             True,
         ),
-        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): a guard raised ValueError', True),
+        ("dsh_tools", logging.WARNING, 'tool "t" (call-7): a guard raised ValueError: guard', True),
         (
             "dsh_tools",
             logging.WARNING,
-            'tool "t" (call-7): an execute wrapper raised ValueError',
+            'tool "t" (call-7): an execute wrapper raised ValueError: wrapper',
             True,
         ),
         (
             "dsh_tools",
             logging.DEBUG,
-            'tool "t" (call-7): a post_execute listener raised HarnessError',
+            'tool "t" (call-7): a post_execute listener raised HarnessError: post',
             True,
         ),
         (
@@ -230,3 +245,63 @@ async def test_a_successful_call_logs_nothing(caplog: pytest.LogCaptureFixture) 
     await _registry().execute(_input())
 
     assert [] == _records(caplog)
+
+
+async def test_without_debug_a_raising_body_is_one_line_and_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="dsh_tools")
+
+    async def multi_line(*_args: object) -> Any:
+        raise ValueError("first line\nsecond line")
+
+    await _registry(multi_line).execute(_input())
+
+    expected = [
+        (
+            "dsh_tools",
+            logging.WARNING,
+            'tool "t" (call-7): the tool body raised ValueError: first line ...',
+            False,
+        )
+    ]
+    assert expected == _records(caplog)
+
+
+def test_a_program_that_never_configured_logging_gets_one_line_per_failing_tool(
+    tmp_path: Path,
+) -> None:
+    # Python's last-resort handler prints WARNING records on stderr: one line, no traceback
+    script = tmp_path / "agent.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import trio
+            from dsh_tools import CancelSignal, ToolCallRequest, ToolRegistry, run_tool_calls
+
+            registry = ToolRegistry()
+
+            @registry.tool
+            async def fetch(url: str) -> str:
+                \"\"\"Fetch a page.\"\"\"
+                raise ConnectionError("connection refused")
+
+            async def main() -> None:
+                batch = await run_tool_calls(
+                    registry,
+                    [ToolCallRequest(call_id="c1", name="fetch", arguments='{"url": "u"}')],
+                    signal=CancelSignal.never(),
+                )
+                print(batch.results[0].content[0].text)
+
+            trio.run(main)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (0, "Error: connection refused\n") == (done.returncode, done.stdout)
+    assert [
+        'tool "fetch" (c1): the tool body raised ConnectionError: connection refused'
+    ] == done.stderr.splitlines()

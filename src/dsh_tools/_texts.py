@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, cast
@@ -36,10 +37,12 @@ __all__ = [
     "approved_arguments_changed",
     "arguments_edited",
     "approval_unavailable",
+    "debug_traceback",
     "deny_reason_not_str",
     "error_message",
     "format_js_json",
     "format_js_number",
+    "one_line",
     "post_execute_returned",
     "post_execute_unreadable",
     "pre_execute_returned",
@@ -74,6 +77,21 @@ class ToolErrorInfo:
 
     name: str
     code: str
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of :func:`error_message` (``" ..."`` marks the lines left out): what a
+    log record's message says of an exception.
+    """
+    first, _, rest = error_message(exc).partition("\n")
+    return f"{first} ..." if rest else first
+
+
+def debug_traceback(logger: logging.Logger, exc: BaseException) -> BaseException | None:
+    """The ``exc_info`` of a record that reports ``exc`` in one line: the exception itself when
+    ``logger`` is enabled for DEBUG (the traceback is printed with the line), else ``None``.
+    """
+    return exc if logger.isEnabledFor(logging.DEBUG) else None
 
 
 def error_message(exc: BaseException) -> str:

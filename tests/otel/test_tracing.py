@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -148,6 +149,29 @@ async def test_a_raising_body_records_its_own_exception_with_type_and_stack_trac
         attributes.get("exception.message"),
     )
     assert 'raise ValueError("boom")' in str(attributes.get("exception.stacktrace"))
+
+
+@pytest.mark.parametrize("level", [logging.WARNING, logging.DEBUG])
+async def test_the_stack_trace_is_recorded_whatever_the_logger_prints(
+    provider: TracerProvider, exporter: InMemorySpanExporter, level: int
+) -> None:
+    # at WARNING the pipeline's record prints one line and carries no traceback of its own:
+    # the span still gets the exception and its stack
+    logger = logging.getLogger("dsh_tools")
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        registry = ToolRegistry()
+        registry.register(
+            define_tool(name="bad", description="bad", parameters={}, execute=explode)
+        )
+        install_tracing(registry, tracer_provider=provider)
+        await run_calls(registry, request("b", "bad"))
+    finally:
+        logger.setLevel(before)
+    (span,) = tool_spans(exporter)
+    (event,) = span.events
+    assert 'raise ValueError("boom")' in str((event.attributes or {}).get("exception.stacktrace"))
 
 
 async def test_the_span_wraps_the_timeout_policy_and_sees_its_timeout_result(

@@ -50,7 +50,7 @@ from dsh_tools._sessions._events import (
 from dsh_tools._sessions._grants import agent_name
 from dsh_tools._sessions._log import SessionLog
 from dsh_tools._sessions._reader import SessionReader
-from dsh_tools._texts import error_message
+from dsh_tools._texts import debug_traceback, one_line
 from dsh_tools._values._disposer import AgentScope
 from dsh_tools._values._execution import (
     Approval,
@@ -321,8 +321,8 @@ class UserApproval:
                     "tool %r call %r: an approval answerer raised: %s",
                     request.tool_name,
                     request.call_id,
-                    error_message(exc),
-                    exc_info=exc,
+                    one_line(exc),
+                    exc_info=debug_traceback(logger, exc),
                 )
                 outcome = ApprovalOutcome.UNAVAILABLE
         if signal.cancelled:

@@ -44,6 +44,7 @@ import trio
 from dsh_tools._errors import (
     HarnessError,
 )
+from dsh_tools._texts import debug_traceback, one_line
 from dsh_tools._values._content import HookContext
 from dsh_tools._values._definition import argument_validator
 from dsh_tools._values._execution import (
@@ -119,19 +120,26 @@ BODY_ABANDONED: Final = 2
 
 
 def log_raised(call: CallRequest, what: str, exc: BaseException) -> None:
-    """Log, once, an exception a body, hook, guard, wrapper or observer raised: WARNING with
-    its traceback, or DEBUG for a :class:`HarnessError` (an expected, model-facing failure).
+    """Log, once, an exception a body, hook, guard, wrapper or observer raised: one record,
+    WARNING (DEBUG for a :class:`HarnessError`, an expected, model-facing failure), whose
+    message is one line naming the tool, the call, what raised and the exception's first line.
+    The traceback rides on the same record only when the ``dsh_tools`` logger is enabled for
+    DEBUG, so a failing tool costs a program that never configured logging one line on stderr.
+    The exception itself is always on the record (``dsh_tools_exception``), for handlers such
+    as the OpenTelemetry bridge.
     """
     level = logging.DEBUG if isinstance(exc, HarnessError) else logging.WARNING
     if logger.isEnabledFor(level):
         logger.log(
             level,
-            'tool "%s" (%s): %s raised %s',
+            'tool "%s" (%s): %s raised %s: %s',
             call.name,
             call.call_id,
             what,
             type(exc).__name__,
-            exc_info=exc,
+            one_line(exc),
+            exc_info=debug_traceback(logger, exc),
+            extra={"dsh_tools_exception": exc},
         )
 
 

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Final, cast
 import attrs
 
 from dsh_tools._texts import (
+    debug_traceback,
     error_message,
+    one_line,
     post_execute_returned,
     post_execute_unreadable,
 )
@@ -190,6 +192,6 @@ def _notify(
                 'tool "%s" (%s): tools/result observer failed: %s',
                 prepared.name,
                 prepared.call_id,
-                error_message(exc),
-                exc_info=exc,
+                one_line(exc),
+                exc_info=debug_traceback(logger, exc),
             )

@@ -35,7 +35,7 @@ import attrs
 from dsh_tools._errors import JsonSnapshotError
 from dsh_tools._pipeline._registry import ToolRegistry
 from dsh_tools._sessions._events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
-from dsh_tools._texts import error_message, format_js_number
+from dsh_tools._texts import debug_traceback, format_js_number, one_line
 from dsh_tools._values._arguments import parse_call_arguments
 from dsh_tools._values._content import TextBlock
 from dsh_tools._values._execution import ToolResult
@@ -273,8 +273,8 @@ class ToolPresenter:
             name,
             call_id,
             what,
-            error_message(exc),
-            exc_info=exc,
+            one_line(exc),
+            exc_info=debug_traceback(logger, exc),
         )
         sink = self._on_error
         if sink is None:

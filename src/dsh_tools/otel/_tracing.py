@@ -68,15 +68,18 @@ class _ExceptionBridge(logging.Handler):
     """Records on the call's span the exception the pipeline logs for a raising tool body.
 
     The pipeline turns a body's exception into an error result before any wrapper sees it, but
-    logs it first (logger ``dsh_tools``, with ``exc_info``), in the task that runs the body,
+    logs it first (logger ``dsh_tools``, the exception on the record), in the task that runs the body,
     inside the ``execute`` wrappers: so the call's span is the one in ``_CURRENT`` there.
     """
 
     def emit(self, record: logging.LogRecord) -> None:
         call = _CURRENT.get()
-        if call is None or call.recorded or record.exc_info is None:
+        if call is None or call.recorded:
             return
-        exc = record.exc_info[1]
+        # the pipeline's own record carries the exception whether or not it prints a traceback
+        exc = getattr(record, "dsh_tools_exception", None)
+        if exc is None and record.exc_info is not None:
+            exc = record.exc_info[1]
         if isinstance(exc, Exception):
             call.recorded = True
             call.span.record_exception(exc)
