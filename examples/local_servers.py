@@ -23,7 +23,13 @@ import time
 from collections.abc import Generator
 from pathlib import Path
 
-__all__ = ["ServerError", "free_port", "postgres_cluster", "temporal_dev_server"]
+__all__ = [
+    "ServerError",
+    "free_port",
+    "postgres_cluster",
+    "restart_postgres",
+    "temporal_dev_server",
+]
 
 
 class ServerError(RuntimeError):
@@ -66,6 +72,17 @@ def _run(command: list[str], what: str) -> None:
         raise ServerError(f"{what} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
 
 
+# the restart command of each running cluster, by its connection URI
+_RESTART: dict[str, list[str]] = {}
+
+
+def restart_postgres(dsn: str) -> None:
+    """Restart the cluster :func:`postgres_cluster` yielded ``dsn`` for (``pg_ctl restart -m
+    fast``: every connection is cut, and the server is back when this returns).
+    """
+    _run(_RESTART[dsn], "pg_ctl restart")
+
+
 @contextlib.contextmanager
 def postgres_cluster() -> Generator[str]:
     """Start a throwaway PostgreSQL cluster; yield its connection URI (user ``postgres``, no
@@ -102,9 +119,14 @@ def postgres_cluster() -> Generator[str]:
             _as_postgres([pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "start"]),
             "pg_ctl start",
         )
+        dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        _RESTART[dsn] = _as_postgres(
+            [pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-m", "fast", "-w", "restart"]
+        )
         try:
-            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            yield dsn
         finally:
+            _RESTART.pop(dsn, None)
             subprocess.run(
                 _as_postgres([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
                 capture_output=True,

@@ -36,6 +36,8 @@ def _options() -> ToolOptions[Any]:
         "abandon_on_cancel": True,
         "is_concurrency_safe": lambda args: True,
         "capacity_class": "disk",
+        "capacity_weight": 3,
+        "conflict_keys": lambda args: ["k"],
         "idempotent": True,
         "present_call": lambda args: GenericCallView(title="t"),
         "present_result": lambda args, result: GenericResultView(title="t"),
@@ -52,6 +54,8 @@ _SHOWN: dict[str, object] = {
     "abandon_on_cancel": True,
     "is_concurrency_safe": True,
     "capacity_class": "disk",
+    "capacity_weight": 3,
+    "conflict_keys": True,
     "idempotent": True,
     "present_call": True,
     "present_result": True,
@@ -134,7 +138,7 @@ def test_an_option_not_given_has_the_definitions_default() -> None:
     assert defaults == {name: getattr(definition, name) for name in defaults}
 
 
-def test_the_options_that_read_arguments_are_the_classifier_and_the_presenters() -> None:
+def test_the_options_that_read_arguments_are_the_classifier_the_presenters_and_the_keys() -> None:
     readers = {
         field.name: field.metadata[READS_ARGUMENTS]
         for field in attrs.fields(ToolDefinition)
@@ -143,6 +147,7 @@ def test_the_options_that_read_arguments_are_the_classifier_and_the_presenters()
 
     expected = {
         "is_concurrency_safe": "classifier",
+        "conflict_keys": "keys",
         "present_call": "presenter",
         "present_result": "presenter",
         "present_progress": "presenter",
@@ -222,6 +227,24 @@ def test_tool_refuses_an_unknown_option_before_it_decorates_anything() -> None:
             1,
             TypeError,
             'tool "read": present_call must be callable or None, not int',
+        ),
+        (
+            "conflict_keys",
+            ["path"],
+            TypeError,
+            'tool "read": conflict_keys must be callable or None, not list',
+        ),
+        (
+            "capacity_weight",
+            0,
+            ValueError,
+            'tool "read": capacity_weight must be a positive int, not 0',
+        ),
+        (
+            "capacity_weight",
+            True,
+            TypeError,
+            'tool "read": capacity_weight must be a positive int, not True',
         ),
     ],
 )

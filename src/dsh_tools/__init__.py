@@ -176,6 +176,9 @@ from ._values._json import JsonValue as JsonValue
 from ._values._json import dumps_json as dumps_json
 from ._values._json import snapshot_json as snapshot_json
 from ._values._json import thaw_json as thaw_json
+from ._values._limits import LimitClaim as LimitClaim
+from ._values._limits import Limiter as Limiter
+from ._values._limits import RateLimit as RateLimit
 from ._values._media import AudioBlock as AudioBlock
 from ._values._media import FileBlock as FileBlock
 from ._values._media import ImageBlock as ImageBlock
@@ -261,6 +264,8 @@ __all__ = [
     "JsonValue",
     "JsonValueError",
     "JsonlSessionLog",
+    "LimitClaim",
+    "Limiter",
     "MAX_DEPTH",
     "MemorySessionLog",
     "MessageEvent",
@@ -274,6 +279,7 @@ __all__ = [
     "PreExecuteNext",
     "PreToolDecision",
     "ProgressObserver",
+    "RateLimit",
     "ReasoningBlock",
     "ResultObserver",
     "SchemaProp",

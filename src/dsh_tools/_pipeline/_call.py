@@ -61,6 +61,7 @@ from dsh_tools._values._signal import (
     CancelSignal,
 )
 
+from ._gate import Gate
 from ._progress import ProgressState, TimeoutSettings
 from ._results import (
     ABANDONED,
@@ -176,6 +177,8 @@ class PipelineHost:
         timeouts: the registry's timeout policy and progress settings (read per call).
         max_binary_bytes: the largest picture, sound or file a final result may carry; a larger
             one is replaced by a note (see ``ToolRegistry``).
+        gate: the conflict keys, capacity classes and rates the registry holds for the calls of
+            every batch (``_gate``).
     """
 
     hooks: HookLists
@@ -185,6 +188,7 @@ class PipelineHost:
     thread_limiter: trio.CapacityLimiter
     timeouts: TimeoutSettings = attrs.field(factory=lambda: TimeoutSettings(None, 0.1))
     max_binary_bytes: int = DEFAULT_MAX_BINARY_BYTES
+    gate: Gate = attrs.field(factory=lambda: Gate({}, {}, None))
 
 
 # --- one call --------------------------------------------------------------------------------
@@ -302,6 +306,17 @@ class PreparedCall:
     def allow(self) -> PreparedCall:
         """Settle on dispatch: the call was allowed."""
         self.stage = ALLOWED
+        return self
+
+    def withhold(self, result: ToolExecutionResult) -> PreparedCall:
+        """An allowed call that will not be dispatched after all (its conflict keys could not
+        be computed, it was interrupted while it waited for its limits): settle on ``result``
+        as a post-result, as a stage-6 refusal is.
+        """
+        if self.stage != ALLOWED:
+            raise RuntimeError("withhold() is for an allowed call that was not dispatched")
+        self.stage = OPENED
+        self.result = result
         return self
 
     def pending(self) -> PreparedCall:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Unpack, final, overload
 
 import attrs
@@ -36,11 +36,13 @@ from dsh_tools._values._execution import (
     ToolGuard,
 )
 from dsh_tools._values._json import thaw_json
+from dsh_tools._values._limits import Limiter, RateLimit, check_capacity_limits, check_rate_limits
 from dsh_tools._values._media import DEFAULT_MAX_BINARY_BYTES
 
 from ._call import HasExecution, PipelineHost
 from ._complete import complete
 from ._execute import dispatch
+from ._gate import Gate
 from ._hooks import HookLists, ToolHooks
 from ._open import prepare
 from ._progress import TimeoutSettings
@@ -288,6 +290,18 @@ class ToolRegistry(_HostHolder):
             its contexts may carry, in bytes (default 20 MiB; a block of exactly this size is
             kept). A larger block is replaced by a text note the model can read, naming its
             kind and size; the result is otherwise unchanged (not an error).
+        capacity_limits: capacity classes that hold across every batch of this registry, e.g.
+            ``{"network": 4}``: the calls of a tool whose ``capacity_class`` is listed hold
+            ``capacity_weight`` slots of it while their body runs (a per-batch limit is
+            ``run_tool_calls(capacity_limits=...)``).
+        rate_limits: a :class:`~dsh_tools.RateLimit` per capacity class, across every batch:
+            ``{"network": RateLimit(10, per=1.0)}``.
+        limiter: a limiter every process shares (``dsh_tools.postgres.PostgresLimiter``):
+            conflict keys, ``capacity_limits`` and ``rate_limits`` then hold across processes.
+
+    A call that needs a key, a slot or a token waits for it after its policies allowed it and
+    before its body starts (an interrupt while it waits: ``ABORTED_BEFORE_DISPATCH``); calls
+    are served first come first served, a batch's in model order.
 
     Raises:
         TypeError: ``thread_limit`` or ``max_binary_bytes`` is not an ``int`` (``bool`` is
@@ -322,9 +336,18 @@ class ToolRegistry(_HostHolder):
         default_timeout: float | None = None,
         progress_interval: float = 0.1,
         max_binary_bytes: int = DEFAULT_MAX_BINARY_BYTES,
+        capacity_limits: Mapping[str, int] | None = None,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         check_int("thread_limit", thread_limit)
         check_int("max_binary_bytes", max_binary_bytes)
+        if limiter is not None and not callable(getattr(limiter, "acquire", None)):
+            raise TypeError(
+                "limiter must be a shared limiter (with an acquire method) or None, "
+                f"not {type(limiter).__name__}"
+            )
+        gate = Gate(check_capacity_limits(capacity_limits), check_rate_limits(rate_limits), limiter)
         if approval is not None and not callable(getattr(approval, "request", None)):
             raise TypeError(
                 "approval must be an approval service (with a request method) or None, "
@@ -352,6 +375,7 @@ class ToolRegistry(_HostHolder):
             thread_limiter=self._thread_limiter,
             timeouts=timeouts,
             max_binary_bytes=max_binary_bytes,
+            gate=gate,
         )
 
     def statistics(self) -> ToolRegistryStatistics:

@@ -2,34 +2,15 @@
 
 The lane asks, before it starts a call inside a pool, whether the call's class has a free slot
 (:meth:`Capacity.full`); a call that must wait holds back the calls behind it, so calls still
-start in model order. A new kind of limit (a weight, a rate, a key) is accounted here and asked
-about at that one place in the lane.
+start in model order. Limits that hold across batches (keys, the registry's classes, rates)
+are the registry's gate's (``_held``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final, cast
-
-from dsh_tools._values._checks import check_int
 from dsh_tools._values._definition import ToolDefinition
 
-__all__ = ["Capacity", "capacity_of", "check_capacity_limits"]
-
-_CAPACITY_LIMITS_TYPE: Final = "capacity_limits must map class names (str) to positive integers"
-
-
-def check_capacity_limits(value: object) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{_CAPACITY_LIMITS_TYPE}, not {type(value).__name__}")
-    limits: dict[str, int] = {}
-    for name, limit in cast("Mapping[object, object]", value).items():
-        if type(name) is not str or not name:
-            raise TypeError(f"{_CAPACITY_LIMITS_TYPE}: {name!r} is not a class name")
-        limits[name] = check_int(f'capacity_limits["{name}"]', limit)
-    return limits
+__all__ = ["Capacity", "capacity_of"]
 
 
 def capacity_of(limits: dict[str, int]) -> Capacity | None:
@@ -38,30 +19,39 @@ def capacity_of(limits: dict[str, int]) -> Capacity | None:
 
 
 class Capacity:
-    """A batch's capacity classes: the limit of each class, the bodies of each class in flight,
-    and the class of each dispatched call until it reports back.
+    """A batch's capacity classes: the limit of each class, the slots of each class in use,
+    and the class and weight of each dispatched call until it reports back.
+
+    A call takes its tool's ``capacity_weight`` slots, at most its class's limit (a heavier
+    call takes the whole class).
     """
 
-    __slots__ = ("_class_of", "_in_flight", "_limits")
+    __slots__ = ("_held", "_in_use", "_limits")
 
     def __init__(self, limits: dict[str, int]) -> None:
         self._limits = limits
-        self._in_flight = dict.fromkeys(limits, 0)
-        self._class_of: dict[int, str] = {}
+        self._in_use = dict.fromkeys(limits, 0)
+        self._held: dict[int, tuple[str, int]] = {}
 
     def limited_class(self, tool: ToolDefinition | None) -> str | None:
         """The tool's capacity class, if the batch limits it."""
         name = None if tool is None else tool.capacity_class
         return name if name is not None and name in self._limits else None
 
-    def full(self, name: str) -> bool:
-        return self._in_flight[name] >= self._limits[name]
+    def _weight(self, name: str, tool: ToolDefinition | None) -> int:
+        weight = 1 if tool is None else tool.capacity_weight
+        return min(weight, self._limits[name])
 
-    def take(self, index: int, name: str) -> None:
-        self._class_of[index] = name
-        self._in_flight[name] += 1
+    def full(self, name: str, tool: ToolDefinition | None) -> bool:
+        """Whether a call of ``tool`` must wait for slots of class ``name``."""
+        return self._in_use[name] + self._weight(name, tool) > self._limits[name]
+
+    def take(self, index: int, name: str, tool: ToolDefinition | None) -> None:
+        weight = self._weight(name, tool)
+        self._held[index] = (name, weight)
+        self._in_use[name] += weight
 
     def release(self, index: int) -> None:
-        name = self._class_of.pop(index, None)
-        if name is not None:
-            self._in_flight[name] -= 1
+        held = self._held.pop(index, None)
+        if held is not None:
+            self._in_use[held[0]] -= held[1]

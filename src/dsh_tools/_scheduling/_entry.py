@@ -14,9 +14,8 @@ from dsh_tools._sessions._log import SessionLog, check_session_log
 from dsh_tools._values._batch import ToolCallRequest
 from dsh_tools._values._checks import check_int
 from dsh_tools._values._execution import Approval, ApprovalOutcome, read_approval
+from dsh_tools._values._limits import check_capacity_limits
 from dsh_tools._values._signal import CancelSignal
-
-from ._capacity import check_capacity_limits
 
 __all__ = [
     "check_approvals",

@@ -30,6 +30,7 @@ from dsh_tools._pipeline._call import (
 )
 from dsh_tools._pipeline._complete import complete, complete_now
 from dsh_tools._pipeline._execute import dispatch
+from dsh_tools._pipeline._gate import Gate
 from dsh_tools._pipeline._open import apply_policies, open_call
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH
@@ -44,6 +45,7 @@ from dsh_tools._values._signal import CancelSignal, linked_cancel_scope
 
 from ._bodies import BODY_TASK, dispatch_reporting, linked_bodies, lone_as_itself
 from ._capacity import Capacity
+from ._held import dispatch_barrier, held_dispatch, queue_claim
 
 __all__ = ["Batch"]
 
@@ -83,6 +85,7 @@ class Batch:
     results: list[ToolExecutionResult | None] = attrs.field(init=False)
     contexts: list[HookContext] = attrs.field(init=False, factory=lambda: list[HookContext]())
     host: PipelineHost = attrs.field(init=False)
+    gate: Gate = attrs.field(init=False)
     env: CallEnv = attrs.field(init=False)
     started: int = 0
     committed: int = 0
@@ -109,6 +112,7 @@ class Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
+        self.gate = self.host.gate
         log = self.log
         self.env = CallEnv(
             self.host,
@@ -241,7 +245,7 @@ class Batch:
         if prepared.stage == PENDING:
             await apply_policies(prepared)
         if prepared.stage == ALLOWED:
-            await dispatch(prepared)
+            await dispatch_barrier(prepared, self.host.lookup(self.calls[index].name, self.agent))
         self.ready[index] = _READY
         await self._commit_ready()
 
@@ -304,10 +308,12 @@ class Batch:
         signal = self.signal
         lookup = self.host.lookup
         wrappers = self.host.hooks.execute
+        gate = self.gate
         while True:
             index = self.started
             if first:
                 first = False
+                tool = lookup(calls[index].name, self.agent)
             elif (
                 self.pool_closed
                 or self.in_flight >= self.cap
@@ -320,7 +326,8 @@ class Batch:
                 call = calls[index]
                 arguments = self.next_arguments = parse_call_arguments(call.arguments)
                 self.next_index = index
-                if not runs_in_parallel(lookup(call.name, self.agent), arguments):
+                tool = lookup(call.name, self.agent)
+                if not runs_in_parallel(tool, arguments):
                     # re-classified: a call that is no longer parallel closes the pool (it
                     # becomes the next barrier)
                     self.pool_closed = True
@@ -328,19 +335,34 @@ class Batch:
             capacity = self.capacity
             capacity_class = None
             if capacity is not None:
-                tool = self.host.lookup(self.calls[index].name, self.agent)
                 capacity_class = capacity.limited_class(tool)
                 # the model-order start rule: a call waiting for its class holds back the rest
-                if capacity_class is not None and capacity.full(capacity_class):
+                if capacity_class is not None and capacity.full(capacity_class, tool):
                     break
             prepared = self._start(index)
             if prepared.stage == PENDING:
                 await apply_policies(prepared)
+            ticket = None
+            if (
+                prepared.stage == ALLOWED
+                and tool is not None
+                and (
+                    tool.conflict_keys is not None
+                    or (gate.limits_classes and tool.capacity_class is not None)
+                )
+            ):
+                # the registry holds something for it: queued now, in model order, awaited
+                # in its own task
+                ticket = queue_claim(prepared, tool)
             if prepared.stage == ALLOWED:
                 self.in_flight += 1
                 if capacity is not None and capacity_class is not None:
-                    capacity.take(index, capacity_class)
-                if not (wrappers.active and wrappers.for_agent(self.agent)):
+                    capacity.take(index, capacity_class, tool)
+                if ticket is not None:
+                    nursery.start_soon(
+                        held_dispatch, prepared, ticket, self.reporter, index, name=BODY_TASK
+                    )
+                elif not (wrappers.active and wrappers.for_agent(self.agent)):
                     # inside the pool's scope linked to the batch signal (none for a signal that
                     # never fires): the body needs no scope of its own
                     (nursery if bodies is None else bodies).start_soon(

@@ -15,7 +15,7 @@ from typing import Any, Final, Generic, TypeAlias, TypedDict, TypeVar, cast
 
 import attrs
 
-from ._checks import check_seconds, shown_value
+from ._checks import check_int, check_seconds, shown_value
 from ._content import ContentBlock, content_blocks, unchecked_meta
 from ._execution import ToolResult, ToolRunContext
 from ._json import FrozenJsonObject, JsonValue, snapshot_json
@@ -195,6 +195,10 @@ def _check_capacity_class(instance: ToolDefinition, _attribute: object, value: o
         )
 
 
+def _check_capacity_weight(instance: ToolDefinition, _attribute: object, value: object) -> None:
+    check_int(f'tool "{instance.name}": capacity_weight', value)
+
+
 class ToolOptions(TypedDict, Generic[A], total=False):
     """The options of a tool: the keywords :func:`~dsh_tools.define_tool`, ``@tool`` and
     ``@registry.tool`` take besides the tool's name, description, parameters and body, each
@@ -232,7 +236,21 @@ class ToolOptions(TypedDict, Generic[A], total=False):
     capacity_class: str | None
     """The capacity class of the tool's calls (e.g. ``"network"``): inside a parallel pool a
     call also needs a free slot of its class, whose size ``run_tool_calls(...,
-    capacity_limits=...)`` sets. ``None``: no class."""
+    capacity_limits=...)`` (one batch) or ``ToolRegistry(capacity_limits=...)`` (every batch
+    of the registry) sets, and ``ToolRegistry(rate_limits=...)`` may limit its rate. ``None``:
+    no class."""
+    capacity_weight: int
+    """The slots a call takes of its capacity class (a positive ``int``; default ``1``): a
+    heavy tool takes more of a class than a light one. A weight above the class's limit takes
+    the whole class (the call runs alone in it)."""
+    conflict_keys: Callable[[A], Iterable[str] | None] | None
+    """``(arguments) -> keys``: the resources a call touches (e.g. ``lambda a: [a.path]``),
+    computed from the arguments that will run (after validation and approval). Two calls that
+    share a key never run at once: within a batch (the later call waits, model order kept),
+    across the concurrent batches of one registry, and, with a shared limiter, across
+    processes. A function that raises, or returns something other than a collection of
+    non-empty ``str``, gives the call an ``INVALID_ARGS`` result with its text; ``None`` or
+    an empty collection: no keys. Never shown to the model."""
     idempotent: bool
     """Running the body twice with the same arguments is harmless. When a batch is resumed
     after its process stopped while this tool's call ran, ``resume_tool_calls`` runs the call
@@ -263,8 +281,8 @@ def check_option_names(function: str, options: Mapping[str, object]) -> None:
 
 READS_ARGUMENTS: Final = "dsh_tools.reads_arguments"
 """The metadata key of a :class:`ToolDefinition` option that is called with a call's arguments:
-``"classifier"`` (it answers ``False`` for arguments its tool rejects) or ``"presenter"`` (it
-answers ``None``). ``define_tool`` wraps each so that it only sees arguments its tool accepts."""
+``"classifier"`` (it answers ``False`` for arguments its tool rejects), ``"presenter"`` or
+``"keys"`` (``conflict_keys``; each answers ``None``). ``define_tool`` wraps each so that it only sees arguments its tool accepts."""
 
 
 @attrs.frozen(kw_only=True)
@@ -304,6 +322,13 @@ class ToolDefinition:
         metadata={READS_ARGUMENTS: "classifier"},
     )
     capacity_class: str | None = attrs.field(default=None, validator=_check_capacity_class)
+    capacity_weight: int = attrs.field(default=1, validator=_check_capacity_weight)
+    conflict_keys: Callable[[Any], Iterable[str] | None] | None = attrs.field(
+        default=None,
+        repr=False,
+        validator=_check_callable,
+        metadata={READS_ARGUMENTS: "keys"},
+    )
     idempotent: bool = attrs.field(default=False, validator=_check_bool)
     present_call: Callable[[Any], ToolCallView | None] | None = attrs.field(
         default=None,

@@ -44,7 +44,15 @@ from dsh_tools._for_integrations import check_session_id as check_session_text
 
 from ._watchdog import WATCHDOG
 
-__all__ = ["PostgresSessionLog", "check_session_id", "create_schema", "describe_conninfo"]
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "PostgresSessionLog",
+    "check_conninfo",
+    "check_schema",
+    "check_session_id",
+    "create_schema",
+    "describe_conninfo",
+]
 
 SCHEMA_VERSION: Final = 1
 
@@ -90,8 +98,8 @@ def create_schema(conninfo: str, *, schema: str = DEFAULT_SCHEMA) -> None:
             schema version.
         psycopg.Error: the database cannot be reached or refused a statement.
     """
-    _check_conninfo(conninfo)
-    _check_schema(schema)
+    check_conninfo(conninfo)
+    check_schema(schema)
     with psycopg.connect(conninfo, autocommit=True) as connection, connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
         for statement in _statements(schema):
@@ -179,10 +187,10 @@ class PostgresSessionLog(SessionRowsLog):
     ) -> None:
         self._closed = True  # until the connection is open and the session locked
         self._connection = None
-        _check_conninfo(conninfo)
+        check_conninfo(conninfo)
         check_session_id(session_id)
         self._integrity_key = check_integrity_key(integrity_key)
-        _check_schema(schema)
+        check_schema(schema)
         if not isinstance(synchronous_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"synchronous_commit must be a bool, not {synchronous_commit!r}")
         self._append_timeout = _check_timeout(append_timeout)
@@ -288,9 +296,9 @@ class PostgresSessionLog(SessionRowsLog):
         TypeError, ValueError: ``append_timeout`` is not a positive number of seconds or
             ``None``.
         """
-        _check_conninfo(conninfo)
+        check_conninfo(conninfo)
         check_session_id(session_id)
-        _check_schema(schema)
+        check_schema(schema)
         chain = fresh_chain(check_integrity_key(integrity_key))
         place = describe_conninfo(conninfo)
         with psycopg.connect(conninfo, autocommit=True) as connection:
@@ -329,7 +337,7 @@ def _lock_key(schema: str, session_id: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def _check_conninfo(conninfo: object) -> None:
+def check_conninfo(conninfo: object) -> None:
     if not isinstance(conninfo, str):
         raise TypeError(f"conninfo must be a str, not {type(conninfo).__name__}")
 
@@ -344,7 +352,7 @@ def _check_timeout(timeout: object) -> float | None:
     return float(timeout)
 
 
-def _check_schema(schema: object) -> None:
+def check_schema(schema: object) -> None:
     if not isinstance(schema, str):
         raise TypeError(f"schema must be a str, not {type(schema).__name__}")
     if not _IDENTIFIER.fullmatch(schema):

@@ -1,0 +1,94 @@
+"""Calls that hold something before their body starts: a conflict key, a slot of a capacity
+class the registry limits, a token of a rate (the registry's gate, ``_pipeline._gate``, and a
+shared limiter behind it).
+
+The lane queues the call's claim when the call is allowed (:func:`queue_claim`, in model order);
+:func:`held_dispatch` then waits for it in the call's own task, runs the body, and releases it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+
+from dsh_tools._errors import ToolArgsError
+from dsh_tools._pipeline._call import ALLOWED, PreparedCall, log_raised
+from dsh_tools._pipeline._execute import dispatch
+from dsh_tools._pipeline._gate import Ticket
+from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, error_result
+from dsh_tools._texts import error_message
+from dsh_tools._values._definition import ToolDefinition
+from dsh_tools._values._signal import linked_cancel_scope
+
+__all__ = ["dispatch_barrier", "held_dispatch", "queue_claim"]
+
+
+def queue_claim(prepared: PreparedCall, tool: ToolDefinition) -> Ticket | None:
+    """On the lane, for an allowed call of ``tool``: its claim queued at the registry's gate,
+    or ``None`` when it needs nothing held (then dispatch it as usual). A ``conflict_keys``
+    that raises, or returns what is not a collection of keys, withholds the call with an
+    ``INVALID_ARGS`` result (``None`` too).
+    """
+    gate = prepared.env.host.gate
+    try:
+        claim = gate.claim(tool, prepared.arguments)
+    except Exception as exc:
+        error = ToolArgsError([f"conflict_keys failed: {error_message(exc)}"])
+        log_raised(prepared, "conflict_keys", exc)
+        prepared.withhold(error_result(error))
+        return None
+    return None if claim is None else gate.request(claim)
+
+
+async def held_dispatch(  # noqa: ASYNC910 (Gate.hold checkpoints first)
+    prepared: PreparedCall,
+    ticket: Ticket,
+    report: Callable[[int], None] | None = None,
+    index: int = 0,
+) -> None:
+    """Wait until the call holds its claim, dispatch it, release the claim; ``report(index)``
+    once its outcome is recorded (a pool's body task).
+
+    Interrupted through the batch's signal while it waits, the call is withheld as
+    ``ABORTED_BEFORE_DISPATCH``; a shared limiter that fails (a lost connection) withholds it
+    with that error: the body never runs unguarded. When the caller's own scope is cancelled,
+    ``trio.Cancelled`` propagates (the batch gives the call ``ABORTED_BEFORE_DISPATCH``).
+    """
+    gate = prepared.env.host.gate
+    release = None
+    try:
+        with linked_cancel_scope(prepared.env.signal):
+            release = await gate.hold(ticket)
+    except Exception as exc:
+        log_raised(prepared, "the shared limiter", exc)
+        prepared.withhold(error_result(exc))
+    else:
+        if release is None:
+            prepared.withhold(ABORTED_BEFORE_DISPATCH)
+        else:
+            try:
+                await dispatch(prepared)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await release()
+    if report is not None:
+        report(index)
+
+
+async def dispatch_barrier(  # noqa: ASYNC910 (the lane checkpoints before a barrier)
+    prepared: PreparedCall, tool: ToolDefinition | None
+) -> None:
+    """Dispatch an allowed exclusive call of ``tool`` on the lane, after holding what it
+    needs, if anything.
+    """
+    gate = prepared.env.host.gate
+    ticket = None
+    if tool is not None and (
+        tool.conflict_keys is not None or (gate.limits_classes and tool.capacity_class is not None)
+    ):
+        ticket = queue_claim(prepared, tool)
+    if ticket is not None:
+        await held_dispatch(prepared, ticket)
+    elif prepared.stage == ALLOWED:
+        await dispatch(prepared)
