@@ -33,6 +33,7 @@ from dsh_tools import (
     MemorySessionLog,
     PreExecuteNext,
     PreToolDecision,
+    RateLimit,
     SessionLog,
     ToolBatch,
     ToolCallEvent,
@@ -76,8 +77,25 @@ async def _allow_after_checkpoint(
     return await next_()
 
 
-def _registry(*, wrapper: bool = False, policy: bool = False) -> ToolRegistry:
-    registry = ToolRegistry()
+def _registry(*, wrapper: bool = False, policy: bool = False, limits: bool = False) -> ToolRegistry:
+    # limits: "k" calls share one key and a one-slot class with a rate, held across the runs
+    # of a sweep (one registry): a cancel that left anything held would hang the next run
+    registry = (
+        ToolRegistry(capacity_limits={"api": 1}, rate_limits={"api": RateLimit(2, per=0.0002)})
+        if limits
+        else ToolRegistry()
+    )
+    registry.register(
+        define_tool(
+            name="k",
+            description="a call that holds a key, a slot and a token",
+            parameters={},
+            execute=_checkpointing_body,
+            is_concurrency_safe=lambda _args: True,
+            conflict_keys=lambda _args: ["the same file"],
+            capacity_class="api",
+        )
+    )
     registry.register(spec_tool("p", _checkpointing_body, parallel=True))
     registry.register(spec_tool("x", _checkpointing_body))
     registry.register(
@@ -108,6 +126,7 @@ _SHAPES: Final[tuple[tuple[str, dict[str, bool], tuple[str, ...]], ...]] = (
     ("execute wrappers", {"wrapper": True}, ("p", "p", "x")),
     ("pre_execute policies", {"policy": True}, ("p", "x", "p")),
     ("sync bodies", {}, ("s", "s", "x")),
+    ("keys, slots and rates", {"limits": True}, ("k", "k", "x", "k", "p")),
 )
 
 

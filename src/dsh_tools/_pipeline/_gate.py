@@ -136,8 +136,9 @@ class Gate:
         releases it. Cancelled, it holds nothing. An exception of the shared limiter is raised
         (after the gate's hold is released).
         """
-        await trio.lowlevel.checkpoint_if_cancelled()
         try:
+            # inside the try: a call cancelled before it waited leaves the queue too
+            await trio.lowlevel.checkpoint_if_cancelled()
             while not ticket.granted:
                 retry_at = self._grant_ready(ticket)
                 if ticket.granted:
