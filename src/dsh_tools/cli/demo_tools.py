@@ -238,6 +238,12 @@ async def _ask_before_changes(execution: ToolExecution, next: PreExecuteNext) ->
     return await next()
 
 
+def _by_path(args: ReadFileArgs | WriteFileArgs) -> list[str]:
+    # a file is one resource: a read never overlaps a write of the same file, whichever
+    # batch (or, with a shared limiter, process) each belongs to
+    return [args.path]
+
+
 def demo_registry() -> ToolRegistry:
     """The demo's registry over a fresh sample workspace: what draws the demo's own cards when
     its log is replayed (``dsh-tools replay --registry dsh_tools.cli.demo_tools:demo_registry LOG``).
@@ -309,6 +315,7 @@ def build_registry(workspace: Workspace, *, approval: UserApproval | None = None
             parameters=ReadFileArgs,
             execute=read_file,
             is_concurrency_safe=_always,
+            conflict_keys=_by_path,
             present_call=_present_read,
         )
     )
@@ -318,6 +325,7 @@ def build_registry(workspace: Workspace, *, approval: UserApproval | None = None
             description="Replace the text of a file of the workspace.",
             parameters=WriteFileArgs,
             execute=write_file,
+            conflict_keys=_by_path,
             present_call=_present_write,
             present_result=_present_write_result,
         )
