@@ -31,6 +31,7 @@ import trio
 
 from dsh_tools import (
     CancelSignal,
+    RateLimit,
     ToolCallRequest,
     ToolDefinition,
     ToolRegistry,
@@ -39,7 +40,10 @@ from dsh_tools import (
     tool,
 )
 
-FORMS = ("tool", "attrs", "spec")
+FORMS = ("tool", "attrs", "spec", "keyed", "classed")
+"""``keyed``: the ``tool`` form with a conflict key per call (all distinct, so no call waits);
+``classed``: the ``tool`` form in a registry-wide capacity class with a rate, neither ever full
+(what holding through the registry's gate costs a call)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -65,6 +69,19 @@ def _definition(form: str) -> ToolDefinition:
             return f"{a}:{b}"
 
         return trivial
+    if form in ("keyed", "classed"):
+
+        @tool(
+            name="tool",
+            is_concurrency_safe=lambda _args: True,
+            conflict_keys=(lambda args: [args.b]) if form == "keyed" else None,
+            capacity_class="class" if form == "classed" else None,
+        )
+        async def limited(a: int, b: str) -> str:
+            """Trivial tool: returns 'a:b'."""
+            return f"{a}:{b}"
+
+        return limited
     if form == "attrs":
         return define_tool(
             name="tool",
@@ -88,7 +105,13 @@ def _definition(form: str) -> ToolDefinition:
 def _run(form: str, n: int, k: int, k_max: int) -> None:
     from dsh_tools import run_tool_calls
 
-    registry = ToolRegistry()
+    registry = (
+        ToolRegistry(
+            capacity_limits={"class": n}, rate_limits={"class": RateLimit(10 * n, per=1.0)}
+        )
+        if form == "classed"
+        else ToolRegistry()
+    )
     registry.register(_definition(form))
     batches = [
         [
@@ -160,7 +183,9 @@ def main(argv: list[str]) -> int:
     print(f"instructions per call, N={n}, R={r}")
     for form in FORMS:
         ratio = per_call[form] / per_call["attrs"]
-        print(f"{form:>6} {show(form)}  ({ratio:.3f}x attrs)")
+        print(
+            f"{form:>7} {show(form)}  ({ratio:.3f}x attrs, {per_call[form] / per_call['tool']:.3f}x tool)"
+        )
     return 0
 
 

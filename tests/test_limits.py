@@ -29,6 +29,7 @@ from dsh_tools import (
     CancelController,
     CancelSignal,
     ContentBlock,
+    ExecuteNext,
     LimitClaim,
     MemorySessionLog,
     PreExecuteNext,
@@ -38,7 +39,9 @@ from dsh_tools import (
     ToolBatch,
     ToolCallEvent,
     ToolCallRequest,
+    ToolDispatchExecution,
     ToolExecution,
+    ToolExecutionResult,
     ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
@@ -628,3 +631,43 @@ def test_no_key_two_holders_no_class_over_its_slots_no_window_over_its_rate(
             one for one in ran if one.tool == "api" and moment <= one.started < moment + 1.0
         ]
         assert len(api_starts) <= _API_RATE.calls
+
+
+async def test_keys_hold_with_execute_wrappers_and_an_interrupt_reaches_the_waiting_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # a wrapper may replace a call's signal: the call waits and runs in scopes of its own
+    registry = ToolRegistry()
+    seen: list[str] = []
+
+    async def wrapper(execution: ToolDispatchExecution, next: ExecuteNext) -> ToolExecutionResult:
+        seen.append(execution.call_id)
+        return await next()
+
+    registry.hooks.execute.add(wrapper)
+    spans: Spans = {}
+    timed_tool(registry, "write", spans, keys=by_path)
+    controller = CancelController()
+
+    async def interrupt() -> None:
+        await trio.sleep(1.5)
+        controller.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(interrupt)
+        batch = await run(
+            registry,
+            write("c1", "a"),
+            write("c2", "a"),
+            write("c3", "a"),
+            signal=controller.signal,
+            session=MemorySessionLog(),
+        )
+
+    assert {"c1": (0, 1)} == spans
+    assert [
+        "write done",
+        "Error: tool call aborted",
+        "Error: tool call aborted before dispatch",
+    ] == texts(batch)
+    assert ["c1", "c2"] == seen  # the wrapper saw only the calls that got their key

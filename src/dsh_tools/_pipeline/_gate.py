@@ -44,9 +44,9 @@ class Ticket:
         self.claim = claim
         self.seq = seq
         self.granted = False
-        # what the waiting task sleeps on, and until when (a rate's token): set when the
-        # ticket is granted, or when it may be granted sooner than that
-        self.wake = trio.Event()
+        # what the waiting task sleeps on (made when it first waits), and until when (a
+        # rate's token): set when the ticket is granted, or may be granted sooner than that
+        self.wake: trio.Event | None = None
         self.retry_at = math.inf
 
 
@@ -129,6 +129,10 @@ class Gate:
         if name is not None:
             self._class_waiting.setdefault(name, deque()).append(ticket)
         self._waiting[ticket.seq] = ticket
+        # granted at once when nothing holds it back (the common case: no waiting, no scan)
+        now = trio.current_time()
+        if self._try(ticket, now) is None:
+            self._grant(ticket, now)
         return ticket
 
     async def hold(self, ticket: Ticket) -> Release:
@@ -142,11 +146,13 @@ class Gate:
             while not ticket.granted:
                 retry_at = self._grant_ready(ticket)
                 if ticket.granted:
+                    # a grant may make the next waiter of a class first: it looks again
+                    self._grant_ready()
                     break
                 ticket.retry_at = retry_at
-                ticket.wake = trio.Event()
+                wake = ticket.wake = trio.Event()
                 with trio.move_on_at(retry_at):
-                    await ticket.wake.wait()
+                    await wake.wait()
         except BaseException:
             if ticket.granted:
                 self._release(ticket)
@@ -192,7 +198,7 @@ class Gate:
                 self._grant(ticket, now)
             elif ticket is asking:
                 retry_at = at
-            elif at < ticket.retry_at:
+            elif at < ticket.retry_at and ticket.wake is not None:
                 ticket.wake.set()
         return retry_at
 
@@ -242,7 +248,8 @@ class Gate:
                 self._starts[name].append(now)
         del self._waiting[ticket.seq]
         ticket.granted = True
-        ticket.wake.set()
+        if ticket.wake is not None:
+            ticket.wake.set()
 
     def _release(self, ticket: Ticket) -> None:
         claim = ticket.claim

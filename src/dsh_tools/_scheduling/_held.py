@@ -46,32 +46,51 @@ async def held_dispatch(  # noqa: ASYNC910 (Gate.hold checkpoints first)
     ticket: Ticket,
     report: Callable[[int], None] | None = None,
     index: int = 0,
+    linked: bool = False,
 ) -> None:
     """Wait until the call holds its claim, dispatch it, release the claim; ``report(index)``
     once its outcome is recorded (a pool's body task).
 
-    Interrupted through the batch's signal while it waits, the call is withheld as
-    ``ABORTED_BEFORE_DISPATCH``; a shared limiter that fails (a lost connection) withholds it
-    with that error: the body never runs unguarded. When the caller's own scope is cancelled,
-    ``trio.Cancelled`` propagates (the batch gives the call ``ABORTED_BEFORE_DISPATCH``).
+    ``linked``: the task runs in the pool's scope linked to the batch's signal already (as a
+    body no ``execute`` wrapper hears does): an interrupt while it waits withholds the call as
+    ``ABORTED_BEFORE_DISPATCH``, reports it and propagates (that scope absorbs it). Otherwise
+    the wait has a linked scope of its own and the body one of its own. A shared limiter that
+    fails (a lost connection) withholds the call with that error: the body never runs
+    unguarded. When the caller's own scope is cancelled, ``trio.Cancelled`` propagates (the
+    batch gives the call ``ABORTED_BEFORE_DISPATCH``).
     """
     gate = prepared.env.host.gate
     release = None
     try:
-        with linked_cancel_scope(prepared.env.signal):
+        if linked:
             release = await gate.hold(ticket)
+        else:
+            with linked_cancel_scope(prepared.env.signal):
+                release = await gate.hold(ticket)
+    except trio.Cancelled:
+        # the signal (linked) or the caller's scope: the call never ran
+        prepared.withhold(ABORTED_BEFORE_DISPATCH)
+        if report is not None:
+            report(index)
+        raise
     except Exception as exc:
         log_raised(prepared, "the shared limiter", exc)
         prepared.withhold(error_result(exc))
-    else:
-        if release is None:
+    if release is None:
+        if prepared.stage == ALLOWED:
             prepared.withhold(ABORTED_BEFORE_DISPATCH)
+        if report is not None:
+            report(index)
+        return  # noqa: ASYNC910 (Gate.hold checkpointed)
+    try:
+        if linked:
+            await dispatch(prepared, report, index)  # reports itself
+            report = None
         else:
-            try:
-                await dispatch(prepared)
-            finally:
-                with trio.CancelScope(shield=True):
-                    await release()
+            await dispatch(prepared)
+    finally:
+        with trio.CancelScope(shield=True):
+            await release()
     if report is not None:
         report(index)
 

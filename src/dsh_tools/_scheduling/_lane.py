@@ -359,8 +359,17 @@ class Batch:
                 if capacity is not None and capacity_class is not None:
                     capacity.take(index, capacity_class, tool)
                 if ticket is not None:
-                    nursery.start_soon(
-                        held_dispatch, prepared, ticket, self.reporter, index, name=BODY_TASK
+                    # in the pool's linked scope, or (a wrapper may replace the call's signal)
+                    # with scopes of its own
+                    own = wrappers.active and bool(wrappers.for_agent(self.agent))
+                    (nursery if own or bodies is None else bodies).start_soon(
+                        held_dispatch,
+                        prepared,
+                        ticket,
+                        self.reporter,
+                        index,
+                        not own,
+                        name=BODY_TASK,
                     )
                 elif not (wrappers.active and wrappers.for_agent(self.agent)):
                     # inside the pool's scope linked to the batch signal (none for a signal that
