@@ -41,6 +41,7 @@ from dsh_tools import (
     ToolCallRequest,
     ToolDispatchExecution,
     ToolExecution,
+    ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
     ToolResultEvent,
@@ -671,3 +672,23 @@ async def test_keys_hold_with_execute_wrappers_and_an_interrupt_reaches_the_wait
         "Error: tool call aborted before dispatch",
     ] == texts(batch)
     assert ["c1", "c2"] == seen  # the wrapper saw only the calls that got their key
+
+
+async def test_a_single_execute_holds_the_keys_of_the_registrys_batches(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    registry = ToolRegistry()
+    spans: Spans = {}
+    timed_tool(registry, "write", spans, keys=by_path)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, registry, write("x1", "a"))
+        await trio.sleep(0.5)
+        result = await registry.execute(
+            ToolExecutionInput(
+                call_id="e1", name="write", arguments={"path": "a"}, signal=CancelSignal.never()
+            )
+        )
+
+    assert "write done" == first_block_text(result.content)
+    assert {"x1": (0, 1), "e1": (1, 2)} == spans

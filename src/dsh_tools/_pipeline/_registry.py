@@ -41,8 +41,8 @@ from dsh_tools._values._media import DEFAULT_MAX_BINARY_BYTES
 
 from ._call import HasExecution, PipelineHost
 from ._complete import complete
-from ._execute import dispatch
 from ._gate import Gate
+from ._held import dispatch_holding
 from ._hooks import HookLists, ToolHooks
 from ._open import prepare
 from ._progress import TimeoutSettings
@@ -299,8 +299,8 @@ class ToolRegistry(_HostHolder):
         limiter: a limiter every process shares (``dsh_tools.postgres.PostgresLimiter``):
             conflict keys, ``capacity_limits`` and ``rate_limits`` then hold across processes.
 
-    A call that needs a key, a slot or a token waits for it after its policies allowed it and
-    before its body starts (an interrupt while it waits: ``ABORTED_BEFORE_DISPATCH``); calls
+    A call that needs a key, a slot or a token (in a batch, or through :meth:`execute`) waits
+    for it after its policies allowed it and before its body starts (an interrupt while it waits: ``ABORTED_BEFORE_DISPATCH``); calls
     are served first come first served, a batch's in model order.
 
     Raises:
@@ -594,7 +594,8 @@ class ToolRegistry(_HostHolder):
         """
         prepared = await prepare(self.host, input)
         if prepared.needs_dispatch:
-            await dispatch(prepared)
+            # the call holds its conflict keys, slots and tokens as a batch's calls do
+            await dispatch_holding(prepared, self._lookup(input.name, input.agent))
         result = await complete(prepared)
         # the outcome is decided: a schedule point that cannot be cancelled
         await trio.lowlevel.cancel_shielded_checkpoint()

@@ -31,6 +31,7 @@ from dsh_tools._pipeline._call import (
 from dsh_tools._pipeline._complete import complete, complete_now
 from dsh_tools._pipeline._execute import dispatch
 from dsh_tools._pipeline._gate import Gate
+from dsh_tools._pipeline._held import dispatch_holding, held_dispatch, queue_claim
 from dsh_tools._pipeline._open import apply_policies, open_call
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH
@@ -45,7 +46,6 @@ from dsh_tools._values._signal import CancelSignal, linked_cancel_scope
 
 from ._bodies import BODY_TASK, dispatch_reporting, linked_bodies, lone_as_itself
 from ._capacity import Capacity
-from ._held import dispatch_barrier, held_dispatch, queue_claim
 
 __all__ = ["Batch"]
 
@@ -245,7 +245,7 @@ class Batch:
         if prepared.stage == PENDING:
             await apply_policies(prepared)
         if prepared.stage == ALLOWED:
-            await dispatch_barrier(prepared, self.host.lookup(self.calls[index].name, self.agent))
+            await dispatch_holding(prepared, self.host.lookup(self.calls[index].name, self.agent))
         self.ready[index] = _READY
         await self._commit_ready()
 

@@ -13,15 +13,16 @@ from collections.abc import Callable
 import trio
 
 from dsh_tools._errors import ToolArgsError
-from dsh_tools._pipeline._call import ALLOWED, PreparedCall, log_raised
-from dsh_tools._pipeline._execute import dispatch
-from dsh_tools._pipeline._gate import Ticket
-from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH, error_result
 from dsh_tools._texts import error_message
 from dsh_tools._values._definition import ToolDefinition
 from dsh_tools._values._signal import linked_cancel_scope
 
-__all__ = ["dispatch_barrier", "held_dispatch", "queue_claim"]
+from ._call import ALLOWED, PreparedCall, log_raised
+from ._execute import dispatch
+from ._gate import Ticket
+from ._results import ABORTED_BEFORE_DISPATCH, error_result
+
+__all__ = ["dispatch_holding", "held_dispatch", "queue_claim"]
 
 
 def queue_claim(prepared: PreparedCall, tool: ToolDefinition) -> Ticket | None:
@@ -95,11 +96,11 @@ async def held_dispatch(  # noqa: ASYNC910 (Gate.hold checkpoints first)
         report(index)
 
 
-async def dispatch_barrier(  # noqa: ASYNC910 (the lane checkpoints before a barrier)
+async def dispatch_holding(  # noqa: ASYNC910 (its callers checkpoint before it)
     prepared: PreparedCall, tool: ToolDefinition | None
 ) -> None:
-    """Dispatch an allowed exclusive call of ``tool`` on the lane, after holding what it
-    needs, if anything.
+    """Dispatch an allowed call of ``tool`` that runs alone (a barrier on the lane, or
+    ``ToolRegistry.execute``), after holding what it needs, if anything.
     """
     gate = prepared.env.host.gate
     ticket = None
