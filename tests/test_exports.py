@@ -238,6 +238,7 @@ INTERNAL: Final = frozenset(
         ("_values._limits", "check_conflict_keys"),
         ("_pipeline._gate", "Gate"),
         ("_pipeline._gate", "Ticket"),
+        ("_pipeline._gate", "LOCAL_ONLY"),
         ("_pipeline._held", "held_dispatch"),
         ("_pipeline._held", "queue_claim"),
         ("_pipeline._held", "dispatch_holding"),

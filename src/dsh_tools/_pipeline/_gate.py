@@ -28,7 +28,7 @@ from dsh_tools._values._limits import (
     check_conflict_keys,
 )
 
-__all__ = ["Gate", "Ticket"]
+__all__ = ["LOCAL_ONLY", "Gate", "Ticket"]
 
 logger: Final = logging.getLogger("dsh_tools")
 
@@ -130,15 +130,16 @@ class Gate:
             self._class_waiting.setdefault(name, deque()).append(ticket)
         self._waiting[ticket.seq] = ticket
         # granted at once when nothing holds it back (the common case: no waiting, no scan)
-        now = trio.current_time()
+        now = trio.current_time() if claim.rate is not None else 0.0
         if self._try(ticket, now) is None:
             self._grant(ticket, now)
         return ticket
 
     async def hold(self, ticket: Ticket) -> Release:
         """Wait until the gate, then the shared limiter, holds ``ticket``'s claim; return what
-        releases it. Cancelled, it holds nothing. An exception of the shared limiter is raised
-        (after the gate's hold is released).
+        releases the shared limiter's hold (:data:`LOCAL_ONLY` when there is none), to await
+        (shielded) before :meth:`release`. Cancelled, it holds nothing. An exception of the
+        shared limiter is raised (after the gate's hold is released).
         """
         try:
             # inside the try: a call cancelled before it waited leaves the queue too
@@ -155,33 +156,19 @@ class Gate:
                     await wake.wait()
         except BaseException:
             if ticket.granted:
-                self._release(ticket)
+                self.release(ticket)
             else:
                 self._withdraw(ticket)
             raise
         shared = self.shared
         if shared is None or not ticket.claim.shares_anything:
-            return self._releaser(ticket, None)
+            return LOCAL_ONLY
         try:
             release_shared = await shared.acquire(ticket.claim)
         except BaseException:
-            self._release(ticket)
+            self.release(ticket)
             raise
-        return self._releaser(ticket, release_shared)
-
-    def _releaser(self, ticket: Ticket, shared: Release | None) -> Release:
-        async def release() -> None:  # noqa: ASYNC910 (a shielded release: no cancel point)
-            try:
-                if shared is not None:
-                    with trio.CancelScope(shield=True):
-                        await shared()
-            except Exception:
-                # a lost connection freed the shared hold with it
-                logger.warning("the shared limiter could not release a hold", exc_info=True)
-            finally:
-                self._release(ticket)
-
-        return release
+        return _logging(release_shared)
 
     # --- the queues ------------------------------------------------------------------------
 
@@ -251,7 +238,8 @@ class Gate:
         if ticket.wake is not None:
             ticket.wake.set()
 
-    def _release(self, ticket: Ticket) -> None:
+    def release(self, ticket: Ticket) -> None:
+        """Release a granted ticket's hold here (after its shared release, if any)."""
         claim = ticket.claim
         for key in claim.keys:
             queue = self._keys[key]
@@ -277,6 +265,25 @@ class Gate:
         del self._waiting[ticket.seq]
         if self._waiting:
             self._grant_ready()
+
+
+async def _nothing_shared() -> None:
+    pass  # noqa: ASYNC910 (never awaited: compared by identity)
+
+
+LOCAL_ONLY: Final[Release] = _nothing_shared
+"""What :meth:`Gate.hold` returns when no shared limiter holds anything for the claim."""
+
+
+def _logging(release: Release) -> Release:
+    async def release_shared() -> None:  # noqa: ASYNC910 (awaited shielded)
+        try:
+            await release()
+        except Exception:
+            # a lost connection freed the shared hold with it
+            logger.warning("the shared limiter could not release a hold", exc_info=True)
+
+    return release_shared
 
 
 def _class_of(claim: LimitClaim) -> str | None:

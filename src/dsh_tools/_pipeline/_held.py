@@ -19,7 +19,7 @@ from dsh_tools._values._signal import linked_cancel_scope
 
 from ._call import ALLOWED, PreparedCall, log_raised
 from ._execute import dispatch
-from ._gate import Ticket
+from ._gate import LOCAL_ONLY, Ticket
 from ._results import ABORTED_BEFORE_DISPATCH, error_result
 
 __all__ = ["dispatch_holding", "held_dispatch", "queue_claim"]
@@ -90,8 +90,10 @@ async def held_dispatch(  # noqa: ASYNC910 (Gate.hold checkpoints first)
         else:
             await dispatch(prepared)
     finally:
-        with trio.CancelScope(shield=True):
-            await release()
+        if release is not LOCAL_ONLY:
+            with trio.CancelScope(shield=True):
+                await release()
+        gate.release(ticket)
     if report is not None:
         report(index)
 
