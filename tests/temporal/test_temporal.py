@@ -8,6 +8,8 @@ Real servers run in real time: these tests wait on them, never on trio's virtual
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import subprocess
 import sys
 import uuid
@@ -17,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import trio
 from psycopg.conninfo import conninfo_to_dict
+from temporalio.client import WorkflowUpdateFailedError
 
 from dsh_tools import (
     BatchEndEvent,
@@ -519,6 +522,74 @@ async def test_an_attempt_that_finds_the_batch_open_resumes_it_from_the_log(dsn:
         (outcome.batch_id, outcome.reason, outcome.attempt),
     )
     assert ["before the crash", "echo c2 attempt 2"] == [first_text(r) for r in batch.results]
+
+
+async def test_a_batch_that_fails_on_its_worker_raises_the_documented_error(
+    client: TemporalClient, dsn: str
+) -> None:
+    # a worker whose log schema does not exist refuses every batch (a ValueError, not retried)
+    queue = f"q-{uuid.uuid4()}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            functools.partial(serve_worker, schema="no_such_schema"),
+            client,
+            queue,
+            _registry([]),
+            dsn,
+        )
+        runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=1)
+        with trio.fail_after(60), pytest.raises(WorkflowUpdateFailedError) as caught:
+            await runner.run(
+                [request("c1", "echo")], session_id=f"s-{uuid.uuid4()}", signal=CancelSignal.never()
+            )
+        nursery.cancel_scope.cancel()
+    # the worker's own error is in the chain of causes (update, activity, application)
+    chain: list[str] = []
+    cause: BaseException | None = caught.value
+    while cause is not None:
+        chain.append(str(cause))
+        cause = cause.__cause__
+    assert any("no_such_schema" in text for text in chain), chain
+
+
+async def test_a_batch_a_draining_worker_stopped_is_finished_by_the_next_attempt(
+    dsn: str,
+) -> None:
+    # the drain: the trio run around the batch is cancelled while c2's body runs and c3 has
+    # not started (one at a time); the batch ends "aborted" with no result for c3
+    session = f"s-{uuid.uuid4()}"
+    calls = [request("c1", "echo"), request("c2", "wait"), request("c3", "echo")]
+    request_ = dataclasses.replace(_batch_request(session, calls), max_parallel_tool_calls=1)
+    started: list[str] = []
+    waiting = trio.Event()
+    with trio.CancelScope() as drain:
+        async with trio.open_nursery() as nursery:
+
+            async def run_first() -> None:
+                await _activity(_registry(started, waiting), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+                    request_, CancelController(), 1
+                )
+
+            nursery.start_soon(run_first)
+            await waiting.wait()
+            drain.cancel()
+    left = PostgresSessionLog.read(dsn, session)
+    assert isinstance(left[-1], BatchEndEvent)
+    assert "aborted" == left[-1].reason
+    assert ["c1", "c2"] == started
+
+    outcome = await _activity(_registry(started), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+        request_, CancelController(), 2
+    )
+
+    batch = batch_from_log(PostgresSessionLog.read(dsn, session), outcome.batch_id)
+    assert ["c1", "c2", "c3"] == started
+    assert [
+        "echo c1 attempt 1",
+        "Error: tool call aborted",
+        "echo c3 attempt 1",
+    ] == [first_text(result) for result in batch.results]
+    assert "completed" == outcome.reason
 
 
 async def test_bad_capacity_limits_are_refused_before_anything_is_sent(

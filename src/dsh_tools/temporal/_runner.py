@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 
+import outcome
 import trio
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
@@ -178,14 +179,17 @@ class TemporalBatchRunner:
                 await self._client.run(interrupt)
 
             nursery.start_soon(watch)
-            outcome = await self._client.run(start_and_run)
+            # captured, so that a failed update leaves as itself (the documented
+            # WorkflowUpdateFailedError), not inside the nursery's ExceptionGroup
+            ran = await outcome.acapture(self._client.run, start_and_run)
             nursery.cancel_scope.cancel()
+        done = ran.unwrap()
         events = await trio.to_thread.run_sync(
             functools.partial(
                 PostgresSessionLog.read, self._conninfo, session_id, schema=self._schema
             )
         )
-        return batch_from_log(events, outcome.batch_id)
+        return batch_from_log(events, done.batch_id)
 
     async def close_session(self, session_id: str) -> None:
         """End the session's workflow once its batches are done (its log stays). A checkpoint."""

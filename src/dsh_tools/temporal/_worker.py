@@ -24,7 +24,7 @@ from dsh_tools import (
     resume_tool_calls,
     run_tool_calls,
 )
-from dsh_tools._for_integrations import SessionReader, check_int, check_seconds
+from dsh_tools._for_integrations import SessionReader, check_int, check_seconds, logged_batch
 from dsh_tools.postgres import PostgresSessionLog
 
 from ._client import TemporalClient
@@ -54,6 +54,19 @@ def last_batch(
     if (start.turn, start.step, record.calls) != (turn, step, tuple(calls)):
         return None
     return start, record.end
+
+
+def _unanswered(events: Sequence[SessionEvent]) -> bool:
+    """Whether the session's last batch ended with a call that has no ``tool/result``
+    (``resume_tool_calls`` finishes such a batch).
+    """
+    record = SessionReader(events).last_batch()
+    return (
+        record is not None
+        and record.end is not None
+        and record.end.reason in ("aborted", "failed")
+        and logged_batch(record) is None
+    )
 
 
 class _BatchActivity:
@@ -135,9 +148,12 @@ class _BatchActivity:
         )
         try:
             # a log read is a full SELECT: off the loop the worker's batches share
-            found = last_batch(
-                await trio.to_thread.run_sync(log.events), calls, request.turn, request.step
-            )
+            events = await trio.to_thread.run_sync(log.events)
+            found = last_batch(events, calls, request.turn, request.step)
+            if found is not None and found[1] is not None and _unanswered(events):
+                # a worker drained (or stopped) mid-batch: its batch ended with calls that
+                # never started, and no result for them; they run here
+                found = (found[0], None)
             done = found  # a batch that ended already (a retried attempt) is only reported
             if found is None:
                 await run_tool_calls(
@@ -202,8 +218,9 @@ async def serve_worker(
 
     Cancelling it stops the worker: it takes no new batch and waits up to ``drain_timeout``
     for the batches in progress. A batch still running then is cancelled with the trio run
-    around it (its running calls end ``ABORTED``, as on any interrupt), and Temporal's retry
-    returns those results.
+    around it (its running calls end ``ABORTED``, as on any interrupt; the calls that never
+    started have no result), and Temporal's retry, on another worker, finishes it: the calls
+    that never started run there.
     """
     check_int("max_concurrent_batches", max_concurrent_batches)
     check_seconds("drain_timeout", drain_timeout, zero=True)
