@@ -141,6 +141,10 @@ class Gate:
         (shielded) before :meth:`release`. Cancelled, it holds nothing. An exception of the
         shared limiter is raised (after the gate's hold is released).
         """
+        shared = self.shared
+        if ticket.granted and (shared is None or not ticket.claim.shares_anything):
+            # granted as it asked, nothing shared: the body's dispatch is the cancel point
+            return LOCAL_ONLY  # noqa: ASYNC910
         try:
             # inside the try: a call cancelled before it waited leaves the queue too
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -160,7 +164,6 @@ class Gate:
             else:
                 self._withdraw(ticket)
             raise
-        shared = self.shared
         if shared is None or not ticket.claim.shares_anything:
             return LOCAL_ONLY
         try:

@@ -42,7 +42,7 @@ def queue_claim(prepared: PreparedCall, tool: ToolDefinition) -> Ticket | None:
     return None if claim is None else gate.request(claim)
 
 
-async def held_dispatch(  # noqa: ASYNC910 (Gate.hold checkpoints first)
+async def held_dispatch(  # noqa: ASYNC910 (Gate.hold or the dispatch is its cancel point)
     prepared: PreparedCall,
     ticket: Ticket,
     report: Callable[[int], None] | None = None,
@@ -82,7 +82,7 @@ async def held_dispatch(  # noqa: ASYNC910 (Gate.hold checkpoints first)
             prepared.withhold(ABORTED_BEFORE_DISPATCH)
         if report is not None:
             report(index)
-        return  # noqa: ASYNC910 (Gate.hold checkpointed)
+        return  # noqa: ASYNC910 (Gate.hold waited: it checkpointed)
     try:
         if linked:
             await dispatch(prepared, report, index)  # reports itself
