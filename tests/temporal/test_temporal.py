@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import subprocess
 import sys
 import uuid
@@ -23,12 +22,14 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from dsh_tools import (
     BatchEndEvent,
+    BatchNext,
     BatchStartEvent,
     CancelController,
     CancelSignal,
     MemorySessionLog,
     TextBlock,
     ToolBatch,
+    ToolBatchInfo,
     ToolCallEvent,
     ToolCallRequest,
     ToolRegistry,
@@ -527,16 +528,16 @@ async def test_an_attempt_that_finds_the_batch_open_resumes_it_from_the_log(dsn:
 async def test_a_batch_that_fails_on_its_worker_raises_the_documented_error(
     client: TemporalClient, dsn: str
 ) -> None:
-    # a worker whose log schema does not exist refuses every batch (a ValueError, not retried)
+    # a batch wrapper that refuses every batch (a ValueError: not retried)
+    registry = _registry([])
+
+    async def refuse(info: ToolBatchInfo, next: BatchNext) -> ToolBatch:
+        raise ValueError("this worker takes no batch today")
+
+    registry.hooks.batch.add(refuse)
     queue = f"q-{uuid.uuid4()}"
     async with trio.open_nursery() as nursery:
-        await nursery.start(
-            functools.partial(serve_worker, schema="no_such_schema"),
-            client,
-            queue,
-            _registry([]),
-            dsn,
-        )
+        await nursery.start(serve_worker, client, queue, registry, dsn)
         runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=1)
         with trio.fail_after(60), pytest.raises(WorkflowUpdateFailedError) as caught:
             await runner.run(
@@ -549,7 +550,52 @@ async def test_a_batch_that_fails_on_its_worker_raises_the_documented_error(
     while cause is not None:
         chain.append(str(cause))
         cause = cause.__cause__
-    assert any("no_such_schema" in text for text in chain), chain
+    assert any("this worker takes no batch today" in text for text in chain), chain
+
+
+@pytest.mark.parametrize(
+    ("postgres", "says"),
+    [
+        ("postgresql://x@127.0.0.1:1/db", "cannot reach the session logs' database"),
+        (None, "holds no session logs; create it with"),
+    ],
+    ids=["unreachable", "no schema"],
+)
+def test_the_worker_command_checks_the_database_before_it_serves(
+    temporal_address: str, dsn: str, postgres: str | None, says: str
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools",
+            "worker",
+            "--temporal",
+            temporal_address,
+            "--task-queue",
+            "q",
+            "--postgres",
+            postgres or dsn,
+            "--schema",
+            "dsh" if postgres else "no_such_schema",
+            "--registry",
+            "dsh_tools:ToolRegistry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (1, "", False) == (done.returncode, done.stdout, "Traceback" in done.stderr)
+    assert done.stderr.startswith("dsh-tools worker: error: "), done.stderr
+    assert says in done.stderr
+
+
+async def test_serve_worker_checks_the_database_before_it_serves(
+    client: TemporalClient, dsn: str
+) -> None:
+    with pytest.raises(ValueError, match="schema 'no_such_schema' holds no session logs"):
+        await serve_worker(client, "q", ToolRegistry(), dsn, schema="no_such_schema")
 
 
 async def test_a_batch_a_draining_worker_stopped_is_finished_by_the_next_attempt(

@@ -106,6 +106,16 @@ def main_worker(argv: Sequence[str]) -> int:
         print(f"dsh-tools worker: error: {exc}", file=sys.stderr)
         return 2
 
+    try:
+        # both stores before anything is served: a wrong address or a database without the
+        # schema is an error now, not an hour of retried batches
+        from dsh_tools.postgres import check_database
+
+        check_database(arguments.postgres, schema=arguments.schema)
+    except (ConnectionError, ValueError, TypeError) as exc:
+        print(f"dsh-tools worker: error: {exc}", file=sys.stderr)
+        return 1
+
     async def serve() -> None:
         async with open_temporal_client(
             arguments.temporal, namespace=arguments.namespace

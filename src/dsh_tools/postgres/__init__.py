@@ -9,8 +9,15 @@ try:
     from ._limiter import LimiterConnectionError as LimiterConnectionError
     from ._limiter import PostgresLimiter as PostgresLimiter
     from ._log import PostgresSessionLog as PostgresSessionLog
+    from ._log import check_database as check_database
     from ._log import create_schema as create_schema
 except ModuleNotFoundError as exc:
     raise_missing_extra(exc, "postgres", "psycopg 3", ("psycopg",))
 
-__all__ = ["LimiterConnectionError", "PostgresLimiter", "PostgresSessionLog", "create_schema"]
+__all__ = [
+    "LimiterConnectionError",
+    "PostgresLimiter",
+    "PostgresSessionLog",
+    "check_database",
+    "create_schema",
+]

@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_SCHEMA",
     "PostgresSessionLog",
     "check_conninfo",
+    "check_database",
     "check_schema",
     "check_session_id",
     "create_schema",
@@ -374,6 +375,33 @@ def check_session_id(session_id: object) -> str:
             f"session_id must not hold NUL characters (PostgreSQL text cannot): {checked!r}"
         )
     return checked
+
+
+def check_database(
+    conninfo: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout: int = 10
+) -> None:
+    """Check that the session logs of ``schema`` can be used in the database: it answers
+    within ``connect_timeout`` seconds, its encoding is UTF-8, the schema exists at this
+    version. What a worker checks before it serves.
+
+    Raises:
+        TypeError, ValueError: a bad argument, or a database no log could use (the reason and
+            the command that fixes it).
+        ConnectionError: the database cannot be reached (its address, without the password,
+            and libpq's reason).
+    """
+    check_conninfo(conninfo)
+    check_schema(schema)
+    place = describe_conninfo(conninfo)
+    try:
+        with psycopg.connect(
+            conninfo, autocommit=True, connect_timeout=connect_timeout
+        ) as connection:
+            _check_database(connection, schema, place)
+    except psycopg.OperationalError as exc:
+        raise ConnectionError(
+            f"cannot reach the session logs' database {place}: {str(exc).strip()}"
+        ) from exc
 
 
 def _check_database(

@@ -25,7 +25,7 @@ from dsh_tools import (
     run_tool_calls,
 )
 from dsh_tools._for_integrations import SessionReader, check_int, check_seconds, logged_batch
-from dsh_tools.postgres import PostgresSessionLog
+from dsh_tools.postgres import PostgresSessionLog, check_database
 
 from ._client import TemporalClient
 from ._workflow import BATCH_ACTIVITY, BatchOutcome, BatchRequest, SessionWorkflow
@@ -216,6 +216,10 @@ async def serve_worker(
         task_status: ``started()`` once the worker's run has begun on the asyncio thread
             (its pollers start right after).
 
+    Raises ``ConnectionError`` or ``ValueError`` before it serves anything when the session
+    logs' database cannot be reached or holds no usable schema
+    (:func:`~dsh_tools.postgres.check_database`).
+
     Cancelling it stops the worker: it takes no new batch and waits up to ``drain_timeout``
     for the batches in progress. A batch still running then is cancelled with the trio run
     around it (its running calls end ``ABORTED``, as on any interrupt; the calls that never
@@ -224,6 +228,9 @@ async def serve_worker(
     """
     check_int("max_concurrent_batches", max_concurrent_batches)
     check_seconds("drain_timeout", drain_timeout, zero=True)
+    # the session logs' database before anything is served (a wrong address, a missing
+    # schema): an error now, not batches retried until their timeout
+    await trio.to_thread.run_sync(functools.partial(check_database, conninfo, schema=schema))
     token = trio.lowlevel.current_trio_token()
     executor = concurrent.futures.ThreadPoolExecutor(
         max_concurrent_batches, thread_name_prefix="dsh-tools batch"
