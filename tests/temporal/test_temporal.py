@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -649,3 +651,105 @@ async def test_bad_capacity_limits_are_refused_before_anything_is_sent(
             signal=CancelSignal.never(),
             capacity_limits={"net": 0},
         )
+
+
+# --- connecting to a production Temporal: API key and TLS ---------------------------------------
+
+
+def _worker(*flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools",
+            "worker",
+            "--task-queue",
+            f"q-{uuid.uuid4()}",
+            "--registry",
+            "dsh_tools:ToolRegistry",
+            *flags,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_the_worker_takes_its_server_and_api_key_from_the_environment_as_the_temporal_cli_does(
+    temporal_address: str, dsn: str
+) -> None:
+    # the dev server takes any key; without TLS (it serves none), as --no-tls says
+    worker = _worker(
+        "--no-tls",
+        "--postgres",
+        dsn,
+        env={"TEMPORAL_ADDRESS": temporal_address, "TEMPORAL_API_KEY": "a-key"},
+    )
+    try:
+        assert worker.stdout is not None
+        line = worker.stdout.readline()
+        assert line.startswith("dsh-tools worker: serving task queue"), (
+            line,
+            worker.stderr.read() if worker.stderr else "",
+        )
+        assert temporal_address in line
+        worker.send_signal(signal.SIGTERM)
+        assert 0 == worker.wait(timeout=60)
+    finally:
+        worker.kill()
+        worker.communicate()
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "status", "says"),
+    [
+        (
+            ["--tls-cert-path", "/no/such/cert.pem"],
+            {},
+            2,
+            "No such file or directory: '/no/such/cert.pem'",
+        ),
+        ([], {"TEMPORAL_TLS": "maybe"}, 2, "TEMPORAL_TLS must be true or false, not 'maybe'"),
+        (["--tls"], {}, 1, "dsh-tools worker: error: "),
+        (["--api-key", "a-key"], {}, 1, "dsh-tools worker: error: "),
+    ],
+    ids=["missing certificate", "bad TEMPORAL_TLS", "TLS to a plain server", "a key means TLS"],
+)
+def test_tls_settings_that_cannot_work_end_the_worker_with_one_line(
+    temporal_address: str,
+    dsn: str,
+    flags: list[str],
+    env: dict[str, str],
+    status: int,
+    says: str,
+) -> None:
+    worker = _worker("--temporal", temporal_address, "--postgres", dsn, *flags, env=env)
+    out, err = worker.communicate(timeout=120)
+    assert (status, "", False) == (worker.returncode, out, "Traceback" in err), err
+    assert says in err
+
+
+def test_the_worker_needs_a_server_from_a_flag_or_the_environment(dsn: str) -> None:
+    environment = {key: value for key, value in os.environ.items() if key != "TEMPORAL_ADDRESS"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_tools",
+            "worker",
+            "--task-queue",
+            "q",
+            "--postgres",
+            dsn,
+            "--registry",
+            "dsh_tools:ToolRegistry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
+    )
+    assert 2 == done.returncode
+    assert "--temporal HOST:PORT or $TEMPORAL_ADDRESS" in done.stderr

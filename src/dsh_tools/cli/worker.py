@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from dsh_tools.cli._loading import load_registry
+
+if TYPE_CHECKING:
+    from temporalio.service import TLSConfig
 
 __all__ = ["main_worker"]
 
@@ -49,11 +55,50 @@ def _parser() -> argparse.ArgumentParser:
             "log. Needs the [temporal] extra."
         ),
     )
+    environ = os.environ
     parser.add_argument(
-        "--temporal", required=True, metavar="HOST:PORT", help="the Temporal server"
+        "--temporal",
+        "--address",
+        default=environ.get("TEMPORAL_ADDRESS"),
+        metavar="HOST:PORT",
+        help="the Temporal server (default: $TEMPORAL_ADDRESS)",
     )
     parser.add_argument(
-        "--namespace", default="default", help="the Temporal namespace (default: %(default)s)"
+        "--namespace",
+        default=environ.get("TEMPORAL_NAMESPACE", "default"),
+        help="the Temporal namespace (default: $TEMPORAL_NAMESPACE, else %(default)s)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=environ.get("TEMPORAL_API_KEY"),
+        metavar="KEY",
+        help="an API key for the Temporal server (default: $TEMPORAL_API_KEY); turns TLS on "
+        "unless --no-tls",
+    )
+    tls = parser.add_mutually_exclusive_group()
+    tls.add_argument(
+        "--tls",
+        action="store_true",
+        default=None,
+        help="connect to Temporal with TLS (default: $TEMPORAL_TLS, or on with an API key)",
+    )
+    tls.add_argument("--no-tls", dest="tls", action="store_false", help="connect without TLS")
+    for flag, variable, what in (
+        ("--tls-ca-path", "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "the CA certificate of the server"),
+        ("--tls-cert-path", "TEMPORAL_TLS_CLIENT_CERT_PATH", "this worker's certificate (mTLS)"),
+        ("--tls-key-path", "TEMPORAL_TLS_CLIENT_KEY_PATH", "this worker's private key (mTLS)"),
+    ):
+        parser.add_argument(
+            flag,
+            default=environ.get(variable),
+            metavar="FILE",
+            help=f"{what}, PEM (default: ${variable}); implies --tls",
+        )
+    parser.add_argument(
+        "--tls-server-name",
+        default=environ.get("TEMPORAL_TLS_SERVER_NAME"),
+        metavar="NAME",
+        help="the server name TLS checks (default: $TEMPORAL_TLS_SERVER_NAME)",
     )
     parser.add_argument("--task-queue", required=True, metavar="Q", help="the task queue to serve")
     parser.add_argument(
@@ -92,14 +137,49 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tls(arguments: argparse.Namespace) -> bool | TLSConfig | None:
+    """What ``open_temporal_client(tls=...)`` takes for the TLS flags and variables.
+
+    Raises:
+        OSError: a certificate or key file cannot be read (its path and why).
+        ValueError: ``$TEMPORAL_TLS`` is neither true nor false.
+    """
+    paths = (arguments.tls_ca_path, arguments.tls_cert_path, arguments.tls_key_path)
+    tls: bool | None = arguments.tls
+    if tls is None and os.environ.get("TEMPORAL_TLS"):
+        text = os.environ["TEMPORAL_TLS"].strip().lower()
+        if text not in ("true", "false", "1", "0"):
+            raise ValueError(f"TEMPORAL_TLS must be true or false, not {text!r}")
+        tls = text in ("true", "1")
+    if tls is False or not (any(paths) or arguments.tls_server_name):
+        return tls
+    from temporalio.service import TLSConfig
+
+    ca, cert, key = (None if path is None else Path(path).read_bytes() for path in paths)
+    return TLSConfig(
+        server_root_ca_cert=ca,
+        client_cert=cert,
+        client_private_key=key,
+        domain=arguments.tls_server_name,
+    )
+
+
 def main_worker(argv: Sequence[str]) -> int:
     """Run ``dsh-tools worker``; return the exit status (0 after Ctrl-C or ``SIGTERM``)."""
-    arguments = _parser().parse_args(argv)
+    parser = _parser()
+    arguments = parser.parse_args(argv)
+    if not arguments.temporal:
+        parser.error("the Temporal server is needed: --temporal HOST:PORT or $TEMPORAL_ADDRESS")
     try:
         from dsh_tools.temporal import open_temporal_client, serve_worker
     except ModuleNotFoundError as exc:
         print(f"dsh-tools worker: {exc}", file=sys.stderr)
         return 1
+    try:
+        tls = _tls(arguments)
+    except (OSError, ValueError) as exc:
+        print(f"dsh-tools worker: error: {exc}", file=sys.stderr)
+        return 2
     try:
         registry = load_registry(arguments.registry)
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
@@ -118,7 +198,7 @@ def main_worker(argv: Sequence[str]) -> int:
 
     async def serve() -> None:
         async with open_temporal_client(
-            arguments.temporal, namespace=arguments.namespace
+            arguments.temporal, namespace=arguments.namespace, api_key=arguments.api_key, tls=tls
         ) as client:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:

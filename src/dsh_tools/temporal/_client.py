@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import TypeVar
 
 import temporalio.client
+import temporalio.service
 
 from ._bridge import AsyncioThread, open_asyncio_thread
 
@@ -51,20 +52,36 @@ class TemporalClient:
 
 @asynccontextmanager
 async def open_temporal_client(
-    target: str, *, namespace: str = "default"
+    target: str,
+    *,
+    namespace: str = "default",
+    api_key: str | None = None,
+    tls: bool | temporalio.service.TLSConfig | None = None,
 ) -> AsyncGenerator[TemporalClient]:
     """Connect to the Temporal server at ``target`` (``HOST:PORT``) from trio.
 
     Starts one asyncio loop in a side thread for the Temporal SDK (asyncio-only) and connects
     there; the loop and the thread stop when the block ends.
 
+    Args:
+        target: the server's ``HOST:PORT``.
+        namespace: the Temporal namespace.
+        api_key: an API key (Temporal Cloud, or a server that takes one); it turns TLS on
+            unless ``tls`` is ``False``.
+        tls: ``True`` (TLS with the system's roots), a ``temporalio.service.TLSConfig`` (a CA,
+            a client certificate and key for mutual TLS, a server name), ``False`` (plain), or
+            ``None`` (TLS when an API key is given).
+
     Raises:
         RuntimeError: the server cannot be reached (the SDK's error).
     """
+    use_tls: bool | temporalio.service.TLSConfig = api_key is not None if tls is None else tls
     async with open_asyncio_thread() as thread:
 
         async def connect() -> temporalio.client.Client:
-            return await temporalio.client.Client.connect(target, namespace=namespace)
+            return await temporalio.client.Client.connect(
+                target, namespace=namespace, api_key=api_key, tls=use_tls
+            )
 
         client = await thread.run(connect)
         yield TemporalClient(client, thread)
