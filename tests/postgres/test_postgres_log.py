@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Generator
 from pathlib import Path
 
+import local_servers
 import psycopg
 import pytest
 
@@ -270,3 +271,34 @@ def test_the_repr_names_the_session_and_never_the_password(dsn: str, session: st
             f"<PostgresSessionLog {describe_conninfo(dsn)} schema 'dsh' session {session!r} next_seq=0>"
             == repr(log)
         )
+
+
+def test_an_append_across_a_database_restart_is_retried_and_stored_once() -> None:
+    with local_servers.postgres_cluster() as own:
+        create_schema(own)
+        with PostgresSessionLog(own, "restarted", append_retry=60) as log:
+            log.append(CALL)
+            local_servers.restart_postgres(own)  # every connection is cut
+            assert 1 == log.append(RESULT)  # reconnected, the session locked again, stored
+        assert [CALL, RESULT] == PostgresSessionLog.read(own, "restarted")
+        with PostgresSessionLog(own, "not retried") as log:
+            log.append(CALL)
+            local_servers.restart_postgres(own)
+            with pytest.raises(psycopg.OperationalError):
+                log.append(RESULT)
+
+
+def test_a_retried_append_never_writes_into_a_session_another_writer_took(
+    dsn: str, session: str
+) -> None:
+    log = PostgresSessionLog(dsn, session, append_retry=30)
+    log.append(CALL)
+    connection = log._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+    with PostgresSessionLog(dsn, session) as other:  # took the session while the first was cut
+        with pytest.raises(SessionLogLockedError):
+            log.append(RESULT)
+        assert [CALL] == other.events()
+    log.close()

@@ -20,9 +20,11 @@ took over) fails on the first sequence number the other one stored, instead of i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import re
+import time
 from typing import Final, NoReturn
 
 import psycopg
@@ -37,6 +39,7 @@ from dsh_tools._for_integrations import (
     MacChain,
     SessionRowsLog,
     check_integrity_key,
+    check_seconds,
     events_from_rows,
     fresh_chain,
 )
@@ -141,6 +144,12 @@ class PostgresSessionLog(SessionRowsLog):
             (PostgreSQL's ``synchronous_commit = off``): a crash of this process still loses
             nothing, a crash of the server may lose the last fraction of a second of events,
             and an append waits for no disk flush (faster, the more so the busier the disk).
+        append_retry: how long (seconds) an ``append`` whose connection was lost (the
+            server restarted, the connection was cut) keeps reconnecting and trying again
+            before it raises; ``None`` (the default): it raises at once. The new connection
+            takes the session's lock again (another writer that took the session meanwhile is
+            a :class:`~dsh_tools.SessionLogLockedError`), and an insert that had landed before
+            the connection died is not stored twice. The calling thread waits meanwhile.
         integrity_key: a secret that makes the session tamper-evident, as for
             :class:`~dsh_tools.JsonlSessionLog`: every row carries ``"mac"``, and opening,
             reading and :meth:`read` with the key verify the chain.
@@ -169,8 +178,16 @@ class PostgresSessionLog(SessionRowsLog):
     one: the lock went with the connection, so open a new log (which continues the session).
     """
 
-    __slots__ = ("_append_timeout", "_place", "_schema")
+    __slots__ = (
+        "_append_retry",
+        "_append_timeout",
+        "_conninfo",
+        "_place",
+        "_schema",
+        "_synchronous_commit",
+    )
 
+    _append_retry: float | None
     _append_timeout: float | None
     _place: str
     _schema: str
@@ -185,6 +202,7 @@ class PostgresSessionLog(SessionRowsLog):
         synchronous_commit: bool = True,
         append_timeout: float | None = DEFAULT_APPEND_TIMEOUT,
         integrity_key: bytes | None = None,
+        append_retry: float | None = None,
     ) -> None:
         self._closed = True  # until the connection is open and the session locked
         self._connection = None
@@ -195,6 +213,11 @@ class PostgresSessionLog(SessionRowsLog):
         if not isinstance(synchronous_commit, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"synchronous_commit must be a bool, not {synchronous_commit!r}")
         self._append_timeout = _check_timeout(append_timeout)
+        self._append_retry = (
+            None if append_retry is None else check_seconds("append_retry", append_retry)
+        )
+        self._conninfo = conninfo
+        self._synchronous_commit = synchronous_commit
         self._place = describe_conninfo(conninfo)
         self._session_id = session_id
         self._schema = schema
@@ -237,6 +260,79 @@ class PostgresSessionLog(SessionRowsLog):
         return self._schema
 
     def _insert(
+        self, connection: psycopg.Connection[tuple[object, ...]], seq: int, text: str
+    ) -> None:
+        retry = self._append_retry
+        if retry is None:
+            self._insert_once(connection, seq, text)
+            return
+        deadline = time.monotonic() + retry
+        pause = 0.1
+        while True:
+            current = self._connection
+            assert current is not None  # an append on a closed log was refused before
+            try:
+                self._insert_once(current, seq, text)
+            except psycopg.OperationalError:
+                # the connection was lost (a database restart, a cut): the event is held here
+                # until the server is back, or the retry bound passes
+                if time.monotonic() + pause > deadline:
+                    raise
+            else:
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+            try:
+                if self._reopen(seq, text):
+                    return  # the lost insert had landed
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                continue
+
+    def _reopen(self, seq: int, text: str) -> bool:
+        """A new connection holding the session's lock again, in place of the lost one;
+        whether the event ``seq`` is stored already (with this very text).
+
+        Raises:
+            SessionLogLockedError: another writer took the session meanwhile (its lock, or a
+                row at ``seq`` that is not this event): this log is closed.
+            psycopg.OperationalError: the server is not back yet.
+        """
+        lost = self._connection
+        if lost is not None:
+            with contextlib.suppress(psycopg.Error):
+                lost.close()
+        connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
+        try:
+            locked = connection.execute(
+                "SELECT pg_try_advisory_lock(%s)", (_lock_key(self._schema, self._session_id),)
+            ).fetchone()
+            if locked is None or locked[0] is not True:
+                raise SessionLogLockedError(
+                    self._place, self._session_id, log_class="PostgresSessionLog"
+                )
+            if not self._synchronous_commit:
+                connection.execute("SET synchronous_commit = off")
+            row = connection.execute(
+                sql.SQL("SELECT event FROM {}.events WHERE session = %s AND seq = %s").format(
+                    sql.Identifier(self._schema)
+                ),
+                (self._key, seq),
+            ).fetchone()
+        except BaseException:
+            connection.close()
+            raise
+        if row is not None and row[0] != text:
+            connection.close()
+            self.close()
+            raise SessionLogLockedError(
+                self._place, self._session_id, log_class="PostgresSessionLog"
+            )
+        self._connection = connection
+        return row is not None
+
+    def _insert_once(
         self, connection: psycopg.Connection[tuple[object, ...]], seq: int, text: str
     ) -> None:
         timeout = self._append_timeout

@@ -144,6 +144,9 @@ class _BatchActivity:
                 request.session_id,
                 schema=self._schema,
                 synchronous_commit=self._synchronous_commit,
+                # a result the worker holds is stored once the database is back (a restart),
+                # not dropped for the next attempt to call "may have run"
+                append_retry=request.batch_timeout,
             )
         )
         try:
