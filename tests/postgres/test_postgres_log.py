@@ -302,3 +302,30 @@ def test_a_retried_append_never_writes_into_a_session_another_writer_took(
             log.append(RESULT)
         assert [CALL] == other.events()
     log.close()
+
+
+def test_a_read_from_a_sequence_number_returns_the_events_from_there(
+    dsn: str, session: str
+) -> None:
+    with PostgresSessionLog(dsn, session) as log:
+        for _ in range(3):
+            log.append(CALL)
+            log.append(RESULT)
+        assert [CALL, RESULT] == log.events_since(4)
+        assert log.events() == log.events_since(0)
+        assert [] == log.events_since(6)
+    assert [RESULT, CALL, RESULT] == PostgresSessionLog.read(dsn, session, since=3)
+    with pytest.raises(ValueError, match="since must be a non-negative int, not -1"):
+        PostgresSessionLog.read(dsn, session, since=-1)
+
+
+def test_a_keyed_log_is_read_from_its_first_event(dsn: str, session: str) -> None:
+    key = b"k" * 32
+    with PostgresSessionLog(dsn, session, integrity_key=key) as log:
+        log.append(CALL)
+        log.append(RESULT)
+        assert [CALL, RESULT] == log.events_since(0)
+        with pytest.raises(ValueError, match="a keyed log is verified from its first event"):
+            log.events_since(1)
+    with pytest.raises(ValueError, match="a keyed log is verified from its first event"):
+        PostgresSessionLog.read(dsn, session, integrity_key=key, since=1)

@@ -527,6 +527,41 @@ async def test_an_attempt_that_finds_the_batch_open_resumes_it_from_the_log(dsn:
     assert ["before the crash", "echo c2 attempt 2"] == [first_text(r) for r in batch.results]
 
 
+async def test_an_attempt_reads_the_log_from_where_its_batch_starts(dsn: str) -> None:
+    # a long session: the batch is read from the workflow's from_seq, and its outcome says
+    # where it starts and where the next batch will
+    session = f"s-{uuid.uuid4()}"
+    with PostgresSessionLog(dsn, session) as log:
+        for index in range(50):
+            log.append(BatchStartEvent(turn=0, step=index, batch_id=f"old{index}", calls=[]))
+            log.append(
+                BatchEndEvent(turn=0, step=index, batch_id=f"old{index}", reason="completed")
+            )
+    started: list[str] = []
+    calls = [request("c1", "echo")]
+    request_ = dataclasses.replace(_batch_request(session, calls), turn=1, from_seq=100)
+
+    outcome = await _activity(_registry(started), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+        request_, CancelController(), 1
+    )
+
+    assert (100, 104) == (outcome.first_seq, outcome.next_seq)  # start, call, result, end
+    events = PostgresSessionLog.read(dsn, session, since=outcome.first_seq)
+    assert ["echo c1 attempt 1"] == [
+        first_text(result) for result in batch_from_log(events, outcome.batch_id).results
+    ]
+    # a retried attempt finds the ended batch from the same point and runs nothing
+    again = await _activity(_registry(started), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+        request_, CancelController(), 2
+    )
+    assert (["c1"], outcome.batch_id, 100, 104) == (
+        started,
+        again.batch_id,
+        again.first_seq,
+        again.next_seq,
+    )
+
+
 async def test_a_batch_that_fails_on_its_worker_raises_the_documented_error(
     client: TemporalClient, dsn: str
 ) -> None:

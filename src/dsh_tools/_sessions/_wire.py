@@ -279,12 +279,16 @@ def readable_line(line: bytes, chain: MacChain | None, name: str, seq: int) -> b
 
 
 def events_from_rows(
-    rows: Iterable[tuple[object, ...]], name: str, chain: MacChain | None = None
+    rows: Iterable[tuple[object, ...]],
+    name: str,
+    chain: MacChain | None = None,
+    first: int = 0,
 ) -> list[SessionEvent]:
     """The events of a database log's rows ``(seq, JSONL line)``, read in ``seq`` order
-    (internal: the SQLite and PostgreSQL logs). A line may come as the ``bytes`` it is stored
-    as (decoded here, strictly: the error never quotes them). With ``chain`` (a keyed log),
-    every row is verified in order; :attr:`MacChain.mac` is then the last row's.
+    from sequence number ``first`` (internal: the SQLite and PostgreSQL logs). A line may
+    come as the ``bytes`` it is stored as (decoded here, strictly: the error never quotes
+    them). With ``chain`` (a keyed log, read from the start), every row is verified in order;
+    :attr:`MacChain.mac` is then the last row's.
 
     Raises:
         SessionLogCorruptError: a gap in the sequence numbers, or a row that is not text, not
@@ -292,7 +296,7 @@ def events_from_rows(
         SessionLogIntegrityError: with ``chain``, a gap or a row the chain does not vouch for.
     """
     events: list[SessionEvent] = []
-    for number, (seq, text) in enumerate(rows, start=1):
+    for number, (seq, text) in enumerate(rows, start=first + 1):
         if seq != number - 1:
             if chain is not None:
                 raise SessionLogIntegrityError(

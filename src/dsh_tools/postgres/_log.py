@@ -38,6 +38,7 @@ from dsh_tools import (
 from dsh_tools._for_integrations import (
     MacChain,
     SessionRowsLog,
+    check_int,
     check_integrity_key,
     check_seconds,
     events_from_rows,
@@ -373,6 +374,23 @@ class PostgresSessionLog(SessionRowsLog):
         assert connection is not None
         return _read_events(connection, self._schema, self._key, self._describe(), chain)
 
+    def events_since(self, since: int) -> list[SessionEvent]:
+        """The session's events from sequence number ``since``, in order: what
+        :meth:`events` returns from that point, at the cost of what it returns (an unkeyed
+        log; a keyed one is read whole with :meth:`events`).
+
+        Raises:
+            ValueError: ``since`` is negative, or the log is keyed and ``since`` is not 0.
+            RuntimeError: the log is closed.
+        """
+        since = _check_since(since, self._integrity_key)
+        if since == 0:
+            return self.events()
+        connection = self._connection
+        if connection is None:
+            raise RuntimeError(f"{self._describe()}: the log is closed")
+        return _read_events(connection, self._schema, self._key, self._describe(), None, since)
+
     @staticmethod
     def read(
         conninfo: str,
@@ -380,10 +398,14 @@ class PostgresSessionLog(SessionRowsLog):
         *,
         schema: str = DEFAULT_SCHEMA,
         integrity_key: bytes | None = None,
+        since: int = 0,
     ) -> list[SessionEvent]:
-        """Read every event of session ``session_id``, in order, without writing or locking:
-        safe while a writer (on this machine or another) appends. With ``integrity_key``, every
-        event is verified (:class:`~dsh_tools.SessionLogIntegrityError` at the first bad one).
+        """Read every event of session ``session_id`` from sequence number ``since`` (0: the
+        first), in order, without writing or locking: safe while a writer (on this machine or
+        another) appends. A read from a later event costs what it returns, not the session's
+        length. With ``integrity_key``, every event is verified
+        (:class:`~dsh_tools.SessionLogIntegrityError` at the first bad one; a keyed log is
+        read from its first event).
 
         Raises:
             LookupError: the database holds no session ``session_id``.
@@ -396,7 +418,9 @@ class PostgresSessionLog(SessionRowsLog):
         check_conninfo(conninfo)
         check_session_id(session_id)
         check_schema(schema)
-        chain = fresh_chain(check_integrity_key(integrity_key))
+        key_bytes = check_integrity_key(integrity_key)
+        since = _check_since(since, key_bytes)
+        chain = fresh_chain(key_bytes)
         place = describe_conninfo(conninfo)
         with psycopg.connect(conninfo, autocommit=True) as connection:
             _check_database(connection, schema, place)
@@ -410,7 +434,9 @@ class PostgresSessionLog(SessionRowsLog):
                 raise LookupError(f"{place}: no session {session_id!r} in schema {schema!r}")
             key = row[0]
             assert isinstance(key, int)
-            return _read_events(connection, schema, key, f"{place} (session {session_id!r})", chain)
+            return _read_events(
+                connection, schema, key, f"{place} (session {session_id!r})", chain, since
+            )
 
     def _describe(self) -> str:
         return f"{self._place} schema {self._schema!r} session {self._session_id!r}"
@@ -532,11 +558,22 @@ def _read_events(
     key: int,
     name: str,
     chain: MacChain | None,
+    since: int = 0,
 ) -> list[SessionEvent]:
     rows = connection.execute(
-        sql.SQL("SELECT seq, event FROM {}.events WHERE session = %s ORDER BY seq").format(
-            sql.Identifier(schema)
-        ),
-        (key,),
+        sql.SQL(
+            "SELECT seq, event FROM {}.events WHERE session = %s AND seq >= %s ORDER BY seq"
+        ).format(sql.Identifier(schema)),
+        (key, since),
     )
-    return events_from_rows(rows, name, chain)
+    return events_from_rows(rows, name, chain, since)
+
+
+def _check_since(since: object, integrity_key: bytes | None) -> int:
+    since = check_int("since", since, least=0)
+    if since and integrity_key is not None:
+        raise ValueError(
+            "a keyed log is verified from its first event: read it with since=0 (the MAC chain "
+            "of a later event vouches for every earlier one)"
+        )
+    return since

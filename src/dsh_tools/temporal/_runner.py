@@ -184,9 +184,14 @@ class TemporalBatchRunner:
             ran = await outcome.acapture(self._client.run, start_and_run)
             nursery.cancel_scope.cancel()
         done = ran.unwrap()
+        # the batch's own events: from its batch/start, whatever the session's length
         events = await trio.to_thread.run_sync(
             functools.partial(
-                PostgresSessionLog.read, self._conninfo, session_id, schema=self._schema
+                PostgresSessionLog.read,
+                self._conninfo,
+                session_id,
+                schema=self._schema,
+                since=done.first_seq,
             )
         )
         return batch_from_log(events, done.batch_id)

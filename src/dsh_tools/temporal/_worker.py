@@ -149,9 +149,11 @@ class _BatchActivity:
                 append_retry=request.batch_timeout,
             )
         )
+        since = request.from_seq
         try:
-            # a log read is a full SELECT: off the loop the worker's batches share
-            events = await trio.to_thread.run_sync(log.events)
+            # the log from where this batch starts (the workflow knows: after the session's
+            # last batch), off the loop the worker's batches share
+            events = await trio.to_thread.run_sync(log.events_since, since)
             found = last_batch(events, calls, request.turn, request.step)
             if found is not None and found[1] is not None and _unanswered(events):
                 # a worker drained (or stopped) mid-batch: its batch ended with calls that
@@ -178,16 +180,22 @@ class _BatchActivity:
                     capacity_limits=request.capacity_limits,
                 )
             if done is None or done[1] is None or done[1].reason == "suspended":
-                done = last_batch(
-                    await trio.to_thread.run_sync(log.events), calls, request.turn, request.step
-                )
+                events = await trio.to_thread.run_sync(log.events_since, since)
+                done = last_batch(events, calls, request.turn, request.step)
         finally:
             log.close()
         if done is None or done[1] is None:
             raise RuntimeError(
                 f"session {request.session_id!r}: the batch left no batch/end in the log"
             )
-        return BatchOutcome(batch_id=done[0].batch_id, reason=done[1].reason, attempt=attempt)
+        first = next(index for index, event in enumerate(events) if event == done[0])
+        return BatchOutcome(
+            batch_id=done[0].batch_id,
+            reason=done[1].reason,
+            attempt=attempt,
+            first_seq=since + first,
+            next_seq=since + len(events),
+        )
 
 
 async def serve_worker(

@@ -12,7 +12,7 @@ This module imports only the standard library and ``temporalio`` (workflow sandb
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from temporalio import workflow
@@ -51,6 +51,9 @@ class BatchRequest:
     capacity_limits: dict[str, int] | None
     heartbeat_timeout: float
     batch_timeout: float
+    from_seq: int = 0
+    """Where the worker reads the session log from: the sequence number after the session's
+    last batch (set by the workflow), so a batch costs the same at event 50,000 as at 50."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,10 @@ class BatchOutcome:
     reason: str
     attempt: int
     """The activity attempt that finished it (1: the first worker; more: it was resumed)."""
+    first_seq: int = 0
+    """The sequence number of the batch's ``batch/start`` (the agent reads from there)."""
+    next_seq: int = 0
+    """The sequence number after the batch's last event (the next batch reads from there)."""
 
 
 @workflow.defn(name="dsh-tools-session")
@@ -69,25 +76,31 @@ class SessionWorkflow:
     Temporal retries on another worker when the worker running it dies.
     """
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, session_id: str, next_seq: int = 0) -> None:
         self._turn = asyncio.Lock()
         self._current: workflow.ActivityHandle[BatchOutcome] | None = None
         self._closing = False
+        # where the session's next batch starts in its log (0: not known, read it whole)
+        self._next_seq = next_seq
 
     @workflow.run
-    async def run(self, session_id: str) -> None:
-        """Live until closed, continuing as new when the history grows long."""
+    async def run(self, session_id: str, next_seq: int = 0) -> None:
+        """Live until closed, continuing as new when the history grows long (carrying where
+        the next batch starts in the log).
+        """
         await workflow.wait_condition(
             lambda: self._closing or workflow.info().is_continue_as_new_suggested()
         )
         await workflow.wait_condition(workflow.all_handlers_finished)
         if not self._closing:
-            workflow.continue_as_new(session_id)
+            workflow.continue_as_new(args=[session_id, self._next_seq])
 
     @workflow.update(name="run_batch")
     async def run_batch(self, request: BatchRequest) -> BatchOutcome:
         """Run one batch (after the session's earlier ones) and return how it ended."""
         async with self._turn:
+            request = replace(request, from_seq=self._next_seq)
             handle = workflow.start_activity(
                 BATCH_ACTIVITY,
                 request,
@@ -106,9 +119,11 @@ class SessionWorkflow:
             )
             self._current = handle
             try:
-                return await handle
+                outcome = await handle
             finally:
                 self._current = None
+            self._next_seq = max(self._next_seq, outcome.next_seq)
+            return outcome
 
     @workflow.signal(name="cancel_batch")
     def cancel_batch(self) -> None:
