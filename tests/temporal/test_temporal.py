@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import os
 import signal
 import subprocess
@@ -788,3 +789,75 @@ def test_the_worker_needs_a_server_from_a_flag_or_the_environment(dsn: str) -> N
     )
     assert 2 == done.returncode
     assert "--temporal HOST:PORT or $TEMPORAL_ADDRESS" in done.stderr
+
+
+# --- keys every worker shares ---------------------------------------------------------------------
+
+
+async def test_two_workers_with_a_shared_limiter_never_run_one_key_at_once(
+    client: TemporalClient, temporal_address: str, dsn: str
+) -> None:
+    # two workers (each with its own limiter, as two machines would have; each on a queue of
+    # its own, so that both surely run batches), four sessions whose batches write one file:
+    # their bodies never overlap
+    from dsh_tools.postgres import PostgresLimiter
+
+    spans: list[tuple[str, float, float]] = []
+
+    def keyed_registry(limiter: PostgresLimiter) -> ToolRegistry:
+        registry = ToolRegistry(limiter=limiter)
+
+        async def write(args: object, context: ToolRunContext) -> str:
+            started = trio.current_time()
+            await trio.sleep(0.02)
+            spans.append((context.call_id, started, trio.current_time()))
+            return "written"
+
+        registry.register(
+            define_tool(
+                name="write",
+                description="write the file",
+                parameters={},
+                execute=write,
+                is_concurrency_safe=lambda _args: True,
+                conflict_keys=lambda _args: ["the one file"],
+            )
+        )
+        return registry
+
+    queues = [f"q-{uuid.uuid4()}", f"q-{uuid.uuid4()}"]
+    with (
+        PostgresLimiter(dsn, poll_interval=0.005) as first,
+        PostgresLimiter(dsn, poll_interval=0.005) as second,
+    ):
+        results: list[ToolBatch] = []
+        async with open_temporal_client(temporal_address) as other, trio.open_nursery() as nursery:
+            await nursery.start(serve_worker, client, queues[0], keyed_registry(first), dsn)
+            await nursery.start(serve_worker, other, queues[1], keyed_registry(second), dsn)
+            runners = [
+                TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=5)
+                for queue in queues
+            ]
+
+            async def one_session(name: str) -> None:
+                runner = runners[name in "cd"]
+                results.append(
+                    await runner.run(
+                        [request(f"{name}-1", "write"), request(f"{name}-2", "write")],
+                        session_id=f"s-{uuid.uuid4()}",
+                        signal=CancelSignal.never(),
+                    )
+                )
+
+            with trio.fail_after(120):
+                async with trio.open_nursery() as sessions:
+                    for name in "abcd":
+                        sessions.start_soon(one_session, name)
+            nursery.cancel_scope.cancel()
+    assert [["written", "written"]] * 4 == [[first_text(r) for r in b.results] for b in results]
+    assert first.round_trips > 0
+    assert second.round_trips > 0  # both workers ran calls
+    ordered = sorted(spans, key=lambda span: span[1])
+    assert 8 == len(ordered)
+    for (_, _, end), (_, start, _) in itertools.pairwise(ordered):
+        assert end <= start, ordered
