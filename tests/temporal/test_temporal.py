@@ -602,31 +602,18 @@ async def test_a_batch_that_fails_on_its_worker_raises_the_documented_error(
 def test_the_worker_command_checks_the_database_before_it_serves(
     temporal_address: str, dsn: str, postgres: str | None, says: str
 ) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dsh_tools",
-            "worker",
-            "--temporal",
-            temporal_address,
-            "--task-queue",
-            "q",
-            "--postgres",
-            postgres or dsn,
-            "--schema",
-            "dsh" if postgres else "no_such_schema",
-            "--registry",
-            "dsh_tools:ToolRegistry",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    worker = _worker(
+        "--temporal",
+        temporal_address,
+        "--postgres",
+        postgres or dsn,
+        "--schema",
+        "dsh" if postgres else "no_such_schema",
     )
-    assert (1, "", False) == (done.returncode, done.stdout, "Traceback" in done.stderr)
-    assert done.stderr.startswith("dsh-tools worker: error: "), done.stderr
-    assert says in done.stderr
+    out, err = worker.communicate(timeout=60)
+    assert (1, "", False) == (worker.returncode, out, "Traceback" in err)
+    assert err.startswith("dsh-tools worker: error: "), err
+    assert says in err
 
 
 async def test_serve_worker_checks_the_database_before_it_serves(

@@ -6,7 +6,7 @@ gate (``_pipeline._gate``) holds them for the calls of every batch, and a :class
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final, Protocol, cast
 
 import attrs
@@ -54,33 +54,34 @@ class RateLimit:
     per: float = attrs.field(validator=_positive_seconds)
 
 
+def _by_class(value: object, rule: str) -> Iterator[tuple[str, object]]:
+    """The items of a mapping of capacity class names (``rule`` says what it must be)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{rule}, not {type(value).__name__}")
+    for name, item in cast("Mapping[object, object]", value).items():
+        if type(name) is not str or not name:
+            raise TypeError(f"{rule}: {name!r} is not a class name")
+        yield name, item
+
+
 def check_capacity_limits(value: object) -> dict[str, int]:
     """A mapping of capacity class names to positive slot counts, as a ``dict`` (``None``:
     empty).
     """
     if value is None:
         return {}
-    rule = _CAPACITY_LIMITS_TYPE
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{rule}, not {type(value).__name__}")
-    limits: dict[str, int] = {}
-    for name, limit in cast("Mapping[object, object]", value).items():
-        if type(name) is not str or not name:
-            raise TypeError(f"{rule}: {name!r} is not a class name")
-        limits[name] = check_int(f'capacity_limits["{name}"]', limit)
-    return limits
+    return {
+        name: check_int(f'capacity_limits["{name}"]', limit)
+        for name, limit in _by_class(value, _CAPACITY_LIMITS_TYPE)
+    }
 
 
 def check_rate_limits(value: object) -> dict[str, RateLimit]:
     """A mapping of capacity class names to :class:`RateLimit` values, as a ``dict``."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{_RATE_LIMITS_TYPE}, not {type(value).__name__}")
     rates: dict[str, RateLimit] = {}
-    for name, rate in cast("Mapping[object, object]", value).items():
-        if type(name) is not str or not name:
-            raise TypeError(f"{_RATE_LIMITS_TYPE}: {name!r} is not a class name")
+    for name, rate in _by_class(value, _RATE_LIMITS_TYPE):
         if not isinstance(rate, RateLimit):
             raise TypeError(
                 f'{_RATE_LIMITS_TYPE}: rate_limits["{name}"] is a {type(rate).__name__}, '
