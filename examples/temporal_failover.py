@@ -192,7 +192,7 @@ async def _run(dsn: str, address: str, starts: Path) -> int:
 
             nursery.start_soon(kill_mid_batch)
             begun = time.monotonic()
-            with trio.fail_after(120):  # a failover that never happens fails, never hangs
+            with runner, trio.fail_after(120):  # a failover that never happens fails, never hangs
                 batch = await runner.run(CALLS, session_id=session_id, signal=CancelSignal.never())
             ended = time.monotonic()
             nursery.cancel_scope.cancel()

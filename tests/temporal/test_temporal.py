@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
 import pytest
 import trio
 from psycopg.conninfo import conninfo_to_dict
@@ -210,6 +211,8 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(
         ({"batch_timeout": float("nan")}, ValueError, "batch_timeout"),
         ({"heartbeat_timeout": "2"}, TypeError, "heartbeat_timeout"),
         ({"task_queue": ""}, ValueError, "task_queue"),
+        ({"pool_size": 0}, ValueError, "pool_size must be a positive int, not 0"),
+        ({"read_retry": -1}, ValueError, "read_retry"),
     ],
 )
 async def test_a_runner_with_bad_settings_is_refused(
@@ -848,3 +851,40 @@ async def test_two_workers_with_a_shared_limiter_never_run_one_key_at_once(
     assert 8 == len(ordered)
     for (_, _, end), (_, start, _) in itertools.pairwise(ordered):
         assert end <= start, ordered
+
+
+async def test_the_runner_reads_through_its_pool_across_connections_the_database_dropped(
+    client: TemporalClient, dsn: str
+) -> None:
+    # the runner's pooled connection is cut between two batches (as a restart would): the
+    # second read gets a fresh connection, and close() lets every connection go
+    queue = f"q-{uuid.uuid4()}"
+    session = f"s-{uuid.uuid4()}"
+
+    def runner_backends() -> list[int]:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            rows = admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'dsh-tools runner'"
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_worker, client, queue, _registry([]), dsn)
+        with TemporalBatchRunner(client, queue, conninfo=dsn, pool_size=2) as runner:
+            first = await runner.run(
+                [request("c1", "echo")], session_id=session, signal=CancelSignal.never()
+            )
+            backends = runner_backends()
+            assert 1 <= len(backends) <= 2
+            with psycopg.connect(dsn, autocommit=True) as admin:
+                for pid in backends:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            second = await runner.run(
+                [request("d1", "echo")], session_id=session, signal=CancelSignal.never(), turn=1
+            )
+        nursery.cancel_scope.cancel()
+    assert (["echo c1 attempt 1"], ["echo d1 attempt 1"]) == (
+        [first_text(r) for r in first.results],
+        [first_text(r) for r in second.results],
+    )
+    assert [] == runner_backends()

@@ -57,6 +57,7 @@ __all__ = [
     "check_session_id",
     "create_schema",
     "describe_conninfo",
+    "read_on",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -424,18 +425,8 @@ class PostgresSessionLog(SessionRowsLog):
         place = describe_conninfo(conninfo)
         with psycopg.connect(conninfo, autocommit=True) as connection:
             _check_database(connection, schema, place)
-            row = connection.execute(
-                sql.SQL("SELECT id FROM {}.sessions WHERE name = %s").format(
-                    sql.Identifier(schema)
-                ),
-                (session_id,),
-            ).fetchone()
-            if row is None:
-                raise LookupError(f"{place}: no session {session_id!r} in schema {schema!r}")
-            key = row[0]
-            assert isinstance(key, int)
-            return _read_events(
-                connection, schema, key, f"{place} (session {session_id!r})", chain, since
+            return read_on(
+                connection, session_id, schema=schema, place=place, since=since, chain=chain
             )
 
     def _describe(self) -> str:
@@ -550,6 +541,34 @@ def _check_database(
             f"{[row[0] for row in rows]}; this version of dsh-tools reads version "
             f"{SCHEMA_VERSION}"
         )
+
+
+def read_on(
+    connection: psycopg.Connection[tuple[object, ...]],
+    session_id: str,
+    *,
+    schema: str,
+    place: str,
+    since: int = 0,
+    chain: MacChain | None = None,
+) -> list[SessionEvent]:
+    """:meth:`PostgresSessionLog.read` on an open (autocommit) connection, e.g. a pool's;
+    ``place`` names the database in messages.
+
+    Raises:
+        LookupError: the database holds no session ``session_id``.
+        SessionLogCorruptError: a stored event is not an event.
+        psycopg.Error: the connection failed.
+    """
+    row = connection.execute(
+        sql.SQL("SELECT id FROM {}.sessions WHERE name = %s").format(sql.Identifier(schema)),
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise LookupError(f"{place}: no session {session_id!r} in schema {schema!r}")
+    key = row[0]
+    assert isinstance(key, int)
+    return _read_events(connection, schema, key, f"{place} (session {session_id!r})", chain, since)
 
 
 def _read_events(

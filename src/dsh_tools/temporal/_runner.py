@@ -4,11 +4,12 @@ PostgreSQL.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 
 import outcome
+import psycopg
 import trio
+from psycopg_pool import ConnectionPool, PoolTimeout
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 
@@ -28,8 +29,7 @@ from dsh_tools._for_integrations import (
     check_signal,
     logged_batch,
 )
-from dsh_tools.postgres import PostgresSessionLog
-from dsh_tools.postgres._log import check_session_id
+from dsh_tools.postgres._log import check_session_id, describe_conninfo, read_on
 
 from ._client import TemporalClient
 from ._workflow import BatchCall, BatchOutcome, BatchRequest, SessionWorkflow
@@ -52,6 +52,12 @@ class TemporalBatchRunner:
             to another worker (seconds; the worker heartbeats four times as often). A
             failover takes about this long plus the retry's backoff.
         batch_timeout: the longest one attempt of a batch may run (seconds).
+        pool_size: the most connections the runner holds to the database for reading
+            results back (a ``psycopg_pool.ConnectionPool``, opened on the first read; each
+            connection is checked before use). :meth:`close` closes it.
+        read_retry: how long (seconds) reading a finished batch back keeps trying when the
+            database refuses or drops the connection (a connection cap, a restart), before the
+            error is raised.
 
     Raises:
         TypeError: ``task_queue`` or ``conninfo`` is not a ``str``, a timeout not a number.
@@ -63,6 +69,9 @@ class TemporalBatchRunner:
         "_client",
         "_conninfo",
         "_heartbeat_timeout",
+        "_pool",
+        "_pool_size",
+        "_read_retry",
         "_schema",
         "_task_queue",
     )
@@ -76,6 +85,8 @@ class TemporalBatchRunner:
         schema: str = "dsh",
         heartbeat_timeout: float = 10.0,
         batch_timeout: float = 3600.0,
+        pool_size: int = 4,
+        read_retry: float = 30.0,
     ) -> None:
         if not isinstance(client, TemporalClient):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
@@ -92,6 +103,56 @@ class TemporalBatchRunner:
         self._schema = schema
         self._heartbeat_timeout = check_seconds("heartbeat_timeout", heartbeat_timeout)
         self._batch_timeout = check_seconds("batch_timeout", batch_timeout)
+        self._pool_size = check_int("pool_size", pool_size)
+        self._read_retry = check_seconds("read_retry", read_retry)
+        self._pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] | None = None
+
+    def close(self) -> None:
+        """Close the connections the runner holds for reading results (idempotent)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> TemporalBatchRunner:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _read_once(self, session_id: str, since: int) -> list[SessionEvent]:
+        """The session's events from ``since``, on a pooled connection (on a worker thread)."""
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = ConnectionPool(
+                self._conninfo,
+                min_size=1,
+                max_size=self._pool_size,
+                kwargs={"autocommit": True, "application_name": "dsh-tools runner"},
+                check=ConnectionPool.check_connection,
+                timeout=min(self._read_retry, 10.0),
+                open=True,
+            )
+        with pool.connection() as connection:
+            return read_on(
+                connection,
+                session_id,
+                schema=self._schema,
+                place=describe_conninfo(self._conninfo),
+                since=since,
+            )
+
+    async def _read(self, session_id: str, since: int) -> list[SessionEvent]:
+        """:meth:`_read_once`, tried again while the database refuses or drops connections."""
+        deadline = trio.current_time() + self._read_retry
+        pause = 0.05
+        while True:
+            try:
+                return await trio.to_thread.run_sync(self._read_once, session_id, since)
+            except (psycopg.OperationalError, PoolTimeout):
+                if trio.current_time() + pause > deadline:
+                    raise
+            await trio.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     async def run(
         self,
@@ -185,15 +246,7 @@ class TemporalBatchRunner:
             nursery.cancel_scope.cancel()
         done = ran.unwrap()
         # the batch's own events: from its batch/start, whatever the session's length
-        events = await trio.to_thread.run_sync(
-            functools.partial(
-                PostgresSessionLog.read,
-                self._conninfo,
-                session_id,
-                schema=self._schema,
-                since=done.first_seq,
-            )
-        )
+        events = await self._read(session_id, done.first_seq)
         return batch_from_log(events, done.batch_id)
 
     async def close_session(self, session_id: str) -> None:
