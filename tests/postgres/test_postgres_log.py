@@ -329,3 +329,17 @@ def test_a_keyed_log_is_read_from_its_first_event(dsn: str, session: str) -> Non
             log.events_since(1)
     with pytest.raises(ValueError, match="a keyed log is verified from its first event"):
         PostgresSessionLog.read(dsn, session, integrity_key=key, since=1)
+
+
+def test_a_read_from_a_stalled_server_fails_within_its_timeout(dsn: str, session: str) -> None:
+    # what a worker reads at a batch's start: a stalled database fails the attempt (Temporal
+    # then moves the batch) instead of hanging it while its heartbeats go on
+    log = PostgresSessionLog(dsn, session, append_timeout=0.5)
+    log.append(CALL)
+    log.append(RESULT)
+    connection = log._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    with stopped(connection.info.backend_pid, at_most=30), pytest.raises(TimeoutError) as caught:
+        log.events_since(1)
+    assert "did not answer a read within 0.5 s (append_timeout)" in str(caught.value)
+    assert log.closed

@@ -135,8 +135,9 @@ class PostgresSessionLog(SessionRowsLog):
             lone surrogates). An existing session is continued: its events keep their sequence
             numbers, new ones follow.
         schema: the PostgreSQL schema that :func:`create_schema` made.
-        append_timeout: how long (seconds) an ``append`` may wait for the server, 5 by
-            default; ``None``: as long as it takes. Past it, the connection is cut, the log
+        append_timeout: how long (seconds) an ``append``, or a read of this log
+            (``events``, ``events_since``), may wait for the server, 5 by default; ``None``: as
+            long as it takes. Past it, the connection is cut, the log
             closed, and the append raises :class:`TimeoutError` (the event may or may not be
             stored; a resume reads which). It bounds how long a stalled server freezes the trio
             loop, whose deadlines cannot fire while an append waits on its thread.
@@ -370,10 +371,34 @@ class PostgresSessionLog(SessionRowsLog):
             "session once the server answers"
         )
 
-    def _read_chained(self, chain: MacChain | None) -> list[SessionEvent]:
+    def _read_chained(self, chain: MacChain | None, since: int = 0) -> list[SessionEvent]:
+        """The session's events (from ``since``), bounded by ``append_timeout`` as an append
+        is: a stalled server cuts the connection and closes the log (``TimeoutError``), so a
+        worker's attempt fails and Temporal moves the batch, instead of waiting forever.
+        """
         connection = self._connection
         assert connection is not None
-        return _read_events(connection, self._schema, self._key, self._describe(), chain)
+        timeout = self._append_timeout
+        token = None if timeout is None else WATCHDOG.arm(connection.pgconn.socket, timeout)
+        try:
+            return _read_events(connection, self._schema, self._key, self._describe(), chain, since)
+        except psycopg.OperationalError:
+            if token is None or not WATCHDOG.disarm(token):
+                raise
+            token = None
+            self._timed_out_reading(timeout)
+        finally:
+            if token is not None and WATCHDOG.disarm(token):
+                # the read returned as its deadline passed: the connection is cut anyway
+                self._timed_out_reading(timeout)
+
+    def _timed_out_reading(self, timeout: float | None) -> NoReturn:
+        self.close()
+        raise TimeoutError(
+            f"{self._place} session {self._session_id!r}: the server did not answer a read "
+            f"within {timeout:g} s (append_timeout), so the connection was cut and the log "
+            "closed. Open a new log to continue the session once the server answers"
+        )
 
     def events_since(self, since: int) -> list[SessionEvent]:
         """The session's events from sequence number ``since``, in order: what
@@ -383,14 +408,15 @@ class PostgresSessionLog(SessionRowsLog):
         Raises:
             ValueError: ``since`` is negative, or the log is keyed and ``since`` is not 0.
             RuntimeError: the log is closed.
+            TimeoutError: the server did not answer within ``append_timeout`` (the log is then
+                closed), as :meth:`events` does.
         """
         since = _check_since(since, self._integrity_key)
         if since == 0:
             return self.events()
-        connection = self._connection
-        if connection is None:
+        if self._connection is None:
             raise RuntimeError(f"{self._describe()}: the log is closed")
-        return _read_events(connection, self._schema, self._key, self._describe(), None, since)
+        return self._read_chained(None, since)
 
     @staticmethod
     def read(
