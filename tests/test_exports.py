@@ -241,6 +241,7 @@ INTERNAL: Final = frozenset(
         ("_pipeline._gate", "LOCAL_ONLY"),
         ("_pipeline._held", "held_dispatch"),
         ("_pipeline._held", "queue_claim"),
+        ("_scheduling._bodies", "start_body"),
         ("_pipeline._held", "dispatch_holding"),
         ("_scheduling._entry", "check_approvals"),
         ("_scheduling._entry", "check_calls"),

@@ -682,7 +682,12 @@ async def test_bad_capacity_limits_are_refused_before_anything_is_sent(
 # --- connecting to a production Temporal: API key and TLS ---------------------------------------
 
 
-def _worker(*flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _worker(
+    *flags: str, env: dict[str, str] | None = None, without: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
+    """``dsh-tools worker`` with ``flags`` (a fresh task queue, an empty registry), the
+    environment plus ``env`` and without the variables ``without`` names."""
+    environment = {k: v for k, v in os.environ.items() if k not in without} | (env or {})
     return subprocess.Popen(
         [
             sys.executable,
@@ -698,7 +703,7 @@ def _worker(*flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=environment,
     )
 
 
@@ -757,28 +762,10 @@ def test_tls_settings_that_cannot_work_end_the_worker_with_one_line(
 
 
 def test_the_worker_needs_a_server_from_a_flag_or_the_environment(dsn: str) -> None:
-    environment = {key: value for key, value in os.environ.items() if key != "TEMPORAL_ADDRESS"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dsh_tools",
-            "worker",
-            "--task-queue",
-            "q",
-            "--postgres",
-            dsn,
-            "--registry",
-            "dsh_tools:ToolRegistry",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=environment,
-    )
-    assert 2 == done.returncode
-    assert "--temporal HOST:PORT or $TEMPORAL_ADDRESS" in done.stderr
+    worker = _worker("--postgres", dsn, without=("TEMPORAL_ADDRESS",))
+    _, err = worker.communicate(timeout=60)
+    assert 2 == worker.returncode
+    assert "--temporal HOST:PORT or $TEMPORAL_ADDRESS" in err
 
 
 # --- keys every worker shares ---------------------------------------------------------------------

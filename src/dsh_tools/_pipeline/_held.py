@@ -25,13 +25,17 @@ from ._results import ABORTED_BEFORE_DISPATCH, error_result
 __all__ = ["dispatch_holding", "held_dispatch", "queue_claim"]
 
 
-def queue_claim(prepared: PreparedCall, tool: ToolDefinition) -> Ticket | None:
+def queue_claim(prepared: PreparedCall, tool: ToolDefinition | None) -> Ticket | None:
     """On the lane, for an allowed call of ``tool``: its claim queued at the registry's gate,
     or ``None`` when it needs nothing held (then dispatch it as usual). A ``conflict_keys``
     that raises, or returns what is not a collection of keys, withholds the call with an
     ``INVALID_ARGS`` result (``None`` too).
     """
     gate = prepared.env.host.gate
+    if tool is None or (
+        tool.conflict_keys is None and not (gate.limits_classes and tool.capacity_class)
+    ):
+        return None  # the common case: nothing to hold, nothing computed
     try:
         claim = gate.claim(tool, prepared.arguments)
     except Exception as exc:
@@ -104,12 +108,7 @@ async def dispatch_holding(  # noqa: ASYNC910 (its callers checkpoint before it)
     """Dispatch an allowed call of ``tool`` that runs alone (a barrier on the lane, or
     ``ToolRegistry.execute``), after holding what it needs, if anything.
     """
-    gate = prepared.env.host.gate
-    ticket = None
-    if tool is not None and (
-        tool.conflict_keys is not None or (gate.limits_classes and tool.capacity_class is not None)
-    ):
-        ticket = queue_claim(prepared, tool)
+    ticket = queue_claim(prepared, tool)
     if ticket is not None:
         await held_dispatch(prepared, ticket)
     elif prepared.stage == ALLOWED:

@@ -12,9 +12,17 @@ import trio
 
 from dsh_tools._pipeline._call import PreparedCall
 from dsh_tools._pipeline._execute import dispatch
+from dsh_tools._pipeline._gate import Ticket
+from dsh_tools._pipeline._held import held_dispatch
 from dsh_tools._values._signal import CancelSignal, linked_cancel_scope
 
-__all__ = ["BODY_TASK", "dispatch_reporting", "linked_bodies", "lone_as_itself"]
+__all__ = [
+    "BODY_TASK",
+    "dispatch_reporting",
+    "linked_bodies",
+    "lone_as_itself",
+    "start_body",
+]
 
 
 def _first_leaf(exc: BaseException) -> BaseException:
@@ -68,6 +76,38 @@ async def dispatch_reporting(
     """
     await dispatch(prepared)
     report(index)
+
+
+def start_body(
+    prepared: PreparedCall,
+    index: int,
+    report: Callable[[int], None],
+    ticket: Ticket | None,
+    nursery: trio.Nursery,
+    bodies: trio.Nursery | None,
+    *,
+    own_scope: bool,
+) -> None:
+    """Start the body task of an allowed call of a pool (``ticket``: what it holds first).
+
+    Without ``own_scope``, in ``bodies``, the pool's nursery in a scope linked to the batch's
+    signal (``nursery`` for a signal that never fires): the body needs no scope of its own.
+    With it (an ``execute`` wrapper hears the call and may replace its signal), in ``nursery``,
+    with scopes of its own.
+    """
+    if own_scope:
+        if ticket is None:
+            nursery.start_soon(dispatch_reporting, prepared, index, report, name=BODY_TASK)
+        else:
+            nursery.start_soon(
+                held_dispatch, prepared, ticket, report, index, False, name=BODY_TASK
+            )
+        return
+    target = nursery if bodies is None else bodies
+    if ticket is None:
+        target.start_soon(dispatch, prepared, report, index, name=BODY_TASK)
+    else:
+        target.start_soon(held_dispatch, prepared, ticket, report, index, True, name=BODY_TASK)
 
 
 async def linked_bodies(  # noqa: ASYNC910 (leaving the bodies' nursery is a checkpoint)

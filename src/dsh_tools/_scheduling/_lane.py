@@ -29,9 +29,7 @@ from dsh_tools._pipeline._call import (
     PreparedCall,
 )
 from dsh_tools._pipeline._complete import complete, complete_now
-from dsh_tools._pipeline._execute import dispatch
-from dsh_tools._pipeline._gate import Gate
-from dsh_tools._pipeline._held import dispatch_holding, held_dispatch, queue_claim
+from dsh_tools._pipeline._held import dispatch_holding, queue_claim
 from dsh_tools._pipeline._open import apply_policies, open_call
 from dsh_tools._pipeline._registry import ToolRegistry, pipeline_host
 from dsh_tools._pipeline._results import ABORTED_BEFORE_DISPATCH
@@ -44,7 +42,7 @@ from dsh_tools._values._execution import RunBatch, ToolExecutionResult
 from dsh_tools._values._json import JsonValue
 from dsh_tools._values._signal import CancelSignal, linked_cancel_scope
 
-from ._bodies import BODY_TASK, dispatch_reporting, linked_bodies, lone_as_itself
+from ._bodies import linked_bodies, lone_as_itself, start_body
 from ._capacity import Capacity
 
 __all__ = ["Batch"]
@@ -85,7 +83,6 @@ class Batch:
     results: list[ToolExecutionResult | None] = attrs.field(init=False)
     contexts: list[HookContext] = attrs.field(init=False, factory=lambda: list[HookContext]())
     host: PipelineHost = attrs.field(init=False)
-    gate: Gate = attrs.field(init=False)
     env: CallEnv = attrs.field(init=False)
     started: int = 0
     committed: int = 0
@@ -112,7 +109,6 @@ class Batch:
     def __attrs_post_init__(self) -> None:
         n = len(self.calls)
         self.host = pipeline_host(self.registry)
-        self.gate = self.host.gate
         log = self.log
         self.env = CallEnv(
             self.host,
@@ -308,7 +304,6 @@ class Batch:
         signal = self.signal
         lookup = self.host.lookup
         wrappers = self.host.hooks.execute
-        gate = self.gate
         while True:
             index = self.started
             if first:
@@ -342,46 +337,21 @@ class Batch:
             prepared = self._start(index)
             if prepared.stage == PENDING:
                 await apply_policies(prepared)
-            ticket = None
-            if (
-                prepared.stage == ALLOWED
-                and tool is not None
-                and (
-                    tool.conflict_keys is not None
-                    or (gate.limits_classes and tool.capacity_class is not None)
-                )
-            ):
-                # the registry holds something for it: queued now, in model order, awaited
-                # in its own task
-                ticket = queue_claim(prepared, tool)
+            # what the registry holds for it: queued now, in model order, awaited in its task
+            ticket = queue_claim(prepared, tool) if prepared.stage == ALLOWED else None
             if prepared.stage == ALLOWED:
                 self.in_flight += 1
                 if capacity is not None and capacity_class is not None:
                     capacity.take(index, capacity_class, tool)
-                if ticket is not None:
-                    # in the pool's linked scope, or (a wrapper may replace the call's signal)
-                    # with scopes of its own
-                    own = wrappers.active and bool(wrappers.for_agent(self.agent))
-                    (nursery if own or bodies is None else bodies).start_soon(
-                        held_dispatch,
-                        prepared,
-                        ticket,
-                        self.reporter,
-                        index,
-                        not own,
-                        name=BODY_TASK,
-                    )
-                elif not (wrappers.active and wrappers.for_agent(self.agent)):
-                    # inside the pool's scope linked to the batch signal (none for a signal that
-                    # never fires): the body needs no scope of its own
-                    (nursery if bodies is None else bodies).start_soon(
-                        dispatch, prepared, self.reporter, index, name=BODY_TASK
-                    )
-                else:
-                    # a wrapper may replace the call's signal: the body gets a scope of its own
-                    nursery.start_soon(
-                        dispatch_reporting, prepared, index, self.reporter, name=BODY_TASK
-                    )
+                start_body(
+                    prepared,
+                    index,
+                    self.reporter,
+                    ticket,
+                    nursery,
+                    bodies,
+                    own_scope=wrappers.active and bool(wrappers.for_agent(self.agent)),
+                )
                 # a large pool's bodies run while it is still filling (as each start of the
                 # original awaits): the calls started so far hold a task and a frame each only
                 # until their body has run, not until the last call has started. It is also
