@@ -85,7 +85,6 @@ def start_body(
     ticket: Ticket | None,
     nursery: trio.Nursery,
     bodies: trio.Nursery | None,
-    *,
     own_scope: bool,
 ) -> None:
     """Start the body task of an allowed call of a pool (``ticket``: what it holds first).

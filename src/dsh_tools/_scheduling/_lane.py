@@ -304,6 +304,7 @@ class Batch:
         signal = self.signal
         lookup = self.host.lookup
         wrappers = self.host.hooks.execute
+        limited = self.host.gate.limits_classes
         while True:
             index = self.started
             if first:
@@ -338,7 +339,13 @@ class Batch:
             if prepared.stage == PENDING:
                 await apply_policies(prepared)
             # what the registry holds for it: queued now, in model order, awaited in its task
-            ticket = queue_claim(prepared, tool) if prepared.stage == ALLOWED else None
+            # (the common case, a tool without keys or limited class, asks nothing: inline)
+            ticket = None
+            if prepared.stage == ALLOWED and (
+                tool is not None
+                and (tool.conflict_keys is not None or (limited and tool.capacity_class))
+            ):
+                ticket = queue_claim(prepared, tool)
             if prepared.stage == ALLOWED:
                 self.in_flight += 1
                 if capacity is not None and capacity_class is not None:
@@ -350,7 +357,7 @@ class Batch:
                     ticket,
                     nursery,
                     bodies,
-                    own_scope=wrappers.active and bool(wrappers.for_agent(self.agent)),
+                    wrappers.active and bool(wrappers.for_agent(self.agent)),
                 )
                 # a large pool's bodies run while it is still filling (as each start of the
                 # original awaits): the calls started so far hold a task and a frame each only
