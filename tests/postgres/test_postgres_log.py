@@ -343,3 +343,20 @@ def test_a_read_from_a_stalled_server_fails_within_its_timeout(dsn: str, session
         log.events_since(1)
     assert "did not answer a read within 0.5 s (append_timeout)" in str(caught.value)
     assert log.closed
+
+
+def test_a_closed_log_frees_its_session_before_close_returns(dsn: str, session: str) -> None:
+    # the log lets its lock go itself, not when the server gets round to ending the closed
+    # connection's backend: a log opened at once never finds the session locked
+    log = PostgresSessionLog(dsn, session)
+    connection = log._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    backend = connection.info.backend_pid
+    log.close()
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        held = admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s", (backend,)
+        ).fetchone()
+    assert (0,) == held
+    with PostgresSessionLog(dsn, session) as again:
+        assert [] == again.events()

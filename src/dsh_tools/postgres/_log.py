@@ -262,6 +262,25 @@ class PostgresSessionLog(SessionRowsLog):
         """The PostgreSQL schema holding the log."""
         return self._schema
 
+    def _release(self) -> None:
+        # the session's lock is let go before the connection closes: the server ends a closed
+        # connection's backend (and frees its locks) a moment after close() returns, and a log
+        # opened right after must find the session free
+        connection = self._connection
+        if connection is not None and not connection.closed:
+            # bounded as an append is: a stalled server never holds close() up
+            timeout = self._append_timeout or DEFAULT_APPEND_TIMEOUT
+            token = WATCHDOG.arm(connection.pgconn.socket, timeout)
+            try:
+                with contextlib.suppress(psycopg.Error):
+                    connection.execute(
+                        "SELECT pg_advisory_unlock(%s)",
+                        (_lock_key(self._schema, self._session_id),),
+                    )
+            finally:
+                WATCHDOG.disarm(token)
+        super()._release()
+
     def _insert(
         self, connection: psycopg.Connection[tuple[object, ...]], seq: int, text: str
     ) -> None:
