@@ -10,6 +10,10 @@ the missing heartbeats and gives the batch to the other worker, which resumes it
 the three committed calls are not run again, the interrupted idempotent call runs again, the
 fifth call runs for the first time.
 
+With ``--drain``, the worker is stopped the way a deploy stops it (``SIGTERM``, with a drain
+timeout of 0.5 s) instead: the crawl outlives the drain, so the worker leaves the batch as a
+crash would, and the other worker finishes it the same way.
+
 It prints, per call, how many times its body started and its final result, and exits 0 only
 when the batch finished on the other worker with every call answered once and no committed
 call re-run.
@@ -51,6 +55,9 @@ CALLS = (
 )
 KILLED_IN = "c4"
 """The call whose body is running when its worker is killed."""
+
+DRAIN_TIMEOUT = 0.5
+"""Seconds a worker stopped with ``SIGTERM`` lets its batch run on (shorter than the crawl)."""
 
 
 # --- the tools (every worker imports this module for them: --registry temporal_failover:registry)
@@ -157,11 +164,15 @@ def _start_worker(
         dsn,
         "--registry",
         "temporal_failover:registry",
+        "--drain-timeout",
+        str(DRAIN_TIMEOUT),
     ]
-    return subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL)
+    return subprocess.Popen(
+        command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
-async def _run(dsn: str, address: str, starts: Path) -> int:
+async def _run(dsn: str, address: str, starts: Path, drain: bool) -> int:
     from dsh_tools.postgres import create_schema
     from dsh_tools.temporal import TemporalBatchRunner, open_temporal_client
 
@@ -184,9 +195,10 @@ async def _run(dsn: str, address: str, starts: Path) -> int:
                     running = [w for w, call, _, _ in _starts(starts) if call == KILLED_IN]
                     if running:
                         victim = running[0]
-                        workers[victim].send_signal(signal.SIGKILL)
+                        workers[victim].send_signal(signal.SIGTERM if drain else signal.SIGKILL)
                         killed.append((victim, time.time()))
-                        print(f"killed worker {victim} while it ran {KILLED_IN}", flush=True)
+                        how = f"stopped (SIGTERM, drain {DRAIN_TIMEOUT:g} s)" if drain else "killed"
+                        print(f"{how} worker {victim} while it ran {KILLED_IN}", flush=True)
                         return
                     await trio.sleep(0.01)
 
@@ -198,13 +210,15 @@ async def _run(dsn: str, address: str, starts: Path) -> int:
             nursery.cancel_scope.cancel()
     finally:
         for process in workers.values():
-            process.send_signal(signal.SIGTERM)
-        for process in workers.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        logs: dict[str, str] = {}
+        for name, process in workers.items():
             try:
-                process.wait(timeout=20)
+                logs[name] = process.communicate(timeout=20)[1].decode(errors="replace")
             except subprocess.TimeoutExpired:
                 process.kill()
-                process.wait()
+                logs[name] = process.communicate()[1].decode(errors="replace")
 
     record = _starts(starts)
     texts = [" ".join(getattr(block, "text", "?") for block in r.content) for r in batch.results]
@@ -217,12 +231,20 @@ async def _run(dsn: str, address: str, starts: Path) -> int:
         print("FAILED: no worker was killed (the batch ended first)")
         return 1
     victim, killed_at = killed[0]
+    if drain:
+        # what the stopped worker said: its drain, and the batch it left
+        said = [line.split()[3] for line in logs[victim].splitlines() if " dsh_tools." in line]
+        print(f"worker {victim} logged: {' '.join(dict.fromkeys(said))}")
+        if workers[victim].returncode != 0:
+            print(f"FAILED: the stopped worker exited with {workers[victim].returncode}")
+            return 1
     survivor_starts = [(w, c, a) for w, c, a, _ in record if w != victim]
     first_survivor = survivor_starts[0] if survivor_starts else None
     resumed_at = next((at for w, _, _, at in record if w != victim and at > killed_at), None)
     if resumed_at is not None:
         print(
-            f"failover: {resumed_at - killed_at:.1f} s from the kill to the other worker's "
+            f"failover: {resumed_at - killed_at:.1f} s from the {'SIGTERM' if drain else 'kill'} "
+            "to the other worker's "
             f"first body (heartbeat timeout {HEARTBEAT_TIMEOUT:.0f} s)"
         )
     expected_starts = {"c1": 1, "c2": 1, "c3": 1, "c4": 2, "c5": 1}
@@ -246,9 +268,13 @@ async def _run(dsn: str, address: str, starts: Path) -> int:
 
 
 def main() -> int:
-    """Run the failover; return the exit status."""
+    """Run the failover (``--drain``: a stop, not a kill); return the exit status."""
+    drain = sys.argv[1:] == ["--drain"]
+    if sys.argv[1:] and not drain:
+        print(f"usage: {sys.argv[0]} [--drain]", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as directory, _servers() as (dsn, address):
-        return trio.run(_run, dsn, address, Path(directory) / "starts.txt")
+        return trio.run(_run, dsn, address, Path(directory) / "starts.txt", drain)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""examples/temporal_failover.py end to end: two worker processes, one killed with SIGKILL
-mid-batch, the other finishing the batch from the PostgreSQL log."""
+"""examples/temporal_failover.py end to end: two worker processes, one killed with SIGKILL (or
+stopped with SIGTERM past its drain timeout) mid-batch, the other finishing the batch from the
+PostgreSQL log."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from support import ROOT
 
 
+@pytest.mark.parametrize("flags", [[], ["--drain"]], ids=["SIGKILL", "SIGTERM past the drain"])
 def test_the_failover_example_finishes_the_batch_on_the_other_worker(
-    dsn: str, temporal_address: str
+    dsn: str, temporal_address: str, flags: list[str]
 ) -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "temporal_failover.py")],
+        [sys.executable, str(ROOT / "examples" / "temporal_failover.py"), *flags],
         env=os.environ | {"DATABASE_URL": dsn, "TEMPORAL_ADDRESS": temporal_address},
         capture_output=True,
         text=True,
@@ -25,5 +29,12 @@ def test_the_failover_example_finishes_the_batch_on_the_other_worker(
     assert 0 == done.returncode, done.stdout + done.stderr
     assert lines[-1].startswith("OK: the other worker finished the batch")
     starts = {line.split()[0]: line.split()[4] for line in lines if line.startswith("  c")}
+    # the interrupted crawl is idempotent: it runs again there, the fifth call for the first time
     assert {"c1": "1x", "c2": "1x", "c3": "1x", "c4": "2x", "c5": "1x"} == starts
     assert any(line.startswith("failover: ") for line in lines)
+    if flags:
+        said = next(line for line in lines if line.startswith("worker w"))
+        # the stopped worker said it drained, and which batch it left to the other one
+        assert ["worker.drain", "batch.left"] == [
+            word for word in said.split() if word in ("worker.drain", "batch.left")
+        ], said

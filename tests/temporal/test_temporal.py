@@ -50,13 +50,17 @@ from dsh_tools.temporal import (
     open_temporal_client,
     serve_worker,
 )
+from dsh_tools.temporal._activity import Attempt, BatchActivity, last_batch
 from dsh_tools.temporal._bridge import open_asyncio_thread
-from dsh_tools.temporal._worker import _BatchActivity, last_batch  # pyright: ignore[reportPrivateUsage]
 from dsh_tools.temporal._workflow import BatchCall, BatchRequest
 from support import first_text, request
 
 
-def _registry(started: list[str], release: trio.Event | None = None) -> ToolRegistry:
+def _registry(
+    started: list[str], release: trio.Event | None = None, *, idempotent: bool = False
+) -> ToolRegistry:
+    """``echo``, ``fail`` and ``wait`` (which sets ``release`` and waits forever on its first
+    start, and echoes on a later attempt)."""
     registry = ToolRegistry()
 
     async def echo(args: object, context: ToolRunContext) -> str:
@@ -69,6 +73,8 @@ def _registry(started: list[str], release: trio.Event | None = None) -> ToolRegi
 
     async def wait(args: object, context: ToolRunContext) -> str:
         started.append(context.call_id)
+        if context.attempt > 1:
+            return f"echo {context.call_id} attempt {context.attempt}"
         if release is not None:
             release.set()
         await trio.sleep_forever()
@@ -81,6 +87,7 @@ def _registry(started: list[str], release: trio.Event | None = None) -> ToolRegi
                 parameters={},
                 execute=body,
                 is_concurrency_safe=lambda _args: True,
+                idempotent=idempotent,
             )
         )
     return registry
@@ -472,8 +479,8 @@ async def test_serve_worker_refuses_bad_settings_before_it_connects(
 # --- what an attempt of the batch activity finds in the log (the activity's trio side) --------
 
 
-def _activity(registry: ToolRegistry, dsn: str) -> _BatchActivity:
-    return _BatchActivity(
+def _activity(registry: ToolRegistry, dsn: str) -> BatchActivity:
+    return BatchActivity(
         registry, dsn, "dsh", True, trio.lowlevel.current_trio_token(), ThreadPoolExecutor(1)
     )
 
@@ -626,43 +633,54 @@ async def test_serve_worker_checks_the_database_before_it_serves(
         await serve_worker(client, "q", ToolRegistry(), dsn, schema="no_such_schema")
 
 
-async def test_a_batch_a_draining_worker_stopped_is_finished_by_the_next_attempt(
-    dsn: str,
+@pytest.mark.parametrize("idempotent", [False, True], ids=["not idempotent", "idempotent"])
+async def test_a_batch_a_draining_worker_left_is_finished_by_the_idempotency_rule(
+    dsn: str, idempotent: bool
 ) -> None:
-    # the drain: the trio run around the batch is cancelled while c2's body runs and c3 has
-    # not started (one at a time); the batch ends "aborted" with no result for c3
+    # the drain ran out while c2's body runs and c3 has not started (one at a time): the
+    # worker leaves the batch as a crash would, with no result for c2 or c3 and no batch/end
     session = f"s-{uuid.uuid4()}"
     calls = [request("c1", "echo"), request("c2", "wait"), request("c3", "echo")]
     request_ = dataclasses.replace(_batch_request(session, calls), max_parallel_tool_calls=1)
     started: list[str] = []
     waiting = trio.Event()
-    with trio.CancelScope() as drain:
-        async with trio.open_nursery() as nursery:
+    attempt = Attempt()
+    async with trio.open_nursery() as nursery:
 
-            async def run_first() -> None:
-                await _activity(_registry(started, waiting), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
-                    request_, CancelController(), 1
+        async def run_first() -> None:
+            with pytest.raises(RuntimeError, match="left to the next attempt"):
+                await _activity(
+                    _registry(started, waiting, idempotent=idempotent), dsn
+                )._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+                    request_, CancelController(), 1, attempt
                 )
 
-            nursery.start_soon(run_first)
-            await waiting.wait()
-            drain.cancel()
+        nursery.start_soon(run_first)
+        await waiting.wait()
+        attempt.leave()
     left = PostgresSessionLog.read(dsn, session)
-    assert isinstance(left[-1], BatchEndEvent)
-    assert "aborted" == left[-1].reason
+    assert [type(event).__name__ for event in left] == [
+        "BatchStartEvent",
+        "ToolCallEvent",
+        "ToolResultEvent",
+        "ToolCallEvent",
+    ]
     assert ["c1", "c2"] == started
 
-    outcome = await _activity(_registry(started), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
+    outcome = await _activity(_registry(started, idempotent=idempotent), dsn)._run_on_trio(  # pyright: ignore[reportPrivateUsage]
         request_, CancelController(), 2
     )
 
     batch = batch_from_log(PostgresSessionLog.read(dsn, session), outcome.batch_id)
-    assert ["c1", "c2", "c3"] == started
-    assert [
-        "echo c1 attempt 1",
-        "Error: tool call aborted",
-        "echo c3 attempt 1",
-    ] == [first_text(result) for result in batch.results]
+    second = (
+        "echo c2 attempt 2"
+        if idempotent
+        else "Error: tool call interrupted: the process stopped while it ran; its effects are unknown"
+    )
+    assert (["c1", "c2", "c2", "c3"] if idempotent else ["c1", "c2", "c3"]) == started
+    assert ["echo c1 attempt 1", second, "echo c3 attempt 1"] == [
+        first_text(result) for result in batch.results
+    ]
     assert "completed" == outcome.reason
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import os
 import signal
 import sys
@@ -127,14 +128,72 @@ def _parser() -> argparse.ArgumentParser:
         help="the most batches this worker runs at once (default: %(default)s)",
     )
     parser.add_argument(
+        "--max-concurrent-workflow-tasks",
+        type=_positive_int,
+        default=100,
+        metavar="N",
+        help="the most session workflow tasks this worker runs at once (default: %(default)s)",
+    )
+    parser.add_argument(
         "--drain-timeout",
         type=_seconds,
         default=30.0,
         metavar="SECONDS",
-        help="on Ctrl-C or SIGTERM, how long the batches in progress may take to finish "
+        help="on Ctrl-C or SIGTERM, how long the batches in progress may take to finish; a "
+        "batch still running then is left to another worker, as after a crash (default: "
+        "%(default)s)",
+    )
+    parser.add_argument(
+        "--sticky-timeout",
+        type=_positive_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="how long a session's workflow task waits for the worker that has it cached "
         "(default: %(default)s)",
     )
+    parser.add_argument(
+        "--heartbeat-throttle",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="the longest the SDK holds a batch's heartbeats back (it sends one at least every "
+        "0.8 x the batch's heartbeat timeout) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=environ.get("DSH_TOOLS_LOG_FORMAT", "text"),
+        help="the log on standard error: one line per event, as text or as JSON objects "
+        "(default: $DSH_TOOLS_LOG_FORMAT, else %(default)s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=environ.get("DSH_TOOLS_LOG_LEVEL", "info"),
+        help="the least severe events logged (default: $DSH_TOOLS_LOG_LEVEL, else %(default)s)",
+    )
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, not {text!r}")
+    return value
+
+
+def _configure_logging(style: str, level: str) -> None:
+    """Every record on standard error, one line each (the traceback of a failure once): the
+    worker's own events at ``level``, other libraries' (the Temporal SDK's) from warnings.
+    """
+    from dsh_tools.temporal import LineFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LineFormatter(style))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("dsh_tools").setLevel(level.upper())
 
 
 def _tls(arguments: argparse.Namespace) -> bool | TLSConfig | None:
@@ -180,6 +239,7 @@ def main_worker(argv: Sequence[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"dsh-tools worker: error: {exc}", file=sys.stderr)
         return 2
+    _configure_logging(arguments.log_format, arguments.log_level)
     try:
         registry = load_registry(arguments.registry)
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
@@ -212,7 +272,10 @@ def main_worker(argv: Sequence[str]) -> int:
                             schema=arguments.schema,
                             synchronous_commit=not arguments.no_synchronous_commit,
                             max_concurrent_batches=arguments.max_concurrent_batches,
+                            max_concurrent_workflow_tasks=arguments.max_concurrent_workflow_tasks,
                             drain_timeout=arguments.drain_timeout,
+                            sticky_timeout=arguments.sticky_timeout,
+                            heartbeat_throttle=arguments.heartbeat_throttle,
                         )
                     )
                     print(

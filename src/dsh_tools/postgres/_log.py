@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import re
 import time
@@ -47,6 +48,8 @@ from dsh_tools._for_integrations import (
 from dsh_tools._for_integrations import check_session_id as check_session_text
 
 from ._watchdog import WATCHDOG
+
+logger: Final = logging.getLogger("dsh_tools.postgres")
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -288,24 +291,52 @@ class PostgresSessionLog(SessionRowsLog):
         if retry is None:
             self._insert_once(connection, seq, text)
             return
-        deadline = time.monotonic() + retry
+        began = time.monotonic()
+        deadline = began + retry
         pause = 0.1
+        lost = False
         while True:
             current = self._connection
             assert current is not None  # an append on a closed log was refused before
             try:
                 self._insert_once(current, seq, text)
-            except psycopg.OperationalError:
+            except psycopg.OperationalError as exc:
                 # the connection was lost (a database restart, a cut): the event is held here
                 # until the server is back, or the retry bound passes
                 if time.monotonic() + pause > deadline:
-                    raise
+                    raise  # the caller says what failed
+                if not lost:
+                    lost = True
+                    logger.warning(
+                        "%s session %r: lost the connection (%s); holding event %d and "
+                        "reconnecting for up to %g s (append_retry)",
+                        self._place,
+                        self._session_id,
+                        str(exc).partition("\n")[0],
+                        seq,
+                        retry,
+                    )
             else:
+                if lost:
+                    logger.warning(
+                        "%s session %r: reconnected; event %d stored after %.1f s",
+                        self._place,
+                        self._session_id,
+                        seq,
+                        time.monotonic() - began,
+                    )
                 return
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
             try:
                 if self._reopen(seq, text):
+                    logger.warning(
+                        "%s session %r: reconnected; event %d had been stored before the "
+                        "connection was lost",
+                        self._place,
+                        self._session_id,
+                        seq,
+                    )
                     return  # the lost insert had landed
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:

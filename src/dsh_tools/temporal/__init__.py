@@ -15,6 +15,7 @@ from dsh_tools._for_integrations import raise_missing_extra
 try:
     from ._client import TemporalClient as TemporalClient
     from ._client import open_temporal_client as open_temporal_client
+    from ._observe import LineFormatter as LineFormatter
     from ._runner import TemporalBatchRunner as TemporalBatchRunner
     from ._runner import batch_from_log as batch_from_log
     from ._worker import serve_worker as serve_worker
@@ -23,6 +24,7 @@ except ModuleNotFoundError as exc:
     raise_missing_extra(exc, "temporal", "temporalio, psycopg 3", ("temporalio", "psycopg"))
 
 __all__ = [
+    "LineFormatter",
     "SessionWorkflow",
     "TemporalBatchRunner",
     "TemporalClient",

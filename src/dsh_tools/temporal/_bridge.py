@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -43,9 +44,11 @@ class AsyncioThread:
         exception) in this trio task.
 
         A checkpoint. Cancelling the calling trio task cancels the asyncio task and waits for
-        it to unwind before ``trio.Cancelled`` propagates.
+        it to unwind before ``trio.Cancelled`` propagates. The asyncio task runs in a copy of
+        the calling task's context (its current trace span goes along).
         """
         token = trio.lowlevel.current_trio_token()
+        context = contextvars.copy_context()
         done = trio.Event()
         captured: list[outcome.Outcome[T]] = []
         tasks: list[asyncio.Task[None]] = []
@@ -61,7 +64,7 @@ class AsyncioThread:
                 token.run_sync_soon(done.set)
 
         def start() -> None:
-            task = self._loop.create_task(call())
+            task = self._loop.create_task(call(), context=context)
             task.add_done_callback(wake)  # also when it is cancelled before it starts
             tasks.append(task)
 

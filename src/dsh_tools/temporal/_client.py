@@ -6,8 +6,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
+import opentelemetry.trace
 import temporalio.client
 import temporalio.service
+from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from ._bridge import AsyncioThread, open_asyncio_thread
 
@@ -57,6 +59,7 @@ async def open_temporal_client(
     namespace: str = "default",
     api_key: str | None = None,
     tls: bool | temporalio.service.TLSConfig | None = None,
+    tracer_provider: opentelemetry.trace.TracerProvider | None = None,
 ) -> AsyncGenerator[TemporalClient]:
     """Connect to the Temporal server at ``target`` (``HOST:PORT``) from trio.
 
@@ -71,6 +74,11 @@ async def open_temporal_client(
         tls: ``True`` (TLS with the system's roots), a ``temporalio.service.TLSConfig`` (a CA,
             a client certificate and key for mutual TLS, a server name), ``False`` (plain), or
             ``None`` (TLS when an API key is given).
+        tracer_provider: where the client's and its workers' spans go (OpenTelemetry; the
+            global provider by default). The trace context travels in Temporal's headers: a
+            batch run from inside an agent's span is one trace with the session workflow,
+            the worker's batch activity and, with :func:`dsh_tools.otel.install_tracing` on
+            the worker's registry, its tool calls.
 
     Raises:
         RuntimeError: the server cannot be reached (the SDK's error).
@@ -79,8 +87,13 @@ async def open_temporal_client(
     async with open_asyncio_thread() as thread:
 
         async def connect() -> temporalio.client.Client:
+            provider = tracer_provider or opentelemetry.trace.get_tracer_provider()
             return await temporalio.client.Client.connect(
-                target, namespace=namespace, api_key=api_key, tls=use_tls
+                target,
+                namespace=namespace,
+                api_key=api_key,
+                tls=use_tls,
+                interceptors=[TracingInterceptor(provider.get_tracer("dsh_tools.temporal"))],
             )
 
         client = await thread.run(connect)

@@ -1,0 +1,243 @@
+"""What an operator sees of a worker: its log lines, its OpenTelemetry metrics, and one trace
+from the agent's span through the session workflow to the worker's tool calls (against the
+real Temporal dev server and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import uuid
+from collections.abc import AsyncGenerator
+
+import pytest
+import trio
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from dsh_tools import CancelSignal, ToolRegistry, ToolRunContext, define_tool
+from dsh_tools.otel import install_tracing
+from dsh_tools.temporal import (
+    LineFormatter,
+    TemporalBatchRunner,
+    TemporalClient,
+    open_temporal_client,
+    serve_worker,
+)
+from support import request
+
+
+def _registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    async def echo(args: object, context: ToolRunContext) -> str:
+        return f"echo {context.call_id}"
+
+    async def fail(args: object, context: ToolRunContext) -> str:
+        raise ValueError("no such row")
+
+    for name, body in (("echo", echo), ("fail", fail)):
+        registry.register(
+            define_tool(
+                name=name,
+                description=name,
+                parameters={},
+                execute=body,
+                is_concurrency_safe=lambda _args: True,
+            )
+        )
+    return registry
+
+
+# --- the log ------------------------------------------------------------------------------------
+
+
+def _record(message: str, exc: BaseException | None = None, **fields: object) -> logging.LogRecord:
+    record = logging.LogRecord(
+        "dsh_tools.temporal",
+        logging.WARNING,
+        __file__,
+        1,
+        "%s",
+        (message,),
+        None if exc is None else (type(exc), exc, exc.__traceback__),
+    )
+    record.dsh_event = message.split()[0]
+    record.dsh_fields = fields
+    return record
+
+
+def _raised(text: str) -> BaseException:
+    try:
+        raise ConnectionError(text)
+    except ConnectionError as exc:
+        return exc
+
+
+def test_the_text_format_is_one_line_per_event_and_a_failures_traceback_once() -> None:
+    formatter = LineFormatter()
+    first = formatter.format(_record("batch.database session='s'", _raised("refused\nmore")))
+    again = formatter.format(_record("batch.database session='s'", _raised("refused again")))
+
+    head, *trace = first.splitlines()
+    assert head.endswith(
+        " WARNING dsh_tools.temporal batch.database session='s' error='ConnectionError: refused'"
+    ), head
+    assert "Traceback (most recent call last):" == trace[0]
+    assert trace[-2:] == ["ConnectionError: refused", "more"]
+    # the same failure at the same place: one line, no traceback
+    assert 1 == len(again.splitlines())
+    assert again.endswith("error='ConnectionError: refused again'")
+
+
+def test_the_json_format_carries_the_events_fields() -> None:
+    formatter = LineFormatter("json")
+    line = formatter.format(
+        _record("batch.end session='s'", session="s", reason="completed", calls=3)
+    )
+    assert 1 == len(line.splitlines())
+    data = json.loads(line)
+    assert {
+        "level": "WARNING",
+        "logger": "dsh_tools.temporal",
+        "event": "batch.end",
+        "session": "s",
+        "reason": "completed",
+        "calls": 3,
+        "message": "batch.end session='s'",
+    } == {key: value for key, value in data.items() if key != "time"}
+    assert data["time"].endswith("Z")
+
+
+def test_a_formatter_style_that_is_not_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="style must be 'text' or 'json', not 'xml'"):
+        LineFormatter("xml")
+
+
+# --- metrics and traces ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def tracer_provider(exporter: InMemorySpanExporter) -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
+@pytest.fixture
+async def client(
+    temporal_address: str, tracer_provider: TracerProvider
+) -> AsyncGenerator[TemporalClient]:
+    async with open_temporal_client(temporal_address, tracer_provider=tracer_provider) as client:
+        yield client
+
+
+def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict[str, object], float]]]:
+    """Each metric's points: (attributes, value or histogram count)."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    points: dict[str, list[tuple[dict[str, object], float]]] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    value = getattr(point, "value", None)
+                    count = value if value is not None else getattr(point, "count", 0)
+                    points.setdefault(metric.name, []).append(
+                        (dict(point.attributes or {}), float(count))
+                    )
+    return points
+
+
+async def test_a_worker_counts_batches_and_calls_by_code_and_times_its_appends(
+    client: TemporalClient, dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    reader = InMemoryMetricReader()
+    queue = f"q-{uuid.uuid4()}"
+    caplog.set_level(logging.INFO, logger="dsh_tools.temporal")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            functools.partial(
+                serve_worker,
+                client,
+                queue,
+                _registry(),
+                dsn,
+                meter_provider=MeterProvider(metric_readers=[reader]),
+            )
+        )
+        runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=5)
+        with trio.fail_after(60):
+            for session in ("a", "b"):
+                await runner.run(
+                    [request("c1", "echo"), request("c2", "fail"), request("c3", "missing")],
+                    session_id=f"s-{session}-{uuid.uuid4()}",
+                    signal=CancelSignal.never(),
+                )
+        nursery.cancel_scope.cancel()
+    runner.close()
+
+    points = _points(reader)
+    assert [({"outcome": "ran", "reason": "completed"}, 2.0)] == points["dsh_tools.worker.batches"]
+    assert {"ok": 2.0, "error": 2.0, "UNKNOWN_TOOL": 2.0} == {
+        str(attributes["code"]): value for attributes, value in points["dsh_tools.worker.calls"]
+    }
+    # per batch: batch/start, three tool/calls... at least the start, 3 results and the end
+    [(_, appends)] = points["dsh_tools.worker.append.duration"]
+    assert appends >= 2 * 5
+    events = [record.getMessage().split()[0] for record in caplog.records]
+    assert ["worker.serving", "batch.end", "batch.end", "worker.drain", "worker.stopped"] == [
+        event for event in events if event.startswith(("worker.", "batch."))
+    ]
+
+
+def _by_id(spans: tuple[ReadableSpan, ...]) -> dict[int, ReadableSpan]:
+    return {span.context.span_id: span for span in spans if span.context is not None}
+
+
+async def test_one_trace_holds_the_agents_span_the_workflow_and_the_workers_tool_calls(
+    client: TemporalClient,
+    dsn: str,
+    tracer_provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    registry = _registry()
+    install_tracing(registry, tracer_provider=tracer_provider)
+    queue = f"q-{uuid.uuid4()}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_worker, client, queue, registry, dsn)
+        runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=5)
+        tracer = tracer_provider.get_tracer("agent")
+        with trio.fail_after(60), tracer.start_as_current_span("agent turn") as turn:
+            await runner.run(
+                [request("c1", "echo")],
+                session_id=f"s-{uuid.uuid4()}",
+                signal=CancelSignal.never(),
+            )
+        nursery.cancel_scope.cancel()
+    runner.close()
+
+    spans = exporter.get_finished_spans()
+    call = next(span for span in spans if span.name == "execute_tool echo")
+    # from the tool call up its parents: the worker's activity, the workflow, the agent's turn
+    chain: list[str] = []
+    by_id = _by_id(spans)
+    current: ReadableSpan | None = call
+    while current is not None:
+        chain.append(current.name)
+        parent = current.parent
+        current = None if parent is None else by_id.get(parent.span_id)
+    assert chain[-1] == "agent turn", chain
+    assert any(name.startswith("RunActivity:dsh-tools-batch") for name in chain), chain
+    assert {turn.get_span_context().trace_id} == {
+        span.context.trace_id for span in spans if span.context is not None
+    }
