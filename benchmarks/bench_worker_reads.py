@@ -59,7 +59,7 @@ def _session(dsn: str, events: int) -> str:
 
 def _per_batch_ms(dsn: str, session: str, prior: int, *, from_start: bool, rounds: int) -> float:
     from dsh_tools.postgres import PostgresSessionLog
-    from dsh_tools.temporal._worker import _BatchActivity  # pyright: ignore[reportPrivateUsage]
+    from dsh_tools.temporal._activity import BatchActivity
     from dsh_tools.temporal._workflow import BatchCall, BatchRequest
 
     times: list[float] = []
@@ -67,7 +67,7 @@ def _per_batch_ms(dsn: str, session: str, prior: int, *, from_start: bool, round
 
     async def main() -> None:
         nonlocal next_seq
-        activity = _BatchActivity(
+        activity = BatchActivity(
             _registry(),
             dsn,
             "dsh",

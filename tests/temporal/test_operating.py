@@ -8,9 +8,15 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncGenerator
+from pathlib import Path
 
+import psycopg
 import pytest
 import trio
 from opentelemetry.sdk.metrics import MeterProvider
@@ -18,6 +24,9 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from temporalio.client import Client
 
 from dsh_tools import CancelSignal, ToolRegistry, ToolRunContext, define_tool
 from dsh_tools.otel import install_tracing
@@ -28,7 +37,8 @@ from dsh_tools.temporal import (
     open_temporal_client,
     serve_worker,
 )
-from support import request
+from dsh_tools.temporal._runner import WORKER_LOST
+from support import ROOT, first_text, request
 
 
 def _registry() -> ToolRegistry:
@@ -241,3 +251,139 @@ async def test_one_trace_holds_the_agents_span_the_workflow_and_the_workers_tool
     assert {turn.get_span_context().trace_id} == {
         span.context.trace_id for span in spans if span.context is not None
     }
+
+
+# --- connections and failover -------------------------------------------------------------------
+
+
+async def test_a_worker_and_a_runner_under_a_connection_cap_run_every_batch_first_time(
+    client: TemporalClient, dsn: str
+) -> None:
+    # a role allowed 4 connections; 12 sessions' batches at once, each holding its session's
+    # lock for a while: the worker's 2 pooled connections and the runner's 1 serve them all,
+    # and no attempt fails for want of a connection
+    role = f"capped_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        name = sql.Identifier(role)
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN CONNECTION LIMIT 4").format(name))
+        admin.execute(sql.SQL("GRANT USAGE ON SCHEMA dsh TO {}").format(name))
+        admin.execute(
+            sql.SQL("GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA dsh TO {}").format(name)
+        )
+        admin.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA dsh TO {}").format(name))
+    capped = make_conninfo(dsn, user=role)
+    registry = ToolRegistry()
+
+    async def slow(args: object, context: ToolRunContext) -> str:
+        await trio.sleep(0.05)
+        return f"done {context.call_id}"
+
+    registry.register(define_tool(name="slow", description="slow", parameters={}, execute=slow))
+    reader = InMemoryMetricReader()
+    queue = f"q-{uuid.uuid4()}"
+    texts: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            functools.partial(
+                serve_worker,
+                client,
+                queue,
+                registry,
+                capped,
+                max_concurrent_batches=16,
+                max_connections=2,
+                meter_provider=MeterProvider(metric_readers=[reader]),
+            )
+        )
+        with TemporalBatchRunner(client, queue, conninfo=capped, pool_size=1) as runner:
+
+            async def one(index: int) -> None:
+                batch = await runner.run(
+                    [request(f"c{index}", "slow")],
+                    session_id=f"s-{index}-{uuid.uuid4()}",
+                    signal=CancelSignal.never(),
+                )
+                texts.append(first_text(batch.results[0]))
+
+            with trio.fail_after(120):
+                async with trio.open_nursery() as agents:
+                    for index in range(12):
+                        agents.start_soon(one, index)
+        nursery.cancel_scope.cancel()
+    assert sorted(f"done c{index}" for index in range(12)) == sorted(texts)
+    batches = _points(reader)["dsh_tools.worker.batches"]
+    assert [({"outcome": "ran", "reason": "completed"}, 12.0)] == batches
+
+
+def _doomed_worker(address: str, queue: str, dsn: str) -> subprocess.Popen[bytes]:
+    """``dsh-tools worker`` serving the failover example's tools (their starts recorded)."""
+    command = [sys.executable, "-m", "dsh_tools", "worker", "--temporal", address]
+    command += ["--task-queue", queue, "--postgres", dsn]
+    command += ["--registry", "temporal_failover:registry"]
+    return subprocess.Popen(
+        command,
+        env=os.environ | {"FAILOVER_WORKER": "doomed", "PYTHONPATH": str(ROOT / "examples")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def test_the_runner_hands_a_dead_workers_batch_on_without_waiting_for_heartbeats(
+    client: TemporalClient,
+    temporal_address: str,
+    dsn: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the heartbeat timeout is a minute: only the runner's watch of the session's lock can
+    # move the batch off the killed worker before the test's deadline
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv("FAILOVER_STARTS", str(starts))
+    monkeypatch.setenv("FAILOVER_WORKER", "here")
+    queue = f"q-{uuid.uuid4()}"
+    session = f"s-{uuid.uuid4()}"
+    examples = str(ROOT / "examples")
+    worker = _doomed_worker(temporal_address, queue, dsn)
+    sys.path.insert(0, examples)
+    try:
+        import temporal_failover
+    finally:
+        sys.path.remove(examples)
+    batch = None
+    try:
+        with TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=60) as runner:
+            async with trio.open_nursery() as nursery:
+
+                async def kill_then_serve() -> None:
+                    while not starts.exists():  # noqa: ASYNC110 (a file another process writes)
+                        await trio.sleep(0.01)
+                    worker.send_signal(signal.SIGKILL)
+                    await nursery.start(
+                        serve_worker, client, queue, temporal_failover.registry(), dsn
+                    )
+
+                nursery.start_soon(kill_then_serve)
+                with trio.fail_after(40):
+                    batch = await runner.run(
+                        [request("c4", "crawl", '{"site": "s"}')],
+                        session_id=session,
+                        signal=CancelSignal.never(),
+                    )
+                nursery.cancel_scope.cancel()
+    finally:
+        worker.kill()
+        worker.wait()
+    assert batch is not None
+    assert ["crawled s on attempt 2"] == [first_text(result) for result in batch.results]
+    assert ["doomed", "here"] == [line.split()[0] for line in starts.read_text().splitlines()]
+
+    async def failures(sdk: Client) -> list[str]:
+        history = await sdk.get_workflow_handle(f"dsh-tools-session/{session}").fetch_history()
+        return [
+            event.activity_task_started_event_attributes.last_failure.application_failure_info.type
+            for event in history.events
+            if event.HasField("activity_task_started_event_attributes")
+        ]
+
+    # the attempt that ran on the killed worker ended as the runner failed it
+    assert [WORKER_LOST] == await client.run(failures)

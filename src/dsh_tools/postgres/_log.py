@@ -26,13 +26,14 @@ import logging
 import math
 import re
 import time
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from dsh_tools import (
+    BatchEndEvent,
     SessionEvent,
     SessionLogLockedError,
 )
@@ -48,6 +49,9 @@ from dsh_tools._for_integrations import (
 from dsh_tools._for_integrations import check_session_id as check_session_text
 
 from ._watchdog import WATCHDOG
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 logger: Final = logging.getLogger("dsh_tools.postgres")
 
@@ -159,6 +163,11 @@ class PostgresSessionLog(SessionRowsLog):
         integrity_key: a secret that makes the session tamper-evident, as for
             :class:`~dsh_tools.JsonlSessionLog`: every row carries ``"mac"``, and opening,
             reading and :meth:`read` with the key verify the chain.
+        pool: a ``psycopg_pool.ConnectionPool`` (autocommit connections to the database of
+            ``conninfo``) to borrow the connection from instead of opening one: :meth:`close`
+            lets the session's lock go and gives the connection back (or, when the lock could
+            not be let go, closes it). The database is not checked again (check it once with
+            :func:`check_database`). A reconnection (``append_retry``) opens its own.
 
     Raises:
         TypeError: an argument has the wrong type.
@@ -187,8 +196,10 @@ class PostgresSessionLog(SessionRowsLog):
     __slots__ = (
         "_append_retry",
         "_append_timeout",
+        "_borrowed",
         "_conninfo",
         "_place",
+        "_pool",
         "_schema",
         "_synchronous_commit",
     )
@@ -209,9 +220,12 @@ class PostgresSessionLog(SessionRowsLog):
         append_timeout: float | None = DEFAULT_APPEND_TIMEOUT,
         integrity_key: bytes | None = None,
         append_retry: float | None = None,
+        pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] | None = None,
     ) -> None:
         self._closed = True  # until the connection is open and the session locked
         self._connection = None
+        self._pool = pool
+        self._borrowed = None
         check_conninfo(conninfo)
         check_session_id(session_id)
         self._integrity_key = check_integrity_key(integrity_key)
@@ -227,9 +241,13 @@ class PostgresSessionLog(SessionRowsLog):
         self._place = describe_conninfo(conninfo)
         self._session_id = session_id
         self._schema = schema
-        connection = psycopg.connect(conninfo, autocommit=True)
+        if pool is None:
+            connection = psycopg.connect(conninfo, autocommit=True)
+        else:
+            connection = self._borrowed = pool.getconn()
         try:
-            _check_database(connection, schema, self._place)
+            if pool is None:
+                _check_database(connection, schema, self._place)
             locked = connection.execute(
                 "SELECT pg_try_advisory_lock(%s)", (_lock_key(schema, session_id),)
             ).fetchone()
@@ -253,12 +271,23 @@ class PostgresSessionLog(SessionRowsLog):
             ).fetchone()
         except BaseException:
             connection.close()
+            self._give_back()
             raise
         assert row is not None  # the row was inserted above, or was there
         key, next_seq = row
         assert isinstance(key, int)
         assert isinstance(next_seq, int)
-        self._opened_session(connection, key, next_seq)
+        try:
+            self._opened_session(connection, key, next_seq)
+        except BaseException:
+            self._give_back()
+            raise
+
+    def _give_back(self) -> None:
+        """The borrowed connection back to its pool (which drops it if it is closed)."""
+        borrowed, self._borrowed = self._borrowed, None
+        if borrowed is not None and self._pool is not None:
+            self._pool.putconn(borrowed)
 
     @property
     def schema(self) -> str:
@@ -270,19 +299,30 @@ class PostgresSessionLog(SessionRowsLog):
         # connection's backend (and frees its locks) a moment after close() returns, and a log
         # opened right after must find the session free
         connection = self._connection
+        unlocked = False
         if connection is not None and not connection.closed:
             # bounded as an append is: a stalled server never holds close() up
             timeout = self._append_timeout or DEFAULT_APPEND_TIMEOUT
             token = WATCHDOG.arm(connection.pgconn.socket, timeout)
             try:
                 with contextlib.suppress(psycopg.Error):
-                    connection.execute(
+                    row = connection.execute(
                         "SELECT pg_advisory_unlock(%s)",
                         (_lock_key(self._schema, self._session_id),),
-                    )
+                    ).fetchone()
+                    unlocked = row is not None and row[0] is True
+                    if unlocked and not self._synchronous_commit and self._pool is not None:
+                        connection.execute("RESET synchronous_commit")
             finally:
-                WATCHDOG.disarm(token)
-        super()._release()
+                if WATCHDOG.disarm(token):
+                    unlocked = False  # the watchdog cut it
+        if connection is not None and connection is self._borrowed and unlocked:
+            # the pool's connection, the lock let go: it serves the next log
+            self._connection = None
+            self._give_back()
+            return
+        super()._release()  # closes it (a lock that could not be let go goes with it)
+        self._give_back()
 
     def _insert(
         self, connection: psycopg.Connection[tuple[object, ...]], seq: int, text: str
@@ -525,6 +565,35 @@ def _lock_key(schema: str, session_id: str) -> int:
     """A signed 64-bit advisory lock key for one session of one schema."""
     digest = hashlib.sha256(f"dsh-tools\0{schema}\0{session_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def session_orphaned(
+    connection: psycopg.Connection[tuple[object, ...]], schema: str, session_id: str
+) -> bool:
+    """Whether the session's last batch is open (its last event is not a ``batch/end``) while
+    no writer holds the session's lock: the writer that ran it is gone (it died, or lost its
+    connection). Nothing is locked to ask (``pg_locks`` is read), so no writer ever waits for
+    the question. A writer appends its ``batch/end`` before it lets the lock go, so a batch
+    that ended normally is never orphaned.
+    """
+    key = _lock_key(schema, session_id) & 0xFFFF_FFFF_FFFF_FFFF
+    name = sql.Identifier(schema)
+    row = connection.execute(
+        sql.SQL(
+            "SELECT e.seq, e.event, EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+            "AND granted AND database = (SELECT oid FROM pg_database WHERE datname = "
+            "current_database()) AND classid = %s::bigint::oid AND objid = %s::bigint::oid "
+            "AND objsubid = 1) FROM {}.sessions s, LATERAL (SELECT seq, event FROM {}.events "
+            "WHERE session = s.id ORDER BY seq DESC LIMIT 1) e WHERE s.name = %s"
+        ).format(name, name),
+        (key >> 32, key & 0xFFFF_FFFF, session_id),
+    ).fetchone()
+    if row is None or row[2] is True:
+        return False
+    seq, event = row[0], row[1]
+    assert isinstance(seq, int)
+    last = events_from_rows([(seq, event)], f"session {session_id!r}", None, seq)
+    return not isinstance(last[-1], BatchEndEvent)
 
 
 def check_conninfo(conninfo: object) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import trio
+from psycopg_pool import ConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -137,8 +138,10 @@ class BatchActivity:
         token: trio.lowlevel.TrioToken,
         executor: concurrent.futures.Executor,
         metrics: WorkerMetrics | None = None,
+        pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] | None = None,
     ) -> None:
         self._metrics = WorkerMetrics() if metrics is None else metrics
+        self._pool = pool
         self._executor = executor
         self._registry = registry
         self._conninfo = conninfo
@@ -298,6 +301,7 @@ class BatchActivity:
                 # a result the worker holds is stored once the database is back (a restart),
                 # not dropped for the next attempt to call "may have run"
                 append_retry=request.batch_timeout,
+                pool=self._pool,
             )
         )
         held.hold(log)

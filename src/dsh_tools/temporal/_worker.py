@@ -8,9 +8,11 @@ import functools
 import logging
 from datetime import timedelta
 
+import psycopg
 import temporalio.client
 import trio
 from opentelemetry import metrics
+from psycopg_pool import ConnectionPool
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -40,6 +42,7 @@ async def serve_worker(
     schema: str = "dsh",
     synchronous_commit: bool = True,
     max_concurrent_batches: int = 100,
+    max_connections: int | None = None,
     max_concurrent_workflow_tasks: int = 100,
     drain_timeout: float = 30.0,
     sticky_timeout: float = STICKY_TIMEOUT,
@@ -59,6 +62,12 @@ async def serve_worker(
         schema: its schema (see :func:`~dsh_tools.postgres.create_schema`).
         synchronous_commit: see :class:`~dsh_tools.postgres.PostgresSessionLog`.
         max_concurrent_batches: the most batches this worker runs at once.
+        max_connections: the most connections to the session logs' database this worker
+            holds (a ``psycopg_pool.ConnectionPool``, opened with one and grown on demand;
+            each connection checked before use). A running batch holds one (its session's
+            lock is on it), so fewer connections than ``max_concurrent_batches`` makes the
+            batches past it wait up to 30 s for one (then the attempt fails and Temporal
+            retries it). ``None``: ``max_concurrent_batches``.
         max_concurrent_workflow_tasks: the most session workflow tasks (small, quick) it
             runs at once.
         drain_timeout: when cancelled, how long (seconds) the batches in progress may take to
@@ -90,6 +99,8 @@ async def serve_worker(
     event.
     """
     check_int("max_concurrent_batches", max_concurrent_batches)
+    connections = max_concurrent_batches if max_connections is None else max_connections
+    check_int("max_connections", connections)
     check_int("max_concurrent_workflow_tasks", max_concurrent_workflow_tasks)
     check_seconds("drain_timeout", drain_timeout, zero=True)
     check_seconds("sticky_timeout", sticky_timeout)
@@ -98,6 +109,15 @@ async def serve_worker(
     # schema): an error now, not batches retried until their timeout
     await trio.to_thread.run_sync(functools.partial(check_database, conninfo, schema=schema))
     token = trio.lowlevel.current_trio_token()
+    pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
+        conninfo,
+        min_size=1,
+        max_size=connections,
+        kwargs={"autocommit": True, "application_name": "dsh-tools worker"},
+        check=ConnectionPool.check_connection,
+        open=False,
+    )
+    await trio.to_thread.run_sync(pool.open)
     executor = concurrent.futures.ThreadPoolExecutor(
         max_concurrent_batches, thread_name_prefix="dsh-tools batch"
     )
@@ -109,6 +129,7 @@ async def serve_worker(
         token,
         executor,
         WorkerMetrics(meter_provider),
+        pool,
     )
     # the trace interceptor's workflow side needs opentelemetry's own modules, not copies
     restrictions = SandboxRestrictions.default.with_passthrough_modules(
@@ -173,3 +194,5 @@ async def serve_worker(
             task_status.started()
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(functools.partial(pool.close, timeout=5.0))

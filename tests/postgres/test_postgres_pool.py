@@ -1,0 +1,116 @@
+"""PostgresSessionLog on a borrowed pool connection (what a Temporal worker does): the session's
+lock goes back with nothing else, the connection serves the next log, and a connection whose
+lock could not be let go never returns to the pool. And the question the agent's runner asks
+while a batch runs: is the batch open with nobody holding its session?
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from dsh_tools import BatchEndEvent, BatchStartEvent, SessionLogLockedError
+from dsh_tools.postgres import PostgresSessionLog
+from dsh_tools.postgres._log import session_orphaned
+
+
+@pytest.fixture
+def pool(dsn: str) -> Iterator[ConnectionPool[psycopg.Connection[tuple[object, ...]]]]:
+    opened: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
+        dsn, min_size=1, max_size=1, kwargs={"autocommit": True}, open=True
+    )
+    with opened:
+        yield opened
+
+
+def _start(step: int) -> BatchStartEvent:
+    return BatchStartEvent(turn=0, step=step, batch_id=f"b{step}", calls=())
+
+
+def test_a_pooled_log_gives_its_connection_back_without_the_sessions_lock(
+    dsn: str, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    first, second = f"s-{uuid.uuid4()}", f"s-{uuid.uuid4()}"
+    with psycopg.connect(dsn, autocommit=True) as observer:
+        with PostgresSessionLog(dsn, first, pool=pool) as log:
+            log.append(_start(0))
+            # held, so not orphaned although its batch is open
+            assert not session_orphaned(observer, "dsh", first)
+            # the pool's one connection is the log's: nobody else gets it meanwhile
+            assert 0 == pool.get_stats().get("pool_available", 0)
+        # the same connection serves the next session, and the first is anyone's again
+        with PostgresSessionLog(dsn, second, pool=pool) as log:
+            log.append(_start(0))
+        with PostgresSessionLog(dsn, first) as again:
+            again.append(_start(1))
+    steps = [e.step for e in PostgresSessionLog.read(dsn, first) if isinstance(e, BatchStartEvent)]
+    assert [0, 1] == steps
+    assert 1 == pool.get_stats()["pool_size"]
+
+
+def test_a_pooled_log_without_synchronous_commit_leaves_the_setting_behind(
+    dsn: str, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    with PostgresSessionLog(dsn, f"s-{uuid.uuid4()}", pool=pool, synchronous_commit=False) as log:
+        log.append(_start(0))
+    with pool.connection() as connection:
+        row = connection.execute("SHOW synchronous_commit").fetchone()
+    assert ("on",) == row
+
+
+def test_a_pooled_log_refused_by_a_locked_session_gives_the_connection_back(
+    dsn: str, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    session = f"s-{uuid.uuid4()}"
+    with PostgresSessionLog(dsn, session), pytest.raises(SessionLogLockedError):
+        PostgresSessionLog(dsn, session, pool=pool)
+    with PostgresSessionLog(dsn, session, pool=pool) as log:  # the one connection is back
+        log.append(_start(0))
+
+
+def test_a_pooled_connection_that_lost_its_server_is_dropped_not_given_back(
+    dsn: str, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    session = f"s-{uuid.uuid4()}"
+    log = PostgresSessionLog(dsn, session, pool=pool)
+    connection = log._connection  # pyright: ignore[reportPrivateUsage]
+    assert connection is not None
+    with psycopg.connect(dsn, autocommit=True) as killer:
+        killer.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+    log.close()
+    assert connection.closed
+    # the pool opens a fresh connection for the next log, and the session is free
+    with PostgresSessionLog(dsn, session, pool=pool) as again:
+        again.append(_start(0))
+        assert again._connection is not connection  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_batch_is_orphaned_only_while_open_with_nobody_holding_its_session(dsn: str) -> None:
+    session = f"s-{uuid.uuid4()}"
+    with psycopg.connect(dsn, autocommit=True) as observer:
+
+        def orphaned() -> bool:
+            return session_orphaned(observer, "dsh", session)
+
+        assert not orphaned()  # no such session yet
+        log = PostgresSessionLog(dsn, session)
+        log.append(_start(0))
+        assert not orphaned()  # open, and its writer holds it
+        connection = log._connection  # pyright: ignore[reportPrivateUsage]
+        assert connection is not None
+        observer.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+        for _ in range(200):  # the server lets the lock go as the backend ends
+            if orphaned():
+                break
+            time.sleep(0.01)
+        assert orphaned()  # open, and its writer is gone
+        log.close()
+        with PostgresSessionLog(dsn, session) as again:
+            assert not orphaned()  # a new writer holds it
+            again.append(BatchEndEvent(turn=0, step=0, batch_id="b0", reason="aborted"))
+        assert not orphaned()  # ended
