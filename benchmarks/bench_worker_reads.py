@@ -12,7 +12,6 @@ activity's trio side is called directly).
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -73,7 +72,6 @@ def _per_batch_ms(dsn: str, session: str, prior: int, *, from_start: bool, round
             "dsh",
             False,
             trio.lowlevel.current_trio_token(),
-            concurrent.futures.ThreadPoolExecutor(1),
         )
         for round_ in range(rounds + 1):  # the first round warms up
             request = BatchRequest(

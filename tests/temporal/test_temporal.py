@@ -16,7 +16,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncGenerator
-from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -480,9 +479,7 @@ async def test_serve_worker_refuses_bad_settings_before_it_connects(
 
 
 def _activity(registry: ToolRegistry, dsn: str) -> BatchActivity:
-    return BatchActivity(
-        registry, dsn, "dsh", True, trio.lowlevel.current_trio_token(), ThreadPoolExecutor(1)
-    )
+    return BatchActivity(registry, dsn, "dsh", True, trio.lowlevel.current_trio_token())
 
 
 def _batch_request(session: str, calls: list[ToolCallRequest]) -> BatchRequest:

@@ -198,6 +198,8 @@ class PostgresSessionLog(SessionRowsLog):
         "_append_timeout",
         "_borrowed",
         "_conninfo",
+        "_insert_sql",
+        "_lock",
         "_place",
         "_pool",
         "_schema",
@@ -241,6 +243,10 @@ class PostgresSessionLog(SessionRowsLog):
         self._place = describe_conninfo(conninfo)
         self._session_id = session_id
         self._schema = schema
+        self._lock = _lock_key(schema, session_id)
+        self._insert_sql = sql.SQL(
+            "INSERT INTO {}.events (session, seq, event) VALUES (%s, %s, %s)"
+        ).format(sql.Identifier(schema))
         if pool is None:
             connection = psycopg.connect(conninfo, autocommit=True)
         else:
@@ -248,9 +254,7 @@ class PostgresSessionLog(SessionRowsLog):
         try:
             if pool is None:
                 _check_database(connection, schema, self._place)
-            locked = connection.execute(
-                "SELECT pg_try_advisory_lock(%s)", (_lock_key(schema, session_id),)
-            ).fetchone()
+            locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
             if locked is None or locked[0] is not True:
                 raise SessionLogLockedError(self._place, session_id, log_class="PostgresSessionLog")
             if not synchronous_commit:
@@ -308,7 +312,7 @@ class PostgresSessionLog(SessionRowsLog):
                 with contextlib.suppress(psycopg.Error):
                     row = connection.execute(
                         "SELECT pg_advisory_unlock(%s)",
-                        (_lock_key(self._schema, self._session_id),),
+                        (self._lock,),
                     ).fetchone()
                     unlocked = row is not None and row[0] is True
                     if unlocked and not self._synchronous_commit and self._pool is not None:
@@ -398,9 +402,7 @@ class PostgresSessionLog(SessionRowsLog):
                 lost.close()
         connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
         try:
-            locked = connection.execute(
-                "SELECT pg_try_advisory_lock(%s)", (_lock_key(self._schema, self._session_id),)
-            ).fetchone()
+            locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
             if locked is None or locked[0] is not True:
                 raise SessionLogLockedError(
                     self._place, self._session_id, log_class="PostgresSessionLog"
@@ -431,12 +433,7 @@ class PostgresSessionLog(SessionRowsLog):
         timeout = self._append_timeout
         token = None if timeout is None else WATCHDOG.arm(connection.pgconn.socket, timeout)
         try:
-            connection.execute(
-                sql.SQL("INSERT INTO {}.events (session, seq, event) VALUES (%s, %s, %s)").format(
-                    sql.Identifier(self._schema)
-                ),
-                (self._key, seq, text),
-            )
+            connection.execute(self._insert_sql, (self._key, seq, text))
         except psycopg.OperationalError:
             if token is None or not WATCHDOG.disarm(token):
                 raise

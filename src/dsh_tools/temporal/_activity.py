@@ -5,7 +5,7 @@ session's PostgreSQL log.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import logging
@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import outcome
 import psycopg
 import trio
 from psycopg_pool import ConnectionPool
@@ -136,13 +137,11 @@ class BatchActivity:
         schema: str,
         synchronous_commit: bool,
         token: trio.lowlevel.TrioToken,
-        executor: concurrent.futures.Executor,
         metrics: WorkerMetrics | None = None,
         pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] | None = None,
     ) -> None:
         self._metrics = WorkerMetrics() if metrics is None else metrics
         self._pool = pool
-        self._executor = executor
         self._registry = registry
         self._conninfo = conninfo
         self._schema = schema
@@ -168,18 +167,34 @@ class BatchActivity:
         info = activity.info()
         attempt = Attempt()
 
-        async def batch() -> BatchOutcome:
-            return await self._run_on_trio(request, controller, info.attempt, attempt)
-
-        def on_trio() -> BatchOutcome:
-            return trio.from_thread.run(batch, trio_token=self._token)
-
-        # trio.from_thread.run blocks its thread until the batch ends: an executor thread, so
-        # this loop keeps heartbeating; the context (the activity's trace span) goes with it
-        finished = loop.run_in_executor(
-            self._executor, functools.partial(contextvars.copy_context().run, on_trio)
-        )
+        finished: asyncio.Future[BatchOutcome] = loop.create_future()
         finished.add_done_callback(_retrieve)
+
+        def deliver(result: outcome.Outcome[BatchOutcome]) -> None:
+            if finished.done():
+                return
+            if isinstance(result, outcome.Value):
+                finished.set_result(result.value)
+            elif isinstance(result, outcome.Error):
+                error = result.error
+                if isinstance(error, trio.Cancelled):
+                    error = RuntimeError("the worker's trio loop stopped")
+                finished.set_exception(error)
+
+        async def batch() -> None:
+            result = await outcome.acapture(
+                self._run_on_trio, request, controller, info.attempt, attempt
+            )
+            with contextlib.suppress(RuntimeError):  # the asyncio loop has stopped
+                loop.call_soon_threadsafe(deliver, result)
+
+        # the batch runs as a task of the worker's trio loop, its outcome handed back to this
+        # loop, which keeps heartbeating meanwhile; the context (the activity's trace span)
+        # goes with it
+        context = contextvars.copy_context()
+        self._token.run_sync_soon(
+            functools.partial(trio.lowlevel.spawn_system_task, batch, context=context)
+        )
         interval = max(request.heartbeat_timeout / 4, 0.05)
         self.running += 1
         try:

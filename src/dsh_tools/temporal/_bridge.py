@@ -3,9 +3,9 @@
 The Temporal SDK is asyncio-only. Rather than mixing event loops in one thread, a trio program
 runs one asyncio loop in one side thread (:func:`open_asyncio_thread`) and hands it coroutines
 (:meth:`AsyncioThread.run`): trio awaits their outcome without blocking, and cancelling the
-trio side cancels the asyncio task. The other way round, code on the asyncio loop reaches trio
-with the trio token (``trio.from_thread.run``, from an executor thread so the loop keeps
-serving heartbeats).
+trio side cancels the asyncio task. The other way round, code on the asyncio loop starts a trio
+task with the trio token and awaits an asyncio future the task completes
+(``loop.call_soon_threadsafe``), so the loop keeps serving heartbeats meanwhile.
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import logging
 from datetime import timedelta
@@ -13,8 +12,7 @@ import temporalio.client
 import trio
 from opentelemetry import metrics
 from psycopg_pool import ConnectionPool
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from dsh_tools import ToolRegistry
 from dsh_tools._for_integrations import check_int, check_seconds
@@ -118,22 +116,14 @@ async def serve_worker(
         open=False,
     )
     await trio.to_thread.run_sync(pool.open)
-    executor = concurrent.futures.ThreadPoolExecutor(
-        max_concurrent_batches, thread_name_prefix="dsh-tools batch"
-    )
     batches = BatchActivity(
         registry,
         conninfo,
         schema,
         synchronous_commit,
         token,
-        executor,
         WorkerMetrics(meter_provider),
         pool,
-    )
-    # the trace interceptor's workflow side needs opentelemetry's own modules, not copies
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(
-        "dsh_tools", "opentelemetry"
     )
 
     async def run(sdk_client: temporalio.client.Client) -> None:
@@ -146,7 +136,10 @@ async def serve_worker(
             max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
             max_heartbeat_throttle_interval=timedelta(seconds=heartbeat_throttle),
             default_heartbeat_throttle_interval=timedelta(seconds=heartbeat_throttle),
-            workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+            # the session workflow is this package's own, small and deterministic (it imports
+            # only the standard library and temporalio): the sandbox's per-task cost buys
+            # nothing here
+            workflow_runner=UnsandboxedWorkflowRunner(),
             graceful_shutdown_timeout=timedelta(seconds=drain_timeout),
             # a session's workflow task waits this long for the worker that cached it before
             # any worker takes it: after a worker died, this delays the end of its batch
@@ -193,6 +186,5 @@ async def serve_worker(
             )
             task_status.started()
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(functools.partial(pool.close, timeout=5.0))

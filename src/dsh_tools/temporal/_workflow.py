@@ -9,8 +9,6 @@ agent reads the batch back from there.
 This module imports only the standard library and ``temporalio`` (workflow sandbox).
 """
 
-from __future__ import annotations
-
 import asyncio
 from dataclasses import dataclass, replace
 from datetime import timedelta
