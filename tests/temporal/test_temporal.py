@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -430,6 +431,10 @@ def test_the_worker_command_reports_an_unreachable_server_without_a_traceback() 
         ("--max-concurrent-batches", "many", "must be a positive integer, not 'many'"),
         ("--drain-timeout", "-1", "must be a finite number of seconds >= 0, not '-1'"),
         ("--drain-timeout", "nan", "must be a finite number of seconds >= 0, not 'nan'"),
+        ("--max-connections", "0", "must be a positive integer, not '0'"),
+        ("--sticky-timeout", "0", "must be a number of seconds > 0, not '0'"),
+        ("--heartbeat-throttle", "x", "must be a finite number of seconds >= 0, not 'x'"),
+        ("--log-format", "xml", "invalid choice: 'xml'"),
     ],
 )
 def test_the_worker_command_refuses_bad_numbers_without_a_traceback(
@@ -466,6 +471,9 @@ def test_the_worker_command_refuses_bad_numbers_without_a_traceback(
         ({"max_concurrent_batches": 0}, ValueError),
         ({"max_concurrent_batches": True}, TypeError),
         ({"drain_timeout": -1}, ValueError),
+        ({"max_connections": 0}, ValueError),
+        ({"sticky_timeout": 0}, ValueError),
+        ({"heartbeat_throttle": float("nan")}, ValueError),
     ],
 )
 async def test_serve_worker_refuses_bad_settings_before_it_connects(
@@ -745,6 +753,23 @@ def test_the_worker_takes_its_server_and_api_key_from_the_environment_as_the_tem
     finally:
         worker.kill()
         worker.communicate()
+
+
+def test_the_worker_logs_one_json_object_per_event(temporal_address: str, dsn: str) -> None:
+    worker = _worker("--temporal", temporal_address, "--postgres", dsn, "--log-format", "json")
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().startswith("dsh-tools worker: serving task queue")
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert ["worker.serving", "worker.drain", "worker.stopped"] == [
+        line["event"] for line in lines if line["logger"] == "dsh_tools.temporal"
+    ]
+    assert {"INFO"} == {line["level"] for line in lines}
+    assert all(line["task_queue"].startswith("q-") for line in lines)
 
 
 @pytest.mark.parametrize(

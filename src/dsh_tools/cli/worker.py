@@ -128,6 +128,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the most batches this worker runs at once (default: %(default)s)",
     )
     parser.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="the most connections this worker holds to the session logs' database; a running "
+        "batch holds one, so batches past it wait for one (default: --max-concurrent-batches)",
+    )
+    parser.add_argument(
         "--max-concurrent-workflow-tasks",
         type=_positive_int,
         default=100,
@@ -272,6 +280,7 @@ def main_worker(argv: Sequence[str]) -> int:
                             schema=arguments.schema,
                             synchronous_commit=not arguments.no_synchronous_commit,
                             max_concurrent_batches=arguments.max_concurrent_batches,
+                            max_connections=arguments.max_connections,
                             max_concurrent_workflow_tasks=arguments.max_concurrent_workflow_tasks,
                             drain_timeout=arguments.drain_timeout,
                             sticky_timeout=arguments.sticky_timeout,

@@ -65,6 +65,7 @@ __all__ = [
     "create_schema",
     "describe_conninfo",
     "read_on",
+    "session_orphaned",
 ]
 
 SCHEMA_VERSION: Final = 1
