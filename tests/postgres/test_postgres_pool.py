@@ -16,7 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from dsh_tools import BatchEndEvent, BatchStartEvent, SessionLogLockedError
 from dsh_tools.postgres import PostgresSessionLog
-from dsh_tools.postgres._log import session_orphaned
+from dsh_tools.postgres._log import session_state
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_a_pooled_log_gives_its_connection_back_without_the_sessions_lock(
         with PostgresSessionLog(dsn, first, pool=pool) as log:
             log.append(_start(0))
             # held, so not orphaned although its batch is open
-            assert not session_orphaned(observer, "dsh", first)
+            assert "held" == session_state(observer, "dsh", first)
             # the pool's one connection is the log's: nobody else gets it meanwhile
             assert 0 == pool.get_stats().get("pool_available", 0)
         # the same connection serves the next session, and the first is anyone's again
@@ -94,23 +94,23 @@ def test_a_batch_is_orphaned_only_while_open_with_nobody_holding_its_session(dsn
     session = f"s-{uuid.uuid4()}"
     with psycopg.connect(dsn, autocommit=True) as observer:
 
-        def orphaned() -> bool:
-            return session_orphaned(observer, "dsh", session)
+        def state() -> str:
+            return session_state(observer, "dsh", session)
 
-        assert not orphaned()  # no such session yet
+        assert "idle" == state()  # no such session yet
         log = PostgresSessionLog(dsn, session)
         log.append(_start(0))
-        assert not orphaned()  # open, and its writer holds it
+        assert "held" == state()  # open, and its writer holds it
         connection = log._connection  # pyright: ignore[reportPrivateUsage]
         assert connection is not None
         observer.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
         for _ in range(200):  # the server lets the lock go as the backend ends
-            if orphaned():
+            if state() != "held":
                 break
             time.sleep(0.01)
-        assert orphaned()  # open, and its writer is gone
+        assert "orphaned" == state()  # open, and its writer is gone
         log.close()
         with PostgresSessionLog(dsn, session) as again:
-            assert not orphaned()  # a new writer holds it
+            assert "held" == state()  # a new writer holds it
             again.append(BatchEndEvent(turn=0, step=0, batch_id="b0", reason="aborted"))
-        assert not orphaned()  # ended
+        assert "idle" == state()  # ended

@@ -26,7 +26,7 @@ import logging
 import math
 import re
 import time
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, Final, Literal, NoReturn
 
 import psycopg
 from psycopg import sql
@@ -65,7 +65,7 @@ __all__ = [
     "create_schema",
     "describe_conninfo",
     "read_on",
-    "session_orphaned",
+    "session_state",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -565,14 +565,15 @@ def _lock_key(schema: str, session_id: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def session_orphaned(
+def session_state(
     connection: psycopg.Connection[tuple[object, ...]], schema: str, session_id: str
-) -> bool:
-    """Whether the session's last batch is open (its last event is not a ``batch/end``) while
-    no writer holds the session's lock: the writer that ran it is gone (it died, or lost its
-    connection). Nothing is locked to ask (``pg_locks`` is read), so no writer ever waits for
-    the question. A writer appends its ``batch/end`` before it lets the lock go, so a batch
-    that ended normally is never orphaned.
+) -> Literal["held", "orphaned", "idle"]:
+    """Whether a writer holds the session's lock (``"held"``), or its last batch is open (its
+    last event is not a ``batch/end``) while no writer holds it (``"orphaned"``: the writer
+    that ran it is gone, it died or lost its connection), or neither (``"idle"``). Nothing is
+    locked to ask (``pg_locks`` is read), so no writer ever waits for the question. A writer
+    appends its ``batch/end`` before it lets the lock go, so a batch that ended normally is
+    never orphaned.
     """
     key = _lock_key(schema, session_id) & 0xFFFF_FFFF_FFFF_FFFF
     name = sql.Identifier(schema)
@@ -586,12 +587,14 @@ def session_orphaned(
         ).format(name, name),
         (key >> 32, key & 0xFFFF_FFFF, session_id),
     ).fetchone()
-    if row is None or row[2] is True:
-        return False
+    if row is None:
+        return "idle"
+    if row[2] is True:
+        return "held"
     seq, event = row[0], row[1]
     assert isinstance(seq, int)
     last = events_from_rows([(seq, event)], f"session {session_id!r}", None, seq)
-    return not isinstance(last[-1], BatchEndEvent)
+    return "idle" if isinstance(last[-1], BatchEndEvent) else "orphaned"
 
 
 def check_conninfo(conninfo: object) -> None:

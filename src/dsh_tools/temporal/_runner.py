@@ -32,7 +32,7 @@ from dsh_tools._for_integrations import (
     check_signal,
     logged_batch,
 )
-from dsh_tools.postgres._log import check_session_id, describe_conninfo, read_on, session_orphaned
+from dsh_tools.postgres._log import check_session_id, describe_conninfo, read_on, session_state
 
 from ._client import TemporalClient
 from ._workflow import BATCH_ACTIVITY, BatchCall, BatchOutcome, BatchRequest, SessionWorkflow
@@ -181,30 +181,36 @@ class TemporalBatchRunner:
             await trio.sleep(pause)
             pause = min(pause * 2, 1.0)
 
-    def _orphaned(self, session_id: str, wait: float) -> bool:
+    def _state(self, session_id: str, wait: float) -> str:
         # a pool busy reading other batches makes the question wait no longer than ``wait``
         with self._connections().connection(timeout=wait) as connection:
-            return session_orphaned(connection, self._schema, session_id)
+            return session_state(connection, self._schema, session_id)
 
     async def _watch_worker(self, session_id: str, workflow_id: str, interval: float) -> None:
         """While the batch runs: when the session's batch is open and no worker holds the
         session (twice, ``_GRACE`` apart), fail the worker's attempt so that Temporal retries
-        it now.
+        it now. Once failed, an attempt is failed again only after a worker held the session
+        again (the retry's worker may take a moment to take it).
         """
         await trio.sleep(_WATCH_AFTER)
+        armed = True
         while True:
-            if await self._ask_orphaned(session_id, interval):
+            state = await self._ask(session_id, interval)
+            if state == "held":
+                armed = True
+            elif state == "orphaned" and armed:
                 # a worker reconnecting after a lost connection takes the session again
                 await trio.sleep(_GRACE)
-                if await self._ask_orphaned(session_id, interval):
+                if await self._ask(session_id, interval) == "orphaned":
+                    armed = False
                     await self._client.run(lambda client: _fail_attempt(client, workflow_id))
             await trio.sleep(interval)
 
-    async def _ask_orphaned(self, session_id: str, wait: float) -> bool:
+    async def _ask(self, session_id: str, wait: float) -> str:
         try:
-            return await trio.to_thread.run_sync(self._orphaned, session_id, wait)
+            return await trio.to_thread.run_sync(self._state, session_id, wait)
         except (psycopg.Error, PoolTimeout):
-            return False  # the database is away: heartbeats still find a dead worker
+            return "unknown"  # the database is away: heartbeats still find a dead worker
 
     async def run(
         self,
