@@ -210,7 +210,8 @@ class TemporalBatchRunner:
         try:
             return await trio.to_thread.run_sync(self._state, session_id, wait)
         except (psycopg.Error, PoolTimeout):
-            return "unknown"  # the database is away: heartbeats still find a dead worker
+            # the database is away: heartbeats still find a dead worker
+            return "unknown"  # noqa: ASYNC910 (the thread it waited for raised)
 
     async def run(
         self,
@@ -347,7 +348,7 @@ async def _fail_attempt(client: Client, workflow_id: str) -> None:
                     )
                 )
     except RPCError:
-        pass  # it ended, or moved on: nothing to fail
+        return  # noqa: ASYNC910 - asyncio code: it ended, or moved on: nothing to fail
 
 
 def batch_from_log(events: Sequence[SessionEvent], batch_id: str) -> ToolBatch:
