@@ -6,6 +6,9 @@ while a batch runs: is the batch open with nobody holding its session?
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -114,3 +117,38 @@ def test_a_batch_is_orphaned_only_while_open_with_nobody_holding_its_session(dsn
             assert "held" == state()  # a new writer holds it
             again.append(BatchEndEvent(turn=0, step=0, batch_id="b0", reason="aborted"))
         assert "idle" == state()  # ended
+
+
+def test_a_pooled_connection_to_a_stalled_server_fails_the_open_within_its_timeout(
+    dsn: str, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    # the pool's one connection: its backend stopped (a server that accepts and never answers)
+    with pool.connection() as connection:
+        pid = connection.info.backend_pid
+    os.kill(pid, signal.SIGSTOP)
+    timer = threading.Timer(30, os.kill, (pid, signal.SIGCONT))  # never a hang
+    timer.start()
+    try:
+        with pytest.raises(TimeoutError, match=r"did not answer opening the log within 0.5 s"):
+            PostgresSessionLog(dsn, f"s-{uuid.uuid4()}", pool=pool, append_timeout=0.5)
+    finally:
+        timer.cancel()
+        os.kill(pid, signal.SIGCONT)
+    # the cut connection is not given back: the pool opens a fresh one
+    with PostgresSessionLog(dsn, f"s-{uuid.uuid4()}", pool=pool) as log:
+        log.append(_start(0))
+        assert log._connection is not None  # pyright: ignore[reportPrivateUsage]
+        assert pid != log._connection.info.backend_pid  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_pooled_log_opens_on_the_next_connection_when_the_server_dropped_one(
+    dsn: str, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    # as after a database restart: the pool's idle connection is dead, and the pool does not
+    # know it yet
+    with pool.connection() as connection:
+        pid = connection.info.backend_pid
+    with psycopg.connect(dsn, autocommit=True) as killer:
+        killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with PostgresSessionLog(dsn, f"s-{uuid.uuid4()}", pool=pool) as log:
+        log.append(_start(0))

@@ -248,36 +248,18 @@ class PostgresSessionLog(SessionRowsLog):
         self._insert_sql = sql.SQL(
             "INSERT INTO {}.events (session, seq, event) VALUES (%s, %s, %s)"
         ).format(sql.Identifier(schema))
-        if pool is None:
-            connection = psycopg.connect(conninfo, autocommit=True)
-        else:
-            connection = self._borrowed = pool.getconn()
-        try:
-            if pool is None:
-                _check_database(connection, schema, self._place)
-            locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
-            if locked is None or locked[0] is not True:
-                raise SessionLogLockedError(self._place, session_id, log_class="PostgresSessionLog")
-            if not synchronous_commit:
-                connection.execute("SET synchronous_commit = off")
-            name = sql.Identifier(schema)
-            connection.execute(
-                sql.SQL("INSERT INTO {}.sessions (name) VALUES (%s) ON CONFLICT DO NOTHING").format(
-                    name
-                ),
-                (session_id,),
-            )
-            row = connection.execute(
-                sql.SQL(
-                    "SELECT s.id, (SELECT COALESCE(MAX(seq) + 1, 0) FROM {}.events "
-                    "WHERE session = s.id) FROM {}.sessions s WHERE s.name = %s"
-                ).format(name, name),
-                (session_id,),
-            ).fetchone()
-        except BaseException:
-            connection.close()
-            self._give_back()
-            raise
+        # a pooled connection the server dropped (a restart) fails its first statement: the
+        # next one of the pool is tried (the pool drops the dead one)
+        tries = 1 if pool is None else 3
+        while True:
+            tries -= 1
+            try:
+                connection, row = self._open(pool)
+            except psycopg.OperationalError:
+                if tries == 0:
+                    raise
+            else:
+                break
         assert row is not None  # the row was inserted above, or was there
         key, next_seq = row
         assert isinstance(key, int)
@@ -287,6 +269,66 @@ class PostgresSessionLog(SessionRowsLog):
         except BaseException:
             self._give_back()
             raise
+
+    def _open(
+        self, pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] | None
+    ) -> tuple[psycopg.Connection[tuple[object, ...]], tuple[object, ...] | None]:
+        """A connection holding the session's lock, and the session's key and next sequence
+        number; every statement bounded by ``append_timeout`` (the watchdog cuts a stalled
+        server's connection: ``TimeoutError``).
+        """
+        timeout = self._append_timeout
+        if pool is None:
+            connect_timeout = 0 if timeout is None else max(2, math.ceil(timeout))
+            connection = psycopg.connect(
+                self._conninfo, autocommit=True, connect_timeout=connect_timeout
+            )
+        else:
+            connection = self._borrowed = pool.getconn()
+        token = None if timeout is None else WATCHDOG.arm(connection.pgconn.socket, timeout)
+        try:
+            if pool is None:
+                _check_database(connection, self._schema, self._place)
+            locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
+            if locked is None or locked[0] is not True:
+                raise SessionLogLockedError(
+                    self._place, self._session_id, log_class="PostgresSessionLog"
+                )
+            if not self._synchronous_commit:
+                connection.execute("SET synchronous_commit = off")
+            name = sql.Identifier(self._schema)
+            connection.execute(
+                sql.SQL("INSERT INTO {}.sessions (name) VALUES (%s) ON CONFLICT DO NOTHING").format(
+                    name
+                ),
+                (self._session_id,),
+            )
+            row = connection.execute(
+                sql.SQL(
+                    "SELECT s.id, (SELECT COALESCE(MAX(seq) + 1, 0) FROM {}.events "
+                    "WHERE session = s.id) FROM {}.sessions s WHERE s.name = %s"
+                ).format(name, name),
+                (self._session_id,),
+            ).fetchone()
+        except BaseException:
+            cut = token is not None and WATCHDOG.disarm(token)
+            connection.close()
+            self._give_back()
+            if cut:
+                self._timed_out_opening(timeout)
+            raise
+        if token is not None and WATCHDOG.disarm(token):
+            # the statements returned as the deadline passed: the connection is cut anyway
+            connection.close()
+            self._give_back()
+            self._timed_out_opening(timeout)
+        return connection, row
+
+    def _timed_out_opening(self, timeout: float | None) -> NoReturn:
+        raise TimeoutError(
+            f"{self._place} session {self._session_id!r}: the server did not answer opening the "
+            f"log within {timeout:g} s (append_timeout), so the connection was cut"
+        )
 
     def _give_back(self) -> None:
         """The borrowed connection back to its pool (which drops it if it is closed)."""

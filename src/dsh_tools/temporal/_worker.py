@@ -61,8 +61,8 @@ async def serve_worker(
         synchronous_commit: see :class:`~dsh_tools.postgres.PostgresSessionLog`.
         max_concurrent_batches: the most batches this worker runs at once.
         max_connections: the most connections to the session logs' database this worker
-            holds (a ``psycopg_pool.ConnectionPool``, opened with one and grown on demand;
-            each connection checked before use). A running batch holds one (its session's
+            holds (a ``psycopg_pool.ConnectionPool``, opened with one and grown on demand). A
+            running batch holds one (its session's
             lock is on it), so fewer connections than ``max_concurrent_batches`` makes the
             batches past it wait up to 30 s for one (then the attempt fails and Temporal
             retries it). ``None``: ``max_concurrent_batches``.
@@ -111,8 +111,10 @@ async def serve_worker(
         conninfo,
         min_size=1,
         max_size=connections,
-        kwargs={"autocommit": True, "application_name": "dsh-tools worker"},
-        check=ConnectionPool.check_connection,
+        # a connection the server dropped fails the log's first statement, which is bounded
+        # (a check before use would wait on a stalled server unbounded): the log takes the
+        # pool's next one
+        kwargs={"autocommit": True, "application_name": "dsh-tools worker", "connect_timeout": 5},
         open=False,
     )
     await trio.to_thread.run_sync(pool.open)
