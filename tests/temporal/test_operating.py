@@ -387,3 +387,35 @@ async def test_the_runner_hands_a_dead_workers_batch_on_without_waiting_for_hear
 
     # the attempt that ran on the killed worker ended as the runner failed it
     assert [WORKER_LOST] == await client.run(failures)
+
+
+def test_the_worker_commands_log_takes_warnings_finalizer_and_thread_errors_as_records() -> None:
+    program = """
+import gc, threading, warnings
+from dsh_tools.cli.worker import _configure_logging
+_configure_logging("json", "info")
+warnings.warn("a library's warning")
+class Finalized:
+    def __del__(self):
+        raise ValueError("from a finalizer")
+Finalized()
+gc.collect()
+thread = threading.Thread(target=lambda: 1 / 0, name="doomed")
+thread.start()
+thread.join()
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    try:
+        lines = [json.loads(line) for line in done.stderr.splitlines()]
+    except json.JSONDecodeError:
+        pytest.fail(f"a line of the log is not JSON:\n{done.stderr}")
+    assert [
+        ("py.warnings", None),
+        ("dsh_tools", "ValueError: from a finalizer"),
+        ("dsh_tools", "ZeroDivisionError: division by zero"),
+    ] == [(line["logger"], line.get("error")) for line in lines]
+    assert "thread doomed" in lines[2]["message"]
+    # each failure's traceback once, inside its one JSON line
+    assert all("traceback" in line for line in lines[1:])

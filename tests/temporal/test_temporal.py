@@ -764,7 +764,10 @@ def test_the_worker_logs_one_json_object_per_event(temporal_address: str, dsn: s
         _, err = worker.communicate(timeout=60)
     finally:
         worker.kill()
-    lines = [json.loads(line) for line in err.splitlines()]
+    try:
+        lines = [json.loads(line) for line in err.splitlines()]
+    except json.JSONDecodeError:
+        pytest.fail(f"a line of the log is not JSON:\n{err}")
     assert ["worker.serving", "worker.drain", "worker.stopped"] == [
         line["event"] for line in lines if line["logger"] == "dsh_tools.temporal"
     ]

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,6 +203,29 @@ def _configure_logging(style: str, level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.getLogger("dsh_tools").setLevel(level.upper())
+    # a library's warning, an error no caller could take (a finalizer's), and a thread's
+    # uncaught error are records too, each on one line
+    logging.captureWarnings(True)
+    sys.unraisablehook = _log_unraisable
+    threading.excepthook = _log_thread_error
+
+
+def _log_unraisable(info: sys.UnraisableHookArgs) -> None:
+    logging.getLogger("dsh_tools").warning(
+        "%s: %r",
+        info.err_msg or "Exception ignored in",
+        info.object,
+        exc_info=None if info.exc_value is None else info.exc_value,
+    )
+
+
+def _log_thread_error(info: threading.ExceptHookArgs) -> None:
+    name = "?" if info.thread is None else info.thread.name
+    logging.getLogger("dsh_tools").error(
+        "uncaught error in thread %s",
+        name,
+        exc_info=None if info.exc_value is None else info.exc_value,
+    )
 
 
 def _tls(arguments: argparse.Namespace) -> bool | TLSConfig | None:
