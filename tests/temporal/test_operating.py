@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from temporalio.client import Client
+from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from dsh_tools import CancelSignal, ToolRegistry, ToolRunContext, define_tool
 from dsh_tools.otel import install_tracing
@@ -419,3 +420,14 @@ thread.join()
     assert "thread doomed" in lines[2]["message"]
     # each failure's traceback once, inside its one JSON line
     assert all("traceback" in line for line in lines[1:])
+
+
+async def test_a_client_traces_only_when_a_tracer_provider_is_installed(
+    temporal_address: str, tracer_provider: TracerProvider
+) -> None:
+    # the API's default provider records nothing: the interceptor would only cost
+    async with open_temporal_client(temporal_address) as plain:
+        assert [] == plain.client.config()["interceptors"]
+    async with open_temporal_client(temporal_address, tracer_provider=tracer_provider) as traced:
+        [interceptor] = traced.client.config()["interceptors"]
+    assert isinstance(interceptor, TracingInterceptor)

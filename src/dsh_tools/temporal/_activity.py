@@ -199,10 +199,12 @@ class BatchActivity:
         self.running += 1
         try:
             while True:
-                activity.heartbeat()
                 try:
                     return await asyncio.wait_for(asyncio.shield(finished), interval)
                 except TimeoutError:
+                    # the first a quarter of the timeout in: a quick batch sends none (the
+                    # heartbeat timeout counts from the attempt's start)
+                    activity.heartbeat()
                     continue
                 except asyncio.CancelledError:
                     details = activity.cancellation_details()

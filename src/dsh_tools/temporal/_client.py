@@ -75,10 +75,11 @@ async def open_temporal_client(
             a client certificate and key for mutual TLS, a server name), ``False`` (plain), or
             ``None`` (TLS when an API key is given).
         tracer_provider: where the client's and its workers' spans go (OpenTelemetry; the
-            global provider by default). The trace context travels in Temporal's headers: a
-            batch run from inside an agent's span is one trace with the session workflow,
-            the worker's batch activity and, with :func:`dsh_tools.otel.install_tracing` on
-            the worker's registry, its tool calls.
+            global provider by default, as set when this is called: with none installed, no
+            tracing). The trace context travels in Temporal's headers: a batch run from inside
+            an agent's span is one trace with the session workflow, the worker's batch
+            activity and, with :func:`dsh_tools.otel.install_tracing` on the worker's
+            registry, its tool calls.
 
     Raises:
         RuntimeError: the server cannot be reached (the SDK's error).
@@ -88,12 +89,22 @@ async def open_temporal_client(
 
         async def connect() -> temporalio.client.Client:
             provider = tracer_provider or opentelemetry.trace.get_tracer_provider()
+            # no tracer provider installed (the API's default): no spans to link, and the
+            # interceptor's work on every task would buy nothing
+            traced = not isinstance(
+                provider,
+                opentelemetry.trace.ProxyTracerProvider | opentelemetry.trace.NoOpTracerProvider,
+            )
             return await temporalio.client.Client.connect(
                 target,
                 namespace=namespace,
                 api_key=api_key,
                 tls=use_tls,
-                interceptors=[TracingInterceptor(provider.get_tracer("dsh_tools.temporal"))],
+                interceptors=(
+                    [TracingInterceptor(provider.get_tracer("dsh_tools.temporal"))]
+                    if traced
+                    else []
+                ),
             )
 
         client = await thread.run(connect)
