@@ -10,7 +10,8 @@ first body), and to the batch's results at the agent. The killed worker is repla
 round slower than 5 s (no 10 s sticky-queue stall).
 
 Cost: one worker, ``agents`` concurrent agent sessions each running ``batches`` one-call
-batches; CPU seconds per batch of the worker process, of PostgreSQL (the postmaster and every
+batches, connecting to PostgreSQL without a password (the throwaway cluster's ``trust``) and
+with one (SCRAM-SHA-256, as production databases do); CPU seconds per batch of the worker process, of PostgreSQL (the postmaster and every
 backend, ended ones included) and of the Temporal dev server, from ``/proc`` (Linux only), and
 batches per second.
 
@@ -315,6 +316,33 @@ async def _cost(dsn: str, address: str, ours: bool, agents: int, batches: int) -
     }
 
 
+def _password_dsn(dsn: str) -> str:
+    """A role of the throwaway cluster that logs in with a password (SCRAM-SHA-256, as
+    production databases do), and its connection string."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    role, password = "bench_scram", uuid.uuid4().hex
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        name = sql.Identifier(role)
+        admin.execute("SET password_encryption = 'scram-sha-256'")
+        admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(name))
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(
+                name, sql.Literal(password)
+            )
+        )
+        row = admin.execute("SHOW hba_file").fetchone()
+        assert row is not None
+        hba = Path(str(row[0]))
+        rule = f"host all {role} 127.0.0.1/32 scram-sha-256\n"
+        if rule not in hba.read_text():
+            hba.write_text(rule + hba.read_text())
+        admin.execute("SELECT pg_reload_conf()")
+    return make_conninfo(dsn, user=role, password=password)
+
+
 def run(quick: bool) -> dict[str, object]:
     if not sys.platform.startswith("linux"):
         return {"skipped": "reads CPU times from /proc (Linux only)"}
@@ -331,6 +359,11 @@ def run(quick: bool) -> dict[str, object]:
         return {
             "failover": trio.run(_failovers, dsn, address, rounds),
             "cost": trio.run(_cost, dsn, address, ours, agents, batches),
+            "cost_password_auth": (
+                trio.run(_cost, _password_dsn(dsn), address, ours, agents, batches)
+                if ours
+                else {"skipped": "not our database to add a role to"}
+            ),
         }
     finally:
         servers.__exit__(None, None, None)
