@@ -78,9 +78,23 @@ _RESTART: dict[str, list[str]] = {}
 
 def restart_postgres(dsn: str) -> None:
     """Restart the cluster :func:`postgres_cluster` yielded ``dsn`` for (``pg_ctl restart -m
-    fast``: every connection is cut, and the server is back when this returns).
+    fast``: every connection is cut, and the server is back when this returns); a cluster
+    another process started is found by its data directory (asked over ``dsn``).
     """
-    _run(_RESTART[dsn], "pg_ctl restart")
+    command = _RESTART.get(dsn)
+    if command is None:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            row = connection.execute("SHOW data_directory").fetchone()
+        assert row is not None
+        data = str(row[0])
+        # pg_ctl restart starts the server with the options it was started with
+        log = os.path.join(data, "restart.log")  # the server's output: never this pipe
+        command = _as_postgres(
+            [_postgres_bin("pg_ctl"), "-D", data, "-l", log, "-m", "fast", "-w", "restart"]
+        )
+    _run(command, "pg_ctl restart")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,9 @@ fifth call runs for the first time.
 
 With ``--drain``, the worker is stopped the way a deploy stops it (``SIGTERM``, with a drain
 timeout of 0.5 s) instead: the crawl outlives the drain, so the worker leaves the batch as a
-crash would, and the other worker finishes it the same way.
+crash would, and the other worker finishes it the same way. With ``--restart-db``, no worker
+dies: PostgreSQL restarts while the report (not idempotent) is written, and the worker holds
+its result until the server is back, so every call runs once, on one worker.
 
 It prints, per call, how many times its body started and its final result, and exits 0 only
 when the batch finished on the other worker with every call answered once and no committed
@@ -29,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 import trio
@@ -38,6 +40,7 @@ from dsh_tools import (
     CancelSignal,
     FrozenJsonObject,
     ToolCallRequest,
+    ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
     define_tool,
@@ -172,7 +175,7 @@ def _start_worker(
     )
 
 
-async def _run(dsn: str, address: str, starts: Path, drain: bool) -> int:
+async def _run(dsn: str, address: str, starts: Path, mode: str) -> int:
     from dsh_tools.postgres import create_schema
     from dsh_tools.temporal import TemporalBatchRunner, open_temporal_client
 
@@ -181,6 +184,7 @@ async def _run(dsn: str, address: str, starts: Path, drain: bool) -> int:
     session_id = f"failover-{uuid.uuid4()}"
     workers = {name: _start_worker(name, dsn, address, queue, starts) for name in ("w1", "w2")}
     killed: list[tuple[str, float]] = []
+    drain = mode == "--drain"
     try:
         async with open_temporal_client(address) as client, trio.open_nursery() as nursery:
             runner = TemporalBatchRunner(
@@ -202,7 +206,19 @@ async def _run(dsn: str, address: str, starts: Path, drain: bool) -> int:
                         return
                     await trio.sleep(0.01)
 
-            nursery.start_soon(kill_mid_batch)
+            async def restart_mid_batch() -> None:
+                # while write_report (not idempotent) runs: its result reaches the log after
+                # the restart, from the worker that holds it
+                while not any(call == "c3" for _, call, _, _ in _starts(starts)):  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+                began = time.time()
+                await trio.to_thread.run_sync(_restart_postgres, dsn)
+                killed.append(("PostgreSQL", began))
+                print(
+                    f"restarted PostgreSQL while c3 ran ({time.time() - began:.1f} s)", flush=True
+                )
+
+            nursery.start_soon(restart_mid_batch if mode == "--restart-db" else kill_mid_batch)
             begun = time.monotonic()
             with runner, trio.fail_after(120):  # a failover that never happens fails, never hangs
                 batch = await runner.run(CALLS, session_id=session_id, signal=CancelSignal.never())
@@ -230,6 +246,8 @@ async def _run(dsn: str, address: str, starts: Path, drain: bool) -> int:
     if not killed:
         print("FAILED: no worker was killed (the batch ended first)")
         return 1
+    if mode == "--restart-db":
+        return _check_restart(record, batch.results, logs)
     victim, killed_at = killed[0]
     if drain:
         # what the stopped worker said: its drain, and the batch it left
@@ -267,14 +285,46 @@ async def _run(dsn: str, address: str, starts: Path, drain: bool) -> int:
     return 0
 
 
+def _restart_postgres(dsn: str) -> None:
+    import local_servers
+
+    local_servers.restart_postgres(dsn)
+
+
+def _check_restart(
+    record: list[tuple[str, str, int, float]],
+    results: Sequence[ToolExecutionResult],
+    logs: dict[str, str],
+) -> int:
+    """The database restarted mid-batch: one worker ran every call once, and said so."""
+    counts = {call.call_id: sum(1 for _, c, _, _ in record if c == call.call_id) for call in CALLS}
+    said = [
+        line for log in logs.values() for line in log.splitlines() if "dsh_tools.postgres" in line
+    ]
+    problems: list[str] = []
+    if counts != dict.fromkeys(counts, 1) or len({w for w, _, _, _ in record}) != 1:
+        problems.append(f"body starts {counts} on {sorted({w for w, _, _, _ in record})}")
+    if any(result.is_error for result in results):
+        problems.append("a call ended in an error")
+    if not any("lost the connection" in line for line in said):
+        problems.append("no worker said it lost its connection")
+    if problems:
+        print("FAILED: " + "; ".join(problems))
+        return 1
+    print(f"the worker logged: {said[0].split(' session ')[-1].split(';')[0]} ...")
+    print("OK: the worker held its results across the restart; every call answered once")
+    return 0
+
+
 def main() -> int:
-    """Run the failover (``--drain``: a stop, not a kill); return the exit status."""
-    drain = sys.argv[1:] == ["--drain"]
-    if sys.argv[1:] and not drain:
-        print(f"usage: {sys.argv[0]} [--drain]", file=sys.stderr)
+    """Run the failover (``--drain``: a stop, not a kill; ``--restart-db``: no worker dies,
+    the database restarts); return the exit status."""
+    mode = sys.argv[1] if sys.argv[1:] else "--kill"
+    if sys.argv[2:] or mode not in ("--kill", "--drain", "--restart-db"):
+        print(f"usage: {sys.argv[0]} [--drain | --restart-db]", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as directory, _servers() as (dsn, address):
-        return trio.run(_run, dsn, address, Path(directory) / "starts.txt", drain)
+        return trio.run(_run, dsn, address, Path(directory) / "starts.txt", mode)
 
 
 if __name__ == "__main__":

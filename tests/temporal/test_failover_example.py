@@ -38,3 +38,24 @@ def test_the_failover_example_finishes_the_batch_on_the_other_worker(
         assert ["worker.drain", "batch.left"] == [
             word for word in said.split() if word in ("worker.drain", "batch.left")
         ], said
+
+
+def test_a_database_restart_mid_batch_costs_no_result_and_moves_no_batch(
+    dsn: str, temporal_address: str
+) -> None:
+    # the runner's watch sees the session's lock gone while the database restarts, but the
+    # worker keeps heartbeating: it keeps the batch, and stores its held result once the
+    # server is back (the report is not idempotent: moved, it would be TOOL_INTERRUPTED)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "temporal_failover.py"), "--restart-db"],
+        env=os.environ | {"DATABASE_URL": dsn, "TEMPORAL_ADDRESS": temporal_address},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert lines[-1].startswith("OK: the worker held its results across the restart")
+    starts = {line.split()[0]: line.split()[4] for line in lines if line.startswith("  c")}
+    assert dict.fromkeys(["c1", "c2", "c3", "c4", "c5"], "1x") == starts

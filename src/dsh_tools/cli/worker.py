@@ -163,10 +163,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--heartbeat-throttle",
         type=_positive_seconds,
-        default=30.0,
+        default=0.25,
         metavar="SECONDS",
-        help="the longest the SDK holds a batch's heartbeats back (it sends one at least every "
-        "0.8 x the batch's heartbeat timeout) (default: %(default)s)",
+        help="the longest the SDK holds a batch's heartbeats back (at most 0.8 x the batch's "
+        "heartbeat timeout); keep it short, the agent's watch reads them (default: "
+        "%(default)s)",
     )
     parser.add_argument(
         "--log-format",

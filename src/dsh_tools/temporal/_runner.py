@@ -4,8 +4,10 @@ PostgreSQL.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import outcome
 import psycopg
@@ -46,7 +48,7 @@ _WATCH_AFTER = 0.2
 """Seconds a batch runs before the runner starts watching its worker (most end sooner)."""
 
 _GRACE = 0.3
-"""Seconds an orphaned batch stays orphaned before the runner fails its attempt."""
+"""Seconds, at least, an orphaned batch's attempt stays silent before the runner fails it."""
 
 
 class TemporalBatchRunner:
@@ -73,10 +75,12 @@ class TemporalBatchRunner:
         watch_interval: how often (seconds) the runner looks, while a batch runs, whether
             the session's batch is open in the log with no worker holding the session's lock
             (one query; it starts after the batch has run 0.2 s). A worker that dies lets the
-            lock go at once (its connection closes): seen so twice, 0.3 s apart, the runner
-            fails that attempt in Temporal, which retries it at once on another worker instead
-            of after ``heartbeat_timeout`` and Temporal's timer rounding (about 0.5 s instead
-            of 2-4 s). ``None``: heartbeats only.
+            lock go at once (its connection closes): seen so, and the attempt sending no
+            heartbeat for 3/8 of ``heartbeat_timeout`` (0.3 s at least), the runner fails that
+            attempt in Temporal, which retries it at once on another worker instead of after
+            ``heartbeat_timeout`` and Temporal's timer rounding (about 1 s instead of 2-3 s
+            with a 1 s timeout). A worker that only lost its connection (a database restart)
+            keeps heartbeating and keeps its batch. ``None``: heartbeats only.
 
     Raises:
         TypeError: ``task_queue`` or ``conninfo`` is not a ``str``, a timeout not a number.
@@ -188,22 +192,33 @@ class TemporalBatchRunner:
 
     async def _watch_worker(self, session_id: str, workflow_id: str, interval: float) -> None:
         """While the batch runs: when the session's batch is open and no worker holds the
-        session (twice, ``_GRACE`` apart), fail the worker's attempt so that Temporal retries
-        it now. Once failed, an attempt is failed again only after a worker held the session
-        again (the retry's worker may take a moment to take it).
+        session, and the running attempt sends no heartbeat for a while, fail it so that
+        Temporal retries it now. A worker that is alive but lost its database connection (a
+        restart) keeps heartbeating, and takes the session again at its next append: its
+        attempt is left alone. Once failed, an attempt is failed again only after a worker
+        held the session again (the retry's worker may take a moment to take it).
         """
         await trio.sleep(_WATCH_AFTER)
+        # a live worker's heartbeats reach Temporal every quarter of the timeout (the
+        # worker's throttle is shorter): half as long again without one means none is coming
+        silence = max(_GRACE, self._heartbeat_timeout / 4 * 1.5)
         armed = True
         while True:
             state = await self._ask(session_id, interval)
             if state == "held":
                 armed = True
             elif state == "orphaned" and armed:
-                # a worker reconnecting after a lost connection takes the session again
-                await trio.sleep(_GRACE)
-                if await self._ask(session_id, interval) == "orphaned":
-                    armed = False
-                    await self._client.run(lambda client: _fail_attempt(client, workflow_id))
+                before = await self._client.run(
+                    lambda client: _running_attempt(client, workflow_id)
+                )
+                await trio.sleep(silence)
+                if before is not None and await self._ask(session_id, interval) == "orphaned":
+                    after = await self._client.run(
+                        lambda client: _running_attempt(client, workflow_id)
+                    )
+                    if after is not None and after == before:  # no heartbeat since
+                        armed = False
+                        await self._client.run(functools.partial(_fail_attempt, attempt=after))
             await trio.sleep(interval)
 
     async def _ask(self, session_id: str, wait: float) -> str:
@@ -323,30 +338,55 @@ class TemporalBatchRunner:
         await self._client.run(close)
 
 
-async def _fail_attempt(client: Client, workflow_id: str) -> None:
+@dataclass(frozen=True)
+class _Attempt:
+    """A running batch attempt as Temporal sees it."""
+
+    workflow_id: str
+    run_id: str
+    activity_id: str
+    attempt: int
+    last_heartbeat: datetime | None
+
+
+async def _running_attempt(client: Client, workflow_id: str) -> _Attempt | None:
+    """The session's running batch attempt and its last heartbeat, or ``None``."""
+    try:
+        description = await client.get_workflow_handle(workflow_id).describe()
+    except RPCError:
+        return None
+    for pending in description.raw_description.pending_activities:
+        if (
+            pending.activity_type.name == BATCH_ACTIVITY
+            and pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+        ):
+            heartbeat = (
+                pending.last_heartbeat_time.ToDatetime()
+                if pending.HasField("last_heartbeat_time")
+                else None
+            )
+            return _Attempt(
+                workflow_id, description.run_id, pending.activity_id, pending.attempt, heartbeat
+            )
+    return None
+
+
+async def _fail_attempt(client: Client, attempt: _Attempt) -> None:
     """Fail the session's running batch attempt (its worker is gone), so Temporal retries it
     at once. An attempt that ended meanwhile is left alone (Temporal refuses the failure).
     """
     try:
-        description = await client.get_workflow_handle(workflow_id).describe()
-        for pending in description.raw_description.pending_activities:
-            if (
-                pending.activity_type.name == BATCH_ACTIVITY
-                and pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-            ):
-                await client.get_async_activity_handle(
-                    workflow_id=workflow_id,
-                    run_id=description.run_id,
-                    activity_id=pending.activity_id,
-                ).fail(
-                    ApplicationError(
-                        "the worker running the batch let its session go without ending it "
-                        "(it died, or lost its database connection)",
-                        type=WORKER_LOST,
-                        # at once: the dead worker holds nothing any more
-                        next_retry_delay=timedelta(milliseconds=10),
-                    )
-                )
+        await client.get_async_activity_handle(
+            workflow_id=attempt.workflow_id, run_id=attempt.run_id, activity_id=attempt.activity_id
+        ).fail(
+            ApplicationError(
+                "the worker running the batch let its session go without ending it, and "
+                "stopped heartbeating (it died)",
+                type=WORKER_LOST,
+                # at once: the dead worker holds nothing any more
+                next_retry_delay=timedelta(milliseconds=10),
+            )
+        )
     except RPCError:
         return  # noqa: ASYNC910 - asyncio code: it ended, or moved on: nothing to fail
 

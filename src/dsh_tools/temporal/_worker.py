@@ -44,7 +44,7 @@ async def serve_worker(
     max_concurrent_workflow_tasks: int = 100,
     drain_timeout: float = 30.0,
     sticky_timeout: float = STICKY_TIMEOUT,
-    heartbeat_throttle: float = 30.0,
+    heartbeat_throttle: float = 0.25,
     meter_provider: metrics.MeterProvider | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -74,8 +74,10 @@ async def serve_worker(
             has the session cached before any worker takes it (Temporal's default is 10):
             after a worker died, its sessions' next steps wait this long.
         heartbeat_throttle: the longest (seconds) the SDK holds a batch's heartbeats back
-            before it sends one; it sends them at most every 0.8 x the batch's
-            ``heartbeat_timeout`` anyway (the runner sets that).
+            before it sends one (at most 0.8 x the batch's ``heartbeat_timeout``, which the
+            runner sets). A batch heartbeats every quarter of its timeout; the runner's watch
+            tells a dead worker from one that only lost its database connection by whether
+            those heartbeats reach Temporal, so keep this short.
         meter_provider: where the worker's OpenTelemetry metrics go (``dsh_tools.worker.*``:
             batches, calls by result code, failovers, append latency); the global provider by
             default.
