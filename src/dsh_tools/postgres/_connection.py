@@ -90,13 +90,7 @@ class SessionConnection(SessionRowsLog):
         try:
             if pool is None:
                 check_database_on(connection, self._schema, self._place)
-            locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
-            if locked is None or locked[0] is not True:
-                raise SessionLogLockedError(
-                    self._place, self._session_id, log_class="PostgresSessionLog"
-                )
-            if not self._synchronous_commit:
-                connection.execute("SET synchronous_commit = off")
+            self._take_session(connection)
             name = sql.Identifier(self._schema)
             connection.execute(
                 sql.SQL("INSERT INTO {}.sessions (name) VALUES (%s) ON CONFLICT DO NOTHING").format(
@@ -124,6 +118,20 @@ class SessionConnection(SessionRowsLog):
             self._give_back()
             self._timed_out_opening(timeout)
         return connection, row
+
+    def _take_session(self, connection: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Take the session's lock on ``connection`` (and set its commit mode).
+
+        Raises:
+            SessionLogLockedError: another writer holds the session.
+        """
+        locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
+        if locked is None or locked[0] is not True:
+            raise SessionLogLockedError(
+                self._place, self._session_id, log_class="PostgresSessionLog"
+            )
+        if not self._synchronous_commit:
+            connection.execute("SET synchronous_commit = off")
 
     def _timed_out_opening(self, timeout: float | None) -> NoReturn:
         raise TimeoutError(
@@ -241,13 +249,7 @@ class SessionConnection(SessionRowsLog):
                 lost.close()
         connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
         try:
-            locked = connection.execute("SELECT pg_try_advisory_lock(%s)", (self._lock,)).fetchone()
-            if locked is None or locked[0] is not True:
-                raise SessionLogLockedError(
-                    self._place, self._session_id, log_class="PostgresSessionLog"
-                )
-            if not self._synchronous_commit:
-                connection.execute("SET synchronous_commit = off")
+            self._take_session(connection)
             row = connection.execute(
                 sql.SQL("SELECT event FROM {}.events WHERE session = %s AND seq = %s").format(
                     sql.Identifier(self._schema)
@@ -288,13 +290,17 @@ class SessionConnection(SessionRowsLog):
                 # the insert returned as its deadline passed: the connection is cut anyway
                 self._timed_out(timeout)
 
-    def _timed_out(self, timeout: float | None) -> NoReturn:
+    def _timed_out(
+        self,
+        timeout: float | None,
+        what: str = "an append",
+        unknown: str = "; the event may or may not be stored",
+    ) -> NoReturn:
         self.close()
         raise TimeoutError(
-            f"{self._place} session {self._session_id!r}: the server did not answer an append "
+            f"{self._place} session {self._session_id!r}: the server did not answer {what} "
             f"within {timeout:g} s (append_timeout), so the connection was cut and the log "
-            "closed; the event may or may not be stored. Open a new log to continue the "
-            "session once the server answers"
+            f"closed{unknown}. Open a new log to continue the session once the server answers"
         )
 
     def _read_chained(self, chain: MacChain | None, since: int = 0) -> list[SessionEvent]:
@@ -312,19 +318,11 @@ class SessionConnection(SessionRowsLog):
             if token is None or not WATCHDOG.disarm(token):
                 raise
             token = None
-            self._timed_out_reading(timeout)
+            self._timed_out(timeout, "a read", "")
         finally:
             if token is not None and WATCHDOG.disarm(token):
                 # the read returned as its deadline passed: the connection is cut anyway
-                self._timed_out_reading(timeout)
-
-    def _timed_out_reading(self, timeout: float | None) -> NoReturn:
-        self.close()
-        raise TimeoutError(
-            f"{self._place} session {self._session_id!r}: the server did not answer a read "
-            f"within {timeout:g} s (append_timeout), so the connection was cut and the log "
-            "closed. Open a new log to continue the session once the server answers"
-        )
+                self._timed_out(timeout, "a read", "")
 
 
 def check_database_on(
