@@ -108,9 +108,10 @@ async def test_a_batch_run_on_a_worker_equals_the_same_batch_run_here(
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_worker, client, queue, _registry(started), dsn)
         runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=5)
-        remote = await runner.run(
-            calls, session_id=f"s-{uuid.uuid4()}", signal=CancelSignal.never()
-        )
+        with runner:
+            remote = await runner.run(
+                calls, session_id=f"s-{uuid.uuid4()}", signal=CancelSignal.never()
+            )
         nursery.cancel_scope.cancel()
     local = await run_tool_calls(
         _registry([]), calls, signal=CancelSignal.never(), session=MemorySessionLog()
@@ -136,6 +137,7 @@ async def test_the_worker_writes_the_batch_to_the_sessions_postgres_log(
             [request("d1", "echo")], session_id=session, signal=CancelSignal.never(), turn=3
         )
         await runner.close_session(session)
+        runner.close()
         nursery.cancel_scope.cancel()
     events = PostgresSessionLog.read(dsn, session)
     kinds = [type(event).__name__ for event in events]
@@ -167,6 +169,7 @@ async def test_the_agents_signal_interrupts_the_batch_on_its_worker(
                 session_id=session,
                 signal=controller.signal,
             )
+        runner.close()
         nursery.cancel_scope.cancel()
     assert batch is not None
     assert (["echo c1 attempt 1", "Error: tool call aborted"], "aborted") == (
@@ -592,7 +595,7 @@ async def test_a_batch_that_fails_on_its_worker_raises_the_documented_error(
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_worker, client, queue, registry, dsn)
         runner = TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=1)
-        with trio.fail_after(60), pytest.raises(WorkflowUpdateFailedError) as caught:
+        with runner, trio.fail_after(60), pytest.raises(WorkflowUpdateFailedError) as caught:
             await runner.run(
                 [request("c1", "echo")], session_id=f"s-{uuid.uuid4()}", signal=CancelSignal.never()
             )
@@ -873,6 +876,8 @@ async def test_two_workers_with_a_shared_limiter_never_run_one_key_at_once(
                 async with trio.open_nursery() as sessions:
                     for name in "abcd":
                         sessions.start_soon(one_session, name)
+            for runner in runners:
+                runner.close()
             nursery.cancel_scope.cancel()
     assert [["written", "written"]] * 4 == [[first_text(r) for r in b.results] for b in results]
     assert first.round_trips > 0
@@ -892,12 +897,16 @@ async def test_the_runner_reads_through_its_pool_across_connections_the_database
     session = f"s-{uuid.uuid4()}"
 
     def runner_backends() -> list[int]:
+        """This runner's connections (a runner of another test not yet collected may hold
+        some of its own)."""
         with psycopg.connect(dsn, autocommit=True) as admin:
             rows = admin.execute(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = 'dsh-tools runner'"
             ).fetchall()
-        return [int(row[0]) for row in rows]
+        return [int(row[0]) for row in rows if int(row[0]) not in others]
 
+    others: set[int] = set()
+    others.update(runner_backends())
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_worker, client, queue, _registry([]), dsn)
         with TemporalBatchRunner(client, queue, conninfo=dsn, pool_size=2) as runner:
