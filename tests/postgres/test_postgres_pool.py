@@ -150,5 +150,15 @@ def test_a_pooled_log_opens_on_the_next_connection_when_the_server_dropped_one(
         pid = connection.info.backend_pid
     with psycopg.connect(dsn, autocommit=True) as killer:
         killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(500):  # gone, so the log's first statement surely meets a dead end
+            if not killer.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone():
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the terminated backend did not end")
     with PostgresSessionLog(dsn, f"s-{uuid.uuid4()}", pool=pool) as log:
         log.append(_start(0))
+        assert log._connection is not None  # pyright: ignore[reportPrivateUsage]
+        assert pid != log._connection.info.backend_pid  # pyright: ignore[reportPrivateUsage]

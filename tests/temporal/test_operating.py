@@ -431,3 +431,58 @@ async def test_a_client_traces_only_when_a_tracer_provider_is_installed(
     async with open_temporal_client(temporal_address, tracer_provider=tracer_provider) as traced:
         [interceptor] = traced.client.config()["interceptors"]
     assert isinstance(interceptor, TracingInterceptor)
+
+
+async def test_a_worker_that_only_lost_its_database_connection_keeps_its_batch(
+    client: TemporalClient, dsn: str
+) -> None:
+    # the worker's connection is cut while a 2 s body runs: the session's lock is gone and its
+    # batch open (orphaned, as after a death) for the rest of the body, but the worker keeps
+    # heartbeating, so the runner's watch leaves it alone; the worker takes the session again
+    # at its next append, and the body ran once
+    starts: list[int] = []
+    running = trio.Event()
+    registry = ToolRegistry()
+
+    async def slow(args: object, context: ToolRunContext) -> str:
+        starts.append(context.attempt)
+        running.set()
+        await trio.sleep(2)
+        return f"done on attempt {context.attempt}"
+
+    registry.register(
+        define_tool(name="slow", description="slow", parameters={}, execute=slow, idempotent=True)
+    )
+    queue = f"q-{uuid.uuid4()}"
+    session = f"s-{uuid.uuid4()}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_worker, client, queue, registry, dsn)
+        with TemporalBatchRunner(client, queue, conninfo=dsn, heartbeat_timeout=1) as runner:
+
+            async def cut_the_workers_connection() -> None:
+                await running.wait()
+                with psycopg.connect(dsn, autocommit=True) as admin:
+                    admin.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE application_name = 'dsh-tools worker' AND pid IN "
+                        "(SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)"
+                    )
+
+            nursery.start_soon(cut_the_workers_connection)
+            with trio.fail_after(60):
+                batch = await runner.run(
+                    [request("c1", "slow")], session_id=session, signal=CancelSignal.never()
+                )
+        nursery.cancel_scope.cancel()
+    assert ["done on attempt 1"] == [first_text(result) for result in batch.results]
+    assert [1] == starts
+
+    async def failures(sdk: Client) -> list[str]:
+        history = await sdk.get_workflow_handle(f"dsh-tools-session/{session}").fetch_history()
+        return [
+            event.activity_task_started_event_attributes.last_failure.application_failure_info.type
+            for event in history.events
+            if event.HasField("activity_task_started_event_attributes")
+        ]
+
+    assert [""] == await client.run(failures)  # one attempt, which nothing failed

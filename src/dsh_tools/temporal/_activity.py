@@ -253,7 +253,7 @@ class BatchActivity:
         began = time.monotonic()
         session = request.session_id
         try:
-            outcome, how = await self._attempt(request, controller, attempt, held)
+            ended, how = await self._attempt(request, controller, attempt, held)
         except BaseException as exc:
             if held.left:
                 raise RuntimeError(
@@ -282,21 +282,21 @@ class BatchActivity:
             if isinstance(exc, Exception):
                 self._metrics.batches.add(1, {"outcome": "failed"})
             raise
-        self._metrics.batches.add(1, {"outcome": how, "reason": outcome.reason})
+        self._metrics.batches.add(1, {"outcome": how, "reason": ended.reason})
         if how == "resumed":
             self._metrics.failovers.add(1)
         say(
             logging.INFO,
             "batch.end",
             session=session,
-            batch=outcome.batch_id,
-            reason=outcome.reason,
+            batch=ended.batch_id,
+            reason=ended.reason,
             how=how,
             attempt=attempt,
             calls=len(request.calls),
             seconds=round(time.monotonic() - began, 3),
         )
-        return outcome
+        return ended
 
     async def _attempt(
         self, request: BatchRequest, controller: CancelController, attempt: int, held: Attempt
@@ -333,8 +333,8 @@ class BatchActivity:
                 events = await trio.to_thread.run_sync(log.events_since, since)
                 found = last_batch(events, calls, request.turn, request.step)
                 if found is not None and found[1] is not None and _unanswered(events):
-                    # a worker drained (or stopped) mid-batch: its batch ended with calls that
-                    # never started, and no result for them; they run here
+                    # the trio run around the batch was cancelled (its worker stopped without
+                    # leaving it): it ended with calls that have no result; they run here
                     found = (found[0], None)
                 done = found  # a batch that ended already (a retried attempt) is only reported
                 if found is None:

@@ -119,7 +119,6 @@ async def serve_worker(
         kwargs={"autocommit": True, "application_name": "dsh-tools worker", "connect_timeout": 5},
         open=False,
     )
-    await trio.to_thread.run_sync(pool.open)
     batches = BatchActivity(
         registry,
         conninfo,
@@ -174,6 +173,7 @@ async def serve_worker(
         token.run_sync_soon(ready.set)
 
     try:
+        await trio.to_thread.run_sync(pool.open)
         async with trio.open_nursery() as nursery:
 
             async def serve() -> None:

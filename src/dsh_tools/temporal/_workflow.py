@@ -6,7 +6,9 @@ carries small values: the calls of a batch in, the batch's id and end reason out
 workers write it to the session's :class:`~dsh_tools.postgres.PostgresSessionLog`, and the
 agent reads the batch back from there.
 
-This module imports only the standard library and ``temporalio`` (workflow sandbox).
+This module imports only the standard library and ``temporalio``. The workers run it without
+Temporal's sandbox (it is this package's own): keep it deterministic, with no I/O, clock or
+randomness of its own.
 """
 
 import asyncio
